@@ -1,0 +1,127 @@
+// Every message the host process's actors exchange. Requests carry a typed `replyTo`.
+import type { Work } from '../persistence/store.js';
+import type { ControlFrame, HostInFrame, InterruptFrame, ReloadMcpFrame, RespondFrame, TurnStartFrame } from '../protocol/frames.js';
+import type { RetainReason, ShutdownReport } from '../protocol/outbound.js';
+import type { CancelReason, ServerRequestMethod } from '../protocol/rpc.js';
+import type { ControlRequest } from './routes.js';
+import type { Ref } from './runtime.js';
+
+export type ShutdownReason = 'sigterm' | 'stdin_closed' | 'orphan' | 'shutdown';
+
+/** A turn waiting for, or holding, one of the host's `workers` slots. */
+export interface TurnTicket {
+  id: number;
+  sid: string;
+  session: Ref<SessionMsg>;
+}
+
+export type TurnOutcome = 'completed' | 'interrupted' | 'failed';
+
+/** What the host keeps of a finished turn (debug `turns`, the REPL). */
+export interface FinishedTurn {
+  sid: string;
+  turnId: string;
+  requestId: string;
+  outcome: TurnOutcome;
+  startedAt: number;
+  endedAt: number;
+}
+
+export interface HostStats {
+  workers: number;
+  activeTurns: number;
+  queuedTurns: number;
+  sessions: number;
+  progressCounter: number;
+  shuttingDown: boolean;
+  recentTurns: FinishedTurn[];
+}
+
+export type HostMsg =
+  | { kind: 'frame'; frame: HostInFrame }
+  | { kind: 'admit'; ticket: TurnTicket }
+  | { kind: 'withdraw'; ticketId: number }
+  | { kind: 'release'; ticketId: number; finished?: FinishedTurn }
+  | { kind: 'session-count'; delta: number }
+  | { kind: 'heartbeat' }
+  | { kind: 'shutdown'; reason: ShutdownReason; waitSec: number; requestId?: string; replyTo?: Ref<ShutdownReport> }
+  | { kind: 'shutdown-done'; report: ShutdownReport }
+  | { kind: 'stats'; replyTo: Ref<HostStats> };
+
+/** Frames that name a session, routed by sid through its shard. */
+export type SessionFrame = TurnStartFrame | InterruptFrame | RespondFrame | ReloadMcpFrame | ControlFrame;
+
+export type ShardMsg =
+  | { kind: 'frame'; frame: SessionFrame; control?: ControlRequest }
+  | { kind: 'list'; replyTo: Ref<SessionHandle[]> }
+  | { kind: 'describe'; replyTo: Ref<unknown[]> };
+
+export interface SessionHandle {
+  sid: string;
+  ref: Ref<SessionMsg>;
+}
+
+/** A session's answer to `drain`: it is idle (its turn, if any, has ended and been committed). */
+export interface DrainAck {
+  kind: 'drained';
+  sid: string;
+}
+
+/** A session's answer to `finalize` or `retain`: the rows to write in the shared flush transaction. */
+export interface Settled {
+  kind: 'settled';
+  sid: string;
+  outcome: 'finalized' | 'retained' | 'skipped';
+  work: Work | null;
+}
+
+/** A session's description for `debug sessions` and the REPL. */
+export interface SessionDescription {
+  sid: string;
+  session_key: string;
+  phase: 'idle' | 'waiting' | 'running';
+  lifecycle: 'open' | 'finalized' | 'retained';
+  turn_id: string | null;
+  message_count: number;
+  history_version: number;
+  open_requests: OpenRequestDescription[];
+  idle_ms: number;
+}
+
+export interface OpenRequestDescription {
+  id: string;
+  sid: string;
+  method: ServerRequestMethod;
+  age_ms: number;
+}
+
+export type SessionMsg =
+  | { kind: 'frame'; frame: SessionFrame; control?: ControlRequest }
+  | { kind: 'slot'; ticketId: number }
+  | { kind: 'admission-refused'; ticketId: number }
+  | { kind: 'turn-done'; turnId: string; reply: string | null; error: Error | null }
+  | { kind: 'activity-tick'; turnId: string }
+  | { kind: 'open-request'; method: ServerRequestMethod; params: Record<string, unknown>; timeoutMs: number; turnId: string; replyTo: Ref<unknown> }
+  | { kind: 'request-closed'; id: string }
+  | { kind: 'drain'; replyTo: Ref<DrainAck> }
+  | { kind: 'finalize'; endReason: string; replyTo: Ref<Settled> }
+  | { kind: 'retain'; reason: RetainReason; replyTo: Ref<Settled> }
+  | { kind: 'describe'; replyTo: Ref<SessionDescription> };
+
+export type LockOutcome = { status: 'ok'; remaining: string[] } | { status: 'expired' } | { error: { code: number; message: string } };
+
+export type ServerRequestMsg =
+  | { kind: 'answer'; respondRequestId: string; error?: unknown; result?: unknown }
+  | { kind: 'lock'; respondRequestId: string; questionId: string; answer: unknown }
+  | { kind: 'timeout' }
+  /** `recorded`: the session already wrote the cancel's row and event (the shutdown flush). */
+  | { kind: 'cancel'; reason: CancelReason; recorded?: boolean }
+  | { kind: 'close' };
+
+export type CoordinatorMsg =
+  | { kind: 'sessions'; handles: SessionHandle[] }
+  | DrainAck
+  | { kind: 'deadline' }
+  | { kind: 'force' }
+  | Settled
+  | { kind: 'flush-timeout' };

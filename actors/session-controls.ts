@@ -1,0 +1,134 @@
+// The control routes' meanings (PROTOCOL.md §1.3): each change is committed before it is acked.
+import { randomBytes } from 'node:crypto';
+import { keepRecent } from '../agents/agent.js';
+import type { Work } from '../persistence/store.js';
+import type { ChatMessage } from '../protocol/chat.js';
+import type { ControlFrame, ReloadMcpFrame } from '../protocol/frames.js';
+import { rpcResult } from '../protocol/rpc.js';
+import type { ControlRequest } from './routes.js';
+import { historyMeta, sessionRow, setOverrides, type SessionState } from './session-state.js';
+import type { SessionEnv } from './session-turn.js';
+
+interface HistoryChange {
+  history: ChatMessage[];
+  /** Stored messages from this position on are replaced. */
+  keepStored: number;
+  rotateKey: boolean;
+}
+
+class ControlFailure extends Error {}
+
+export async function runControl(s: SessionState, frame: ControlFrame, request: ControlRequest, env: SessionEnv): Promise<void> {
+  const { writer } = env.services;
+  if (request.route === 'reload.mcp') return reloadTools(s, frame, env);
+  try {
+    const result = await applyControl(s, request, env);
+    writer.write({ type: 'control.ack', sid: s.sid, request_id: frame.request_id, route_name: frame.route_name, result, ...historyMeta(s) });
+  } catch (err) {
+    if (!(err instanceof ControlFailure)) env.services.log.error({ err, sid: s.sid, route: frame.route_name }, 'control route failed');
+    writer.write({ type: 'control.error', sid: s.sid, request_id: frame.request_id, message: (err as Error).message });
+  }
+}
+
+export async function reloadTools(s: SessionState, frame: ControlFrame | ReloadMcpFrame, env: SessionEnv): Promise<void> {
+  const { writer, agent } = env.services;
+  try {
+    await agent.reloadTools?.();
+    writer.write({ type: 'reload_mcp.ack', sid: s.sid, request_id: frame.request_id, response: rpcResult(frame.request_id, { status: 'ok' }) });
+  } catch (err) {
+    writer.write({ type: 'control.error', sid: s.sid, request_id: frame.request_id, message: `reload failed: ${(err as Error).message}` });
+  }
+}
+
+async function applyControl(s: SessionState, request: Exclude<ControlRequest, { route: 'reload.mcp' }>, env: SessionEnv): Promise<unknown> {
+  switch (request.route) {
+    case 'session.save':
+      return { saved: await saveRunningTail(s, env) };
+    case 'session.compress':
+    case 'slash.compress': {
+      const compress = env.services.agent.compress ?? keepRecent;
+      const summary = await compress(s.history, request.focusTopic);
+      const replaced = s.history.length;
+      await changeHistory(s, { history: summary, keepStored: 0, rotateKey: true }, env);
+      return { output: `compressed ${replaced} messages into ${summary.length}`, replaced };
+    }
+    case 'session.reset':
+      await changeHistory(s, { history: [], keepStored: 0, rotateKey: true }, env);
+      return { output: 'session reset' };
+    case 'session.history.reload': {
+      const stored = env.services.store.loadSession(s.sid);
+      await changeHistory(s, { history: stored?.messages ?? [], keepStored: Infinity, rotateKey: false }, env);
+      return { output: `reloaded ${s.history.length} messages` };
+    }
+    case 'prompt.submit.truncate': {
+      const removed = Math.max(0, s.history.length - request.keep);
+      await changeHistory(s, { history: s.history.slice(0, request.keep), keepStored: request.keep, rotateKey: false }, env);
+      return { output: `kept ${s.history.length} messages`, removed };
+    }
+    case 'slash.model':
+      await changeOverrides(s, { ...s.overrides, model: request.model }, env);
+      return { output: `model set to ${request.model}` };
+    case 'slash.personality':
+      await changeOverrides(s, { ...s.overrides, personality: request.personality }, env);
+      return { output: `personality set to ${request.personality}` };
+    case 'slash.prompt':
+      await changeOverrides(s, { ...s.overrides, systemPrompt: request.prompt }, env);
+      return { output: 'system prompt set' };
+    case 'slash.retry': {
+      const lastUser = s.history.findLastIndex((m) => m.role === 'user');
+      if (lastUser === -1) throw new ControlFailure('nothing to retry: the session has no user message');
+      const text = s.history[lastUser]!.content;
+      await changeHistory(s, { history: s.history.slice(0, lastUser), keepStored: lastUser, rotateKey: false }, env);
+      return { output: text };
+    }
+  }
+}
+
+/** session.save: commits what the running turn's agent has appended so far. */
+async function saveRunningTail(s: SessionState, env: SessionEnv): Promise<number> {
+  if (s.activity.phase !== 'running' || s.activity.turn.pending.length === 0) return 0;
+  const turn = s.activity.turn;
+  const messages = turn.pending.slice();
+  const version = s.historyVersion + 1;
+  const row = sessionRow(s, env.services.bootId, messages.length, version);
+  await env.services.store.commit((w) => {
+    w.appendMessages(s.sid, s.history.length, messages, turn.turnId);
+    w.saveSession(row);
+  });
+  turn.pending.splice(0, messages.length);
+  s.history.push(...messages);
+  s.historyVersion = version;
+  return messages.length;
+}
+
+async function changeHistory(s: SessionState, change: HistoryChange, env: SessionEnv): Promise<void> {
+  const sessionKey = change.rotateKey ? `sk-${randomBytes(6).toString('hex')}` : s.sessionKey;
+  const keep = Math.min(change.keepStored, change.history.length);
+  const rewritten = change.history.slice(keep);
+  const next: SessionState = { ...s, sessionKey, history: change.history, historyVersion: s.historyVersion + 1 };
+  const row = sessionRow(next, env.services.bootId);
+  const work: Work = (w) => {
+    w.truncateHistory(s.sid, keep);
+    w.appendMessages(s.sid, keep, rewritten, null);
+    w.saveSession(row);
+  };
+  await env.services.store.commit(work);
+  s.sessionKey = sessionKey;
+  s.history = change.history;
+  s.historyVersion = next.historyVersion;
+  s.stored = true;
+}
+
+async function changeOverrides(s: SessionState, overrides: SessionState['overrides'], env: SessionEnv): Promise<void> {
+  const previous = { overrides: s.overrides, text: s.overridesText };
+  setOverrides(s, overrides);
+  const row = sessionRow(s, env.services.bootId);
+  try {
+    await env.services.store.commit((w) => w.saveSession(row));
+    s.stored = true;
+  } catch (err) {
+    s.overrides = previous.overrides;
+    s.overridesText = previous.text;
+    throw err;
+  }
+}

@@ -1,0 +1,113 @@
+// Sessions live under 64 shard actors (hash of sid), so no actor that routes steady traffic has
+// more than a few hundred children: nact copies an actor's children map on every message.
+import type { HostMsg, SessionDescription, SessionFrame, SessionHandle, SessionMsg, ShardMsg } from './messages.js';
+import { actorName, ask, spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from './runtime.js';
+import type { HostServices } from './services.js';
+import { spawnSession } from './session.js';
+
+export const SHARD_COUNT = 64;
+
+/** How long a shard waits for each of its sessions to describe itself. */
+const DESCRIBE_TIMEOUT_MS = 2 * SECOND_MS;
+
+interface ShardState {
+  /** actor name → sid, for the children nact holds. */
+  sids: Map<string, string>;
+}
+
+/** FNV-1a: cheap, stable, spreads similar sids. */
+export function shardIndex(sid: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < sid.length; i++) {
+    hash ^= sid.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % SHARD_COUNT;
+}
+
+export function spawnShards(system: SystemRef, services: HostServices, host: Ref<HostMsg>): Ref<ShardMsg>[] {
+  const log = services.log.child({ actor: 'sessions' });
+  const parent = spawnActor<null, never>(system, 'sessions', (state) => state, { log, init: () => null });
+  return Array.from({ length: SHARD_COUNT }, (_, i) =>
+    spawnActor<ShardState, ShardMsg>(
+      parent,
+      `shard-${String(i).padStart(2, '0')}`,
+      (state, msg, ctx) => handle(state, msg, ctx, services, host),
+      { log: log.child({ shard: i }), init: () => ({ sids: new Map() }), onChildCrash: 'stop-child' },
+    ),
+  );
+}
+
+async function handle(
+  state: ShardState,
+  msg: ShardMsg,
+  ctx: ActorContext<ShardMsg>,
+  services: HostServices,
+  host: Ref<HostMsg>,
+): Promise<ShardState> {
+  switch (msg.kind) {
+    case 'frame': {
+      const session = (ctx.children.get(actorName(msg.frame.sid)) as Ref<SessionMsg> | undefined) ?? activate(state, msg.frame, ctx, services, host);
+      if (session === undefined) answerUnknownSession(msg.frame, services);
+      else tell(session, msg.control ? { kind: 'frame', frame: msg.frame, control: msg.control } : { kind: 'frame', frame: msg.frame });
+      return state;
+    }
+    case 'list':
+      tell(msg.replyTo, handles(state, ctx));
+      return state;
+    case 'describe': {
+      const descriptions = await Promise.all(
+        handles(state, ctx).map((h) =>
+          ask(h.ref, (replyTo: Ref<SessionDescription>): SessionMsg => ({ kind: 'describe', replyTo }), DESCRIBE_TIMEOUT_MS).catch(() => ({ sid: h.sid, unresponsive: true })),
+        ),
+      );
+      tell(msg.replyTo, descriptions);
+      return state;
+    }
+  }
+}
+
+function handles(state: ShardState, ctx: ActorContext<ShardMsg>): SessionHandle[] {
+  const list: SessionHandle[] = [];
+  for (const [name, ref] of ctx.children) {
+    const sid = state.sids.get(name);
+    if (sid !== undefined) list.push({ sid, ref: ref as Ref<SessionMsg> });
+  }
+  return list;
+}
+
+/** Brings a session to life: from the database when it is known there, new for a turn.start. */
+function activate(
+  state: ShardState,
+  frame: SessionFrame,
+  ctx: ActorContext<ShardMsg>,
+  services: HostServices,
+  host: Ref<HostMsg>,
+): Ref<SessionMsg> | undefined {
+  const stored = services.store.loadSession(frame.sid);
+  if (stored === undefined && frame.type !== 'turn.start') return undefined;
+  const name = actorName(frame.sid);
+  for (const known of state.sids.keys()) if (!ctx.children.has(known)) state.sids.delete(known);
+  state.sids.set(name, frame.sid);
+  tell(host, { kind: 'session-count', delta: 1 });
+  return spawnSession(ctx.self, frame.sid, stored, services, host);
+}
+
+function answerUnknownSession(frame: SessionFrame, services: HostServices): void {
+  const { writer } = services;
+  const { sid, request_id } = frame;
+  switch (frame.type) {
+    case 'interrupt':
+      writer.write({ type: 'interrupt.ack', sid, request_id, applied: false });
+      return;
+    case 'respond':
+      writer.write({ type: 'respond.error', sid, request_id, message: 'session not found' });
+      return;
+    case 'control':
+    case 'reload_mcp':
+      writer.write({ type: 'control.error', sid, request_id, message: 'session not found' });
+      return;
+    case 'turn.start':
+      return; // activate() always creates a session for a turn.start
+  }
+}

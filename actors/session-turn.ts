@@ -1,0 +1,245 @@
+// A session's turn, from turn.start to turn.end (PROTOCOL.md §1.3, durability rules 1 and 2).
+//   idle ──turn.start──▶ waiting ──slot──▶ (commit prompt + running row) ──▶ running ──turn-done──▶ (commit tail) ──▶ idle
+import { randomBytes } from 'node:crypto';
+import type { ChatMessage } from '../protocol/chat.js';
+import type { TurnStartFrame } from '../protocol/frames.js';
+import { Nanos } from '../protocol/nanos.js';
+import { rpcEvent } from '../protocol/rpc.js';
+import type { FinishedTurn, HostMsg, SessionMsg, TurnOutcome } from './messages.js';
+import { tell, SECOND_MS, type Ref } from './runtime.js';
+import type { HostServices } from './services.js';
+import { historyMeta, sessionInfo, sessionRow, setOverrides, type RunningTurn, type SessionState } from './session-state.js';
+import { buildTurnContext, runAgent } from './turn-context.js';
+
+export interface SessionEnv {
+  services: HostServices;
+  host: Ref<HostMsg>;
+  self: Ref<SessionMsg>;
+}
+
+const ACTIVITY_PERIOD_MS = SECOND_MS;
+
+let lastTicketId = 0;
+
+function newTurnId(): string {
+  return `turn-${randomBytes(8).toString('hex')}`;
+}
+
+/** turn.start: refuse, answer a stale queued prompt, or queue for a worker slot. */
+export function requestTurn(s: SessionState, frame: TurnStartFrame, env: SessionEnv): void {
+  const { writer, clock } = env.services;
+  if (s.activity.phase !== 'idle') {
+    writer.write({ type: 'turn.error', sid: s.sid, request_id: frame.request_id, message: 'session busy', reason: 'busy' });
+    return;
+  }
+  if (frame.queued_prompt_generation !== undefined && frame.queued_prompt_generation !== s.generation) {
+    // An interrupt overtook this queued prompt: it ends as interrupted and nothing runs.
+    writer.write({ type: 'turn.end', sid: s.sid, request_id: frame.request_id, interrupted: true, ended_ns: Nanos.of(clock.hostNs()) });
+    return;
+  }
+  const ticketId = ++lastTicketId;
+  s.activity = { phase: 'waiting', ticketId, frame, turnId: frame.turn_id ?? newTurnId() };
+  s.lastActiveMs = clock.nowMs();
+  tell(env.host, { kind: 'admit', ticket: { id: ticketId, sid: s.sid, session: env.self } });
+}
+
+/** A worker slot was granted: commit the prompt, say turn.started, run the agent. */
+export async function beginTurn(s: SessionState, ticketId: number, env: SessionEnv): Promise<void> {
+  const { store, writer, clock, bootId } = env.services;
+  if (s.activity.phase !== 'waiting' || s.activity.ticketId !== ticketId) {
+    tell(env.host, { kind: 'release', ticketId }); // withdrawn while the grant was in flight
+    return;
+  }
+  const { frame, turnId } = s.activity;
+  adoptFrameSettings(s, frame);
+  const seed = !s.stored && frame.history ? frame.history : [];
+  const prompt: ChatMessage = { role: 'user', content: frame.text };
+  const firstSeq = s.history.length;
+  const version = (!s.stored && frame.history_version !== undefined ? frame.history_version : s.historyVersion) + 1;
+  const row = sessionRow(s, bootId, seed.length + 1, version);
+  try {
+    await store.commit((w) => {
+      w.saveSession(row);
+      if (seed.length > 0) w.appendMessages(s.sid, firstSeq, seed, null);
+      w.appendMessages(s.sid, firstSeq + seed.length, [prompt], turnId);
+      w.startTurn(turnId, s.sid, frame.request_id, bootId);
+    });
+  } catch (err) {
+    failBeforeStart(s, frame, turnId, ticketId, err as Error, env);
+    return;
+  }
+  const historyBefore = s.history.concat(seed);
+  s.history = historyBefore.concat([prompt]);
+  s.historyVersion = version;
+  s.stored = true;
+  s.turnsRun++;
+  const turn: RunningTurn = {
+    turnId,
+    requestId: frame.request_id,
+    ticketId,
+    startedNs: clock.hostNs(),
+    startedAt: Date.now(),
+    controller: new AbortController(),
+    pending: [],
+    lastEventNs: null,
+    finished: false,
+    cancelActivityTimer: scheduleActivityTick(turnId, env),
+  };
+  s.activity = { phase: 'running', turn };
+  writer.write({ type: 'turn.started', sid: s.sid, request_id: frame.request_id, turn_id: turnId, started_ns: Nanos.of(turn.startedNs) });
+  const spec = { sid: s.sid, prompt: frame.text, history: historyBefore, overrides: { ...s.overrides }, cwd: s.cwd };
+  runAgent(env.services.agent, buildTurnContext(spec, turn, env.services, env.self), env.self);
+}
+
+function adoptFrameSettings(s: SessionState, frame: TurnStartFrame): void {
+  if (!s.stored && frame.session_key) s.sessionKey = frame.session_key;
+  if (frame.cwd) s.cwd = frame.cwd;
+  if (frame.model_override && frame.model_override !== s.overrides.model) {
+    setOverrides(s, { ...s.overrides, model: frame.model_override });
+  }
+}
+
+function failBeforeStart(s: SessionState, frame: TurnStartFrame, turnId: string, ticketId: number, err: Error, env: SessionEnv): void {
+  env.services.log.error({ err, sid: s.sid, turnId }, 'could not commit the turn start');
+  s.activity = { phase: 'idle' };
+  tell(env.host, { kind: 'release', ticketId });
+  env.services.writer.write({
+    type: 'turn.error',
+    sid: s.sid,
+    request_id: frame.request_id,
+    turn_id: turnId,
+    message: `could not persist the turn: ${err.message}`,
+    reason: 'exception',
+  });
+  ackDrainWaiters(s);
+}
+
+/** The agent finished (or threw): commit its messages, then say turn.end (or turn.error). */
+export async function finishTurn(s: SessionState, turnId: string, reply: string | null, error: Error | null, env: SessionEnv): Promise<void> {
+  if (s.activity.phase !== 'running' || s.activity.turn.turnId !== turnId) return;
+  const turn = s.activity.turn;
+  turn.finished = true;
+  turn.cancelActivityTimer();
+  if (s.lifecycle === 'retained') return; // the shutdown already wrote this turn's partial tail
+  const interrupted = turn.controller.signal.aborted;
+  const outcome: TurnOutcome = interrupted ? 'interrupted' : error ? 'failed' : 'completed';
+  const messages = turn.pending.slice();
+  if (reply !== null && (outcome === 'completed' || reply !== '')) messages.push({ role: 'assistant', content: reply });
+  const failure = outcome === 'failed' ? (error?.message ?? 'agent failed') : null;
+  const persisted = await commitTurnEnd(s, turn, messages, outcome, failure, env);
+  s.activity = { phase: 'idle' };
+  s.lastActiveMs = env.services.clock.nowMs();
+  tell(env.host, { kind: 'release', ticketId: turn.ticketId, finished: finishedTurn(s, turn, outcome) });
+  if (persisted !== true) reportTurnError(s, turn, `could not persist the turn: ${persisted.message}`, env);
+  else if (outcome === 'failed') reportTurnError(s, turn, failure!, env);
+  else reportTurnEnd(s, turn, reply, interrupted, env);
+  ackDrainWaiters(s);
+}
+
+async function commitTurnEnd(
+  s: SessionState,
+  turn: RunningTurn,
+  messages: ChatMessage[],
+  outcome: TurnOutcome,
+  failure: string | null,
+  env: SessionEnv,
+): Promise<true | Error> {
+  const { store, bootId } = env.services;
+  const firstSeq = s.history.length;
+  const version = s.historyVersion + (messages.length > 0 ? 1 : 0);
+  const row = sessionRow(s, bootId, messages.length, version);
+  try {
+    await store.commit((w) => {
+      w.appendMessages(s.sid, firstSeq, messages, turn.turnId);
+      w.endTurn(turn.turnId, outcome, failure);
+      w.saveSession(row);
+    });
+  } catch (err) {
+    env.services.log.error({ err, sid: s.sid, turnId: turn.turnId }, 'could not commit the turn end');
+    return err as Error;
+  }
+  s.history.push(...messages);
+  s.historyVersion = version;
+  return true;
+}
+
+function reportTurnEnd(s: SessionState, turn: RunningTurn, reply: string | null, interrupted: boolean, env: SessionEnv): void {
+  const { writer, clock, agent } = env.services;
+  if (reply !== null) writer.write({ type: 'rpc', sid: s.sid, message: rpcEvent(s.sid, 'message.complete', { text: reply }) });
+  writer.write({
+    type: 'turn.end',
+    sid: s.sid,
+    request_id: turn.requestId,
+    turn_id: turn.turnId,
+    ...historyMeta(s),
+    interrupted,
+    ended_ns: Nanos.of(clock.hostNs()),
+    session_info: sessionInfo(s, agent.name),
+    session_info_emitted: true,
+  });
+}
+
+function reportTurnError(s: SessionState, turn: RunningTurn, message: string, env: SessionEnv): void {
+  env.services.writer.write({ type: 'turn.error', sid: s.sid, request_id: turn.requestId, turn_id: turn.turnId, message, reason: 'exception' });
+}
+
+function finishedTurn(s: SessionState, turn: RunningTurn, outcome: TurnOutcome): FinishedTurn {
+  return { sid: s.sid, turnId: turn.turnId, requestId: turn.requestId, outcome, startedAt: turn.startedAt, endedAt: Date.now() };
+}
+
+/** interrupt: abort a running turn, or end a waiting one; either way the queued-prompt generation moves on. */
+export function interruptTurn(s: SessionState, requestId: string, env: SessionEnv): void {
+  const { writer, clock } = env.services;
+  s.generation++;
+  const activity = s.activity;
+  writer.write({ type: 'interrupt.ack', sid: s.sid, request_id: requestId, applied: true, applied_ns: Nanos.of(clock.hostNs()) });
+  if (activity.phase === 'running') {
+    activity.turn.controller.abort();
+    for (const request of s.requests.values()) tell(request.ref, { kind: 'cancel', reason: 'interrupted' });
+  } else if (activity.phase === 'waiting') {
+    s.activity = { phase: 'idle' };
+    tell(env.host, { kind: 'withdraw', ticketId: activity.ticketId });
+    writer.write({ type: 'turn.end', sid: s.sid, request_id: activity.frame.request_id, turn_id: activity.turnId, interrupted: true, ended_ns: Nanos.of(clock.hostNs()) });
+    ackDrainWaiters(s);
+  }
+}
+
+/** The host closed admission while this turn waited for a slot: it never started. */
+export function refuseWaitingTurn(s: SessionState, ticketId: number, env: SessionEnv): void {
+  if (s.activity.phase !== 'waiting' || s.activity.ticketId !== ticketId) return;
+  const { frame, turnId } = s.activity;
+  s.activity = { phase: 'idle' };
+  env.services.writer.write({
+    type: 'turn.error',
+    sid: s.sid,
+    request_id: frame.request_id,
+    turn_id: turnId,
+    message: 'host shutting down',
+    reason: 'shutting_down',
+  });
+  ackDrainWaiters(s);
+}
+
+export function ackDrainWaiters(s: SessionState): void {
+  if (s.activity.phase !== 'idle' || s.drainWaiters.length === 0) return;
+  const waiters = s.drainWaiters;
+  s.drainWaiters = [];
+  for (const waiter of waiters) tell(waiter, { kind: 'drained', sid: s.sid });
+}
+
+function scheduleActivityTick(turnId: string, env: SessionEnv): () => void {
+  return env.services.clock.after(ACTIVITY_PERIOD_MS, () => tell(env.self, { kind: 'activity-tick', turnId }));
+}
+
+/** About once a second while a turn runs: the agent's last event stamp, never the host's own clock. */
+export function sampleActivity(s: SessionState, turnId: string, env: SessionEnv): void {
+  if (s.activity.phase !== 'running' || s.activity.turn.turnId !== turnId || s.activity.turn.finished) return;
+  const turn = s.activity.turn;
+  const stamp = turn.lastEventNs !== null && turn.lastEventNs > turn.startedNs ? Nanos.of(turn.lastEventNs) : null;
+  env.services.writer.write({
+    type: 'rpc',
+    sid: s.sid,
+    message: { jsonrpc: '2.0', method: 'compute_host.activity', params: { session_id: s.sid, turn_id: turnId, activity_ns: stamp } },
+  });
+  turn.cancelActivityTimer = scheduleActivityTick(turnId, env);
+}

@@ -1,0 +1,90 @@
+// What an agent sees of its turn, and how its promise reports back to the session actor.
+import type { Agent, AgentEvent, TurnContext } from '../agents/agent.js';
+import type { ChatMessage } from '../protocol/chat.js';
+import { rpcEvent, type RpcEvent, type ServerRequestMethod } from '../protocol/rpc.js';
+import type { SessionMsg } from './messages.js';
+import { ask, tell, SECOND_MS, type Ref } from './runtime.js';
+import type { HostServices } from './services.js';
+import type { RunningTurn } from './session-state.js';
+
+/** The ask query outlives the request's own timeout by this much, so the request always answers first. */
+const ASK_MARGIN_MS = 5 * SECOND_MS;
+
+export interface TurnSpec {
+  sid: string;
+  prompt: string;
+  history: readonly ChatMessage[];
+  overrides: TurnContext['overrides'];
+  cwd: string | null;
+}
+
+export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: HostServices, self: Ref<SessionMsg>): TurnContext {
+  const { writer, clock } = services;
+  return {
+    sid: spec.sid,
+    turnId: turn.turnId,
+    prompt: spec.prompt,
+    history: spec.history,
+    overrides: spec.overrides,
+    cwd: spec.cwd,
+    signal: turn.controller.signal,
+    emit(event: AgentEvent): void {
+      if (turn.finished) return;
+      const message = toRpcEvent(spec.sid, event);
+      if (message === undefined) return;
+      turn.lastEventNs = clock.hostNs();
+      writer.write({ type: 'rpc', sid: spec.sid, message });
+    },
+    append(message: ChatMessage): void {
+      if (turn.finished) return;
+      turn.pending.push({ role: String(message.role), content: String(message.content) });
+    },
+    async ask(method: ServerRequestMethod, params: Record<string, unknown>, options = {}): Promise<unknown> {
+      if (turn.finished || turn.controller.signal.aborted) return null;
+      const timeoutMs = options.timeoutMs ?? services.requestTimeoutMs;
+      try {
+        return await ask(
+          self,
+          (replyTo: Ref<unknown>): SessionMsg => ({ kind: 'open-request', method, params, timeoutMs, turnId: turn.turnId, replyTo }),
+          timeoutMs + ASK_MARGIN_MS,
+        );
+      } catch {
+        return null;
+      }
+    },
+  };
+}
+
+/** Agents are user code: only the documented event shapes reach the wire. */
+function toRpcEvent(sid: string, event: AgentEvent): RpcEvent | undefined {
+  switch (event.type) {
+    case 'message.delta':
+      return rpcEvent(sid, 'message.delta', { text: String(event.text) });
+    case 'tool.start':
+      return rpcEvent(sid, 'tool.start', { id: String(event.id), name: String(event.name) });
+    case 'tool.complete':
+      return rpcEvent(sid, 'tool.complete', { id: String(event.id), ok: event.ok === true });
+    case 'status.update':
+      return rpcEvent(sid, 'status.update', { kind: String(event.kind), text: String(event.text) });
+    case 'error':
+      return rpcEvent(sid, 'error', { message: String(event.message) });
+    default:
+      return undefined;
+  }
+}
+
+/** Runs the agent; its outcome comes back to the session as a `turn-done` message. */
+export function runAgent(agent: Agent, context: TurnContext, self: Ref<SessionMsg>): void {
+  const done = (reply: string | null, error: Error | null): void =>
+    tell(self, { kind: 'turn-done', turnId: context.turnId, reply, error });
+  let running: Promise<{ reply: unknown }>;
+  try {
+    running = Promise.resolve(agent.runTurn(context));
+  } catch (err) {
+    running = Promise.reject(err);
+  }
+  running.then(
+    (result) => done(typeof result?.reply === 'string' ? result.reply : String(result?.reply ?? ''), null),
+    (err: unknown) => done(null, err instanceof Error ? err : new Error(String(err))),
+  );
+}

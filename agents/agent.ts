@@ -1,0 +1,77 @@
+// The agent interface: an agent runs one turn of one session. The host owns history,
+// persistence and the wire; an agent only sees its turn.
+import type { ChatMessage } from '../protocol/chat.js';
+import type { ServerRequestMethod } from '../protocol/rpc.js';
+
+export type { ChatMessage };
+
+/** Per-session settings changed by the slash routes; stored with the session. */
+export interface SessionOverrides {
+  model?: string;
+  personality?: string;
+  systemPrompt?: string;
+}
+
+export type AgentEvent =
+  | { type: 'message.delta'; text: string }
+  | { type: 'tool.start'; id: string; name: string }
+  | { type: 'tool.complete'; id: string; ok: boolean }
+  | { type: 'status.update'; kind: string; text: string }
+  | { type: 'error'; message: string };
+
+export interface AskOptions {
+  /** How long the question stays open; the host's default is 600 s. */
+  timeoutMs?: number;
+}
+
+export interface TurnContext {
+  readonly sid: string;
+  readonly turnId: string;
+  readonly prompt: string;
+  /** The session's history before this turn's prompt. */
+  readonly history: readonly ChatMessage[];
+  readonly overrides: Readonly<SessionOverrides>;
+  readonly cwd: string | null;
+  /** Aborted when the turn is interrupted; an agent should stop promptly. */
+  readonly signal: AbortSignal;
+  /** Streams an event to the session's clients. */
+  emit(event: AgentEvent): void;
+  /** Adds a message (a tool call, an intermediate reply) to the history before the final reply. */
+  append(message: ChatMessage): void;
+  /**
+   * Asks the session's clients a question (a server request). Resolves with the client's
+   * result object, or null when declined, cancelled or timed out.
+   */
+  ask(method: ServerRequestMethod, params: Record<string, unknown>, options?: AskOptions): Promise<unknown>;
+}
+
+export interface TurnResult {
+  /** The assistant's reply: added to the history as the turn's last message. */
+  reply: string;
+}
+
+export interface Agent {
+  readonly name: string;
+  runTurn(turn: TurnContext): Promise<TurnResult>;
+  /** Summarizes a history for the compress routes; the host has a default when absent. */
+  compress?(history: readonly ChatMessage[], focusTopic: string | null): ChatMessage[] | Promise<ChatMessage[]>;
+  /** Reloads the agent's tools (the `reload.mcp` route). */
+  reloadTools?(): void | Promise<void>;
+}
+
+export function isAgent(value: unknown): value is Agent {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Agent).runTurn === 'function' &&
+    typeof (value as Agent).name === 'string'
+  );
+}
+
+/** The default summary: keep the last `keep` messages behind one system message saying what was replaced. */
+export function keepRecent(history: readonly ChatMessage[], focusTopic: string | null, keep = 4): ChatMessage[] {
+  const kept = history.slice(-keep);
+  const replaced = history.length - kept.length;
+  const focus = focusTopic ? ` (focus: ${focusTopic})` : '';
+  return [{ role: 'system', content: `[compressed ${replaced} earlier messages${focus}]` }, ...kept];
+}

@@ -1,0 +1,126 @@
+// `turnhost host`: the compute host on stdin/stdout. Process-level wiring only: options, the
+// database, hello, stdin, signals, the parent guard; the behaviour lives in actors/.
+import { randomBytes } from 'node:crypto';
+import { startHost, DEFAULT_SHUTDOWN_WAIT_SEC } from '../../actors/host.js';
+import type { ShutdownReason } from '../../actors/messages.js';
+import { monotonicClock } from '../../actors/clock.js';
+import { startSystem, stopSystem, SECOND_MS } from '../../actors/runtime.js';
+import type { HostServices } from '../../actors/services.js';
+import { AgentLoadError, loadAgent } from '../../agents/loader.js';
+import { Store } from '../../persistence/store.js';
+import { FrameWriter, fdSink } from '../../protocol/frame-writer.js';
+import { FRAME_TOO_LARGE, parseFrame } from '../../protocol/frames.js';
+import { LineReader } from '../../protocol/line-reader.js';
+import { buildSha } from '../build-info.js';
+import { ensureHome, homePaths } from '../home.js';
+import { resolveHeartbeatSecs, resolveWorkers } from '../host-options.js';
+import { createLogger, type Logger } from '../logger.js';
+
+export interface HostCommandOptions {
+  home: string;
+  agent?: string;
+  workers?: number;
+  heartbeatSecs?: number;
+}
+
+export const EXIT_CONFIG = 78;
+const STDIN_CLOSED_WAIT_SEC = 2;
+const PARENT_CHECK_MS = SECOND_MS;
+const DEFAULT_REQUEST_TIMEOUT_MS = 600 * SECOND_MS;
+
+export async function hostCommand(options: HostCommandOptions): Promise<number> {
+  const log = createLogger('host');
+  const workers = resolveWorkers(process.env, options.workers);
+  const heartbeatSecs = resolveHeartbeatSecs(process.env, options.heartbeatSecs);
+  let agent;
+  try {
+    agent = await loadAgent(options.agent ?? 'script');
+  } catch (err) {
+    if (!(err instanceof AgentLoadError)) throw err;
+    process.stderr.write(`turnhost host: ${err.message}\n`);
+    return EXIT_CONFIG;
+  }
+  const home = ensureHome(options.home);
+  const store = Store.open(homePaths(home).database);
+  const bootId = randomBytes(16).toString('hex');
+  const recovery = store.recoverCrashedBoots();
+  if (recovery.boots + recovery.retainedSessions > 0) log.warn(recovery, 'recovered from a host that died');
+  store.commitNow((w) => w.startBoot(bootId, process.pid));
+
+  const clock = monotonicClock;
+  const writer = new FrameWriter(fdSink(1), clock.hostNs);
+  writer.write({
+    type: 'hello',
+    host_pid: process.pid,
+    boot_id: bootId,
+    build_sha: buildSha(),
+    cwd: process.cwd(),
+    home,
+    protocol: 1,
+    workers,
+    heartbeat_secs: heartbeatSecs,
+    recovered: store.retainedSessions(),
+  });
+  writer.flush();
+
+  const services: HostServices = { store, writer, agent, clock, log, bootId, requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS };
+  const system = startSystem();
+  const host = startHost(system, services, { workers, heartbeatSecs });
+  const shutdown = (reason: ShutdownReason, waitSec: number): void => void host.shutdown(reason, waitSec).catch(() => {});
+
+  keepRunningOnStrayErrors(log);
+  readFrames(writer, host.submit, () => shutdown('stdin_closed', STDIN_CLOSED_WAIT_SEC));
+  process.on('SIGTERM', () => shutdown('sigterm', DEFAULT_SHUTDOWN_WAIT_SEC));
+  process.on('SIGINT', () => shutdown('sigterm', DEFAULT_SHUTDOWN_WAIT_SEC));
+  const stopGuard = heartbeatSecs > 0 ? guardParent(writer, () => shutdown('orphan', DEFAULT_SHUTDOWN_WAIT_SEC)) : () => {};
+
+  await host.stopped;
+  stopGuard();
+  writer.flush();
+  store.close();
+  stopSystem(system);
+  return 0;
+}
+
+function readFrames(writer: FrameWriter, submit: ReturnType<typeof startHost>['submit'], onEnd: () => void): void {
+  const reader = new LineReader({
+    line(text) {
+      const parsed = parseFrame(text);
+      if (parsed.ok) submit(parsed.frame);
+      else writer.write(parsed.reply);
+    },
+    oversized() {
+      writer.write(FRAME_TOO_LARGE);
+    },
+  });
+  let ended = false;
+  const end = (): void => {
+    if (ended) return;
+    ended = true;
+    reader.end();
+    onEnd();
+  };
+  process.stdin.on('data', (chunk: Buffer) => reader.push(chunk));
+  process.stdin.on('end', end);
+  process.stdin.on('error', end);
+}
+
+/** The parent died when our parent pid changes (we were reparented); checked every second. */
+function guardParent(writer: FrameWriter, onOrphan: () => void): () => void {
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    const now = process.ppid;
+    if (now === parent) return;
+    clearInterval(timer);
+    writer.write({ type: 'orphan', old_ppid: parent, ppid: now });
+    writer.flush();
+    onOrphan();
+  }, PARENT_CHECK_MS);
+  return () => clearInterval(timer);
+}
+
+/** Agent code is user code: a stray throw or rejection is logged, and the host keeps serving. */
+function keepRunningOnStrayErrors(log: Logger): void {
+  process.on('uncaughtException', (err) => log.error({ err }, 'uncaught exception'));
+  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
+}

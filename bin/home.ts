@@ -1,0 +1,27 @@
+// The home folder: --home, else $TURNHOST_HOME, else ~/.turnhost. Created private (0700).
+import { chmodSync, mkdirSync, realpathSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export function homeFrom(flag: string | undefined, env: Readonly<Record<string, string | undefined>> = process.env): string {
+  return resolve(flag ?? env['TURNHOST_HOME'] ?? join(homedir(), '.turnhost'));
+}
+
+/** Creates the home (0700) when missing and returns its real path. */
+export function ensureHome(home: string): string {
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  const real = realpathSync(home);
+  const stat = statSync(real);
+  if (process.getuid !== undefined && stat.uid === process.getuid() && (stat.mode & 0o077) !== 0) chmodSync(real, 0o700);
+  return real;
+}
+
+export function homePaths(home: string) {
+  return {
+    database: join(home, 'turnhost.db'),
+    socket: join(home, 'turnhost.sock'),
+    replSocket: join(home, 'repl.sock'),
+    registry: join(home, 'state', 'compute-host.json'),
+    log: join(home, 'logs', 'turnhost.log'),
+  };
+}

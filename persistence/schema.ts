@@ -1,0 +1,85 @@
+// The database schema, as a list of migrations. `PRAGMA user_version` records how many have run;
+// the host runs the missing ones at start, each in its own transaction.
+import type Database from 'better-sqlite3';
+
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE sessions (
+    sid             TEXT PRIMARY KEY,
+    session_key     TEXT NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN ('active', 'finalized', 'retained')),
+    end_reason      TEXT,
+    retained_reason TEXT,
+    history_version INTEGER NOT NULL DEFAULT 0,
+    message_count   INTEGER NOT NULL DEFAULT 0,
+    overrides       TEXT NOT NULL DEFAULT '',
+    cwd             TEXT,
+    boot_id         TEXT,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL
+  );
+  CREATE INDEX sessions_by_status ON sessions (status);
+
+  CREATE TABLE messages (
+    sid        TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    role       TEXT NOT NULL,
+    content    TEXT NOT NULL,
+    turn_id    TEXT,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (sid, seq)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE turns (
+    turn_id    TEXT PRIMARY KEY,
+    sid        TEXT NOT NULL,
+    request_id TEXT,
+    status     TEXT NOT NULL CHECK (status IN ('running', 'completed', 'interrupted', 'failed', 'lost')),
+    boot_id    TEXT,
+    started_at INTEGER NOT NULL,
+    ended_at   INTEGER,
+    error      TEXT
+  );
+  CREATE INDEX turns_by_sid ON turns (sid, started_at);
+  CREATE INDEX turns_running ON turns (boot_id) WHERE status = 'running';
+
+  CREATE TABLE server_requests (
+    id          TEXT PRIMARY KEY,
+    sid         TEXT NOT NULL,
+    turn_id     TEXT,
+    method      TEXT NOT NULL,
+    params      TEXT NOT NULL,
+    status      TEXT NOT NULL CHECK (status IN ('open', 'answered', 'expired', 'cancelled')),
+    answers     TEXT,
+    reason      TEXT,
+    boot_id     TEXT,
+    created_at  INTEGER NOT NULL,
+    resolved_at INTEGER
+  );
+  CREATE INDEX server_requests_open ON server_requests (boot_id) WHERE status = 'open';
+
+  CREATE TABLE boots (
+    boot_id    TEXT PRIMARY KEY,
+    pid        INTEGER NOT NULL,
+    started_at INTEGER NOT NULL,
+    ended_at   INTEGER,
+    end_reason TEXT
+  );
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Brings the database up to SCHEMA_VERSION; refuses one written by a newer build. */
+export function migrate(db: Database.Database): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > SCHEMA_VERSION) {
+    throw new Error(`database schema version ${current} is newer than this build understands (${SCHEMA_VERSION})`);
+  }
+  for (let version = current; version < SCHEMA_VERSION; version++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[version]!);
+      db.pragma(`user_version = ${version + 1}`);
+    })();
+  }
+}

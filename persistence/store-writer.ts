@@ -1,0 +1,121 @@
+// Every row the host writes is written here, inside a transaction the Store opened.
+import type Database from 'better-sqlite3';
+import type { ChatMessage } from '../protocol/chat.js';
+
+export type TurnStatus = 'running' | 'completed' | 'interrupted' | 'failed' | 'lost';
+export type RequestStatus = 'open' | 'answered' | 'expired' | 'cancelled';
+
+export interface SessionRow {
+  sid: string;
+  sessionKey: string;
+  historyVersion: number;
+  messageCount: number;
+  overridesText: string;
+  cwd: string | null;
+  bootId: string;
+}
+
+export interface NewRequestRow {
+  id: string;
+  sid: string;
+  turnId: string | null;
+  method: string;
+  paramsText: string;
+  bootId: string;
+}
+
+export class StoreWriter {
+  private readonly upsertSession: Database.Statement;
+  private readonly insertMessage: Database.Statement;
+  private readonly deleteMessagesFrom: Database.Statement;
+  private readonly insertTurn: Database.Statement;
+  private readonly updateTurn: Database.Statement;
+  private readonly finalize: Database.Statement;
+  private readonly retain: Database.Statement;
+  private readonly insertBoot: Database.Statement;
+  private readonly updateBoot: Database.Statement;
+  private readonly insertRequest: Database.Statement;
+  private readonly updateRequest: Database.Statement;
+
+  constructor(db: Database.Database) {
+    this.upsertSession = db.prepare(`
+      INSERT INTO sessions (sid, session_key, status, history_version, message_count, overrides, cwd, boot_id, created_at, updated_at)
+      VALUES (?, ?, 'active', ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (sid) DO UPDATE SET
+        session_key = excluded.session_key, status = 'active', end_reason = NULL, retained_reason = NULL,
+        history_version = excluded.history_version, message_count = excluded.message_count,
+        overrides = excluded.overrides, cwd = excluded.cwd, boot_id = excluded.boot_id, updated_at = excluded.updated_at`);
+    this.insertMessage = db.prepare(
+      'INSERT INTO messages (sid, seq, role, content, turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    this.deleteMessagesFrom = db.prepare('DELETE FROM messages WHERE sid = ? AND seq >= ?');
+    this.insertTurn = db.prepare(
+      "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at) VALUES (?, ?, ?, 'running', ?, ?)",
+    );
+    this.updateTurn = db.prepare('UPDATE turns SET status = ?, ended_at = ?, error = ? WHERE turn_id = ?');
+    this.finalize = db.prepare(
+      "UPDATE sessions SET status = 'finalized', end_reason = ?, retained_reason = NULL, updated_at = ? WHERE sid = ?",
+    );
+    this.retain = db.prepare(
+      "UPDATE sessions SET status = 'retained', retained_reason = ?, end_reason = NULL, updated_at = ? WHERE sid = ?",
+    );
+    this.insertBoot = db.prepare('INSERT INTO boots (boot_id, pid, started_at) VALUES (?, ?, ?)');
+    this.updateBoot = db.prepare('UPDATE boots SET ended_at = ?, end_reason = ? WHERE boot_id = ?');
+    this.insertRequest = db.prepare(`
+      INSERT INTO server_requests (id, sid, turn_id, method, params, status, boot_id, created_at)
+      VALUES (?, ?, ?, ?, ?, 'open', ?, ?)`);
+    this.updateRequest = db.prepare(
+      'UPDATE server_requests SET status = ?, answers = ?, reason = ?, resolved_at = ? WHERE id = ?',
+    );
+  }
+
+  /** Writes the session row as `active` (a retained or finalized session named again is active again). */
+  saveSession(row: SessionRow, now = Date.now()): void {
+    this.upsertSession.run(
+      row.sid, row.sessionKey, row.historyVersion, row.messageCount, row.overridesText, row.cwd, row.bootId, now, now,
+    );
+  }
+
+  /** Appends messages at positions firstSeq, firstSeq + 1, … of the session's history. */
+  appendMessages(sid: string, firstSeq: number, messages: readonly ChatMessage[], turnId: string | null, now = Date.now()): void {
+    let seq = firstSeq;
+    for (const m of messages) this.insertMessage.run(sid, seq++, m.role, m.content, turnId, now);
+  }
+
+  /** Cuts the stored history to its first `keep` messages. */
+  truncateHistory(sid: string, keep: number): void {
+    this.deleteMessagesFrom.run(sid, keep);
+  }
+
+  startTurn(turnId: string, sid: string, requestId: string, bootId: string, now = Date.now()): void {
+    this.insertTurn.run(turnId, sid, requestId, bootId, now);
+  }
+
+  endTurn(turnId: string, status: Exclude<TurnStatus, 'running'>, error: string | null, now = Date.now()): void {
+    this.updateTurn.run(status, now, error, turnId);
+  }
+
+  finalizeSession(sid: string, endReason: string, now = Date.now()): void {
+    this.finalize.run(endReason, now, sid);
+  }
+
+  retainSession(sid: string, reason: string, now = Date.now()): void {
+    this.retain.run(reason, now, sid);
+  }
+
+  startBoot(bootId: string, pid: number, now = Date.now()): void {
+    this.insertBoot.run(bootId, pid, now);
+  }
+
+  endBoot(bootId: string, reason: string, now = Date.now()): void {
+    this.updateBoot.run(now, reason, bootId);
+  }
+
+  openRequest(row: NewRequestRow, now = Date.now()): void {
+    this.insertRequest.run(row.id, row.sid, row.turnId, row.method, row.paramsText, row.bootId, now);
+  }
+
+  closeRequest(id: string, status: Exclude<RequestStatus, 'open'>, answersText: string | null, reason: string | null, now = Date.now()): void {
+    this.updateRequest.run(status, answersText, reason, now, id);
+  }
+}

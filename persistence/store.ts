@@ -1,0 +1,170 @@
+// The host's database: one writer (this process), WAL, synchronous=NORMAL (a commit survives a
+// process crash; the shutdown flush runs with synchronous=FULL to survive power loss too).
+// Writes are units of work; `commit` groups every unit queued in one event-loop turn into one
+// transaction, so concurrent turns share their commits.
+import Database from 'better-sqlite3';
+import type { ChatMessage } from '../protocol/chat.js';
+import type { RecoveredSession, RetainReason } from '../protocol/outbound.js';
+import { migrate } from './schema.js';
+import { StoreWriter } from './store-writer.js';
+
+export type SessionStatus = 'active' | 'finalized' | 'retained';
+
+export interface StoredSession {
+  sid: string;
+  sessionKey: string;
+  status: SessionStatus;
+  historyVersion: number;
+  overridesText: string;
+  cwd: string | null;
+  messages: ChatMessage[];
+}
+
+export interface RecoveryCounts {
+  boots: number;
+  lostTurns: number;
+  retainedSessions: number;
+  expiredRequests: number;
+}
+
+/** A unit of work: database writes only, no other effects, because a failed group is re-run one unit at a time. */
+export type Work = (w: StoreWriter) => void;
+
+interface Queued {
+  work: Work;
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+export class Store {
+  private queue: Queued[] = [];
+  private flushScheduled = false;
+  private readonly writer: StoreWriter;
+  private readonly selectSession: Database.Statement<[string]>;
+  private readonly selectMessages: Database.Statement<[string]>;
+  private readonly flushSoon = (): void => {
+    this.flushScheduled = false;
+    this.flushQueued();
+  };
+
+  private constructor(readonly db: Database.Database) {
+    this.writer = new StoreWriter(db);
+    this.selectSession = db.prepare(
+      'SELECT sid, session_key, status, history_version, overrides, cwd FROM sessions WHERE sid = ?',
+    );
+    this.selectMessages = db.prepare('SELECT role, content FROM messages WHERE sid = ? ORDER BY seq');
+  }
+
+  static open(file: string): Store {
+    const db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('busy_timeout = 5000');
+    migrate(db);
+    return new Store(db);
+  }
+
+  /** Queues a unit of work; resolves once the transaction holding it has committed. */
+  commit(work: Work): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ work, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(this.flushSoon);
+      }
+    });
+  }
+
+  /**
+   * One transaction now, outside the group queue (which is flushed first so order holds).
+   * `durable` commits with synchronous=FULL: the WAL is fsynced before this returns.
+   */
+  commitNow(work: Work, options: { durable?: boolean } = {}): void {
+    this.flushQueued();
+    if (!options.durable) {
+      this.db.transaction(() => work(this.writer))();
+      return;
+    }
+    this.db.pragma('synchronous = FULL');
+    try {
+      this.db.transaction(() => work(this.writer))();
+    } finally {
+      this.db.pragma('synchronous = NORMAL');
+    }
+  }
+
+  /** Commits everything queued, synchronously. */
+  flushQueued(): void {
+    if (this.queue.length === 0) return;
+    const batch = this.queue;
+    this.queue = [];
+    try {
+      this.db.transaction(() => {
+        for (const item of batch) item.work(this.writer);
+      })();
+    } catch {
+      // The group rolled back as a whole; re-run each unit alone so one bad unit fails alone.
+      for (const item of batch) {
+        try {
+          this.db.transaction(() => item.work(this.writer))();
+        } catch (err) {
+          item.reject(err as Error);
+          continue;
+        }
+        item.resolve();
+      }
+      return;
+    }
+    for (const item of batch) item.resolve();
+  }
+
+  loadSession(sid: string): StoredSession | undefined {
+    const row = this.selectSession.get(sid) as
+      | { sid: string; session_key: string; status: SessionStatus; history_version: number; overrides: string; cwd: string | null }
+      | undefined;
+    if (row === undefined) return undefined;
+    return {
+      sid: row.sid,
+      sessionKey: row.session_key,
+      status: row.status,
+      historyVersion: row.history_version,
+      overridesText: row.overrides,
+      cwd: row.cwd,
+      messages: this.selectMessages.all(sid) as ChatMessage[],
+    };
+  }
+
+  /**
+   * Durability rule 5, run before this boot starts: whatever a previous host left running died
+   * with it. Its running turns become `lost`, its active sessions `retained` (reason `crash`),
+   * its open server requests `expired`, and its boot is closed as a crash.
+   */
+  recoverCrashedBoots(now = Date.now()): RecoveryCounts {
+    return this.db.transaction((): RecoveryCounts => {
+      const boots = this.db.prepare("UPDATE boots SET ended_at = ?, end_reason = 'crash' WHERE ended_at IS NULL").run(now).changes;
+      const lostTurns = this.db
+        .prepare("UPDATE turns SET status = 'lost', ended_at = ?, error = 'host died' WHERE status = 'running'")
+        .run(now).changes;
+      const retainedSessions = this.db
+        .prepare("UPDATE sessions SET status = 'retained', retained_reason = 'crash', end_reason = NULL, updated_at = ? WHERE status = 'active'")
+        .run(now).changes;
+      const expiredRequests = this.db
+        .prepare("UPDATE server_requests SET status = 'expired', reason = 'host died', resolved_at = ? WHERE status = 'open'")
+        .run(now).changes;
+      return { boots, lostTurns, retainedSessions, expiredRequests };
+    })();
+  }
+
+  /** Sessions left retained (by a crash or a drain deadline), for `hello.recovered`. */
+  retainedSessions(): RecoveredSession[] {
+    const rows = this.db
+      .prepare("SELECT sid, session_key, retained_reason FROM sessions WHERE status = 'retained' ORDER BY updated_at, sid")
+      .all() as { sid: string; session_key: string; retained_reason: string | null }[];
+    return rows.map((r) => ({ sid: r.sid, session_key: r.session_key, reason: (r.retained_reason ?? 'crash') as RetainReason }));
+  }
+
+  close(): void {
+    this.flushQueued();
+    this.db.close();
+  }
+}

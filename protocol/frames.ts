@@ -1,0 +1,200 @@
+// Parent → host frames (PROTOCOL.md §1.1). The one place where an untrusted line becomes a
+// typed frame; everything past parseFrame trusts the types.
+import type { ChatMessage } from './chat.js';
+import { FieldError, Fields, isRecord, type UnknownRecord } from './fields.js';
+import { DEBUG_TOPICS, type DebugTopic, type HostOutFrame } from './outbound.js';
+import type { RequestId } from './rpc.js';
+
+export type TurnStartFrame = {
+  type: 'turn.start';
+  sid: string;
+  request_id: string;
+  text: string;
+  turn_id?: string;
+  session_key?: string;
+  history?: ChatMessage[];
+  history_version?: number;
+  cwd?: string;
+  queued_prompt_generation?: number;
+  model_override?: string;
+};
+
+export type InterruptFrame = { type: 'interrupt'; sid: string; request_id: string };
+
+/** A client's answer to a server request, or one locked answer of a batch question. */
+export type RespondParams =
+  | { kind: 'lock'; requestId: string; questionId: string; answer: unknown }
+  | { kind: 'response'; id: RequestId | undefined; error?: unknown; result?: unknown };
+
+export type RespondFrame = { type: 'respond'; sid: string; request_id: string; params: RespondParams };
+
+export type ControlFrame = {
+  type: 'control';
+  sid: string;
+  request_id: string;
+  route_name: string;
+  params?: UnknownRecord;
+  command?: string;
+};
+
+export type ReloadMcpFrame = { type: 'reload_mcp'; sid: string; request_id: string };
+
+export type ShutdownFrame = { type: 'shutdown'; request_id: string; wait?: number };
+
+export type DebugFrame = { type: 'debug'; request_id: string; what: DebugTopic };
+
+export type HostInFrame =
+  | TurnStartFrame
+  | InterruptFrame
+  | RespondFrame
+  | ControlFrame
+  | ReloadMcpFrame
+  | ShutdownFrame
+  | DebugFrame;
+
+export type ParseResult = { ok: true; frame: HostInFrame } | { ok: false; reply: HostOutFrame };
+
+export const FRAME_TOO_LARGE: HostOutFrame = { type: 'error', request_id: null, message: 'frame too large' };
+
+export function parseFrame(line: string): ParseResult {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (err) {
+    return fail({ type: 'error', request_id: null, message: `invalid json: ${(err as Error).message}` });
+  }
+  if (!isRecord(value)) return fail({ type: 'error', request_id: null, message: 'frame must be an object' });
+  const type = value['type'];
+  const parser = typeof type === 'string' ? PARSERS[type] : undefined;
+  if (parser === undefined) {
+    return fail({ type: 'error', request_id: echoedId(value['request_id']), message: `unknown frame type: ${String(type)}` });
+  }
+  try {
+    return { ok: true, frame: parser(new Fields(value)) };
+  } catch (err) {
+    if (!(err instanceof FieldError)) throw err;
+    return fail(invalidFrameReply(type as HostInFrame['type'], value, err.message));
+  }
+}
+
+function fail(reply: HostOutFrame): ParseResult {
+  return { ok: false, reply };
+}
+
+function echoedId(value: unknown): string | null {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  return null;
+}
+
+/** The error frame of the frame's own type, so a waiter on that request is answered. */
+function invalidFrameReply(type: HostInFrame['type'], raw: UnknownRecord, message: string): HostOutFrame {
+  const request_id = echoedId(raw['request_id']);
+  const sid = typeof raw['sid'] === 'string' ? raw['sid'] : null;
+  switch (type) {
+    case 'turn.start':
+      return { type: 'turn.error', sid, request_id, message, reason: 'invalid' };
+    case 'respond':
+      return { type: 'respond.error', sid, request_id, message };
+    case 'control':
+    case 'reload_mcp':
+      return { type: 'control.error', sid, request_id, message };
+    case 'interrupt':
+    case 'shutdown':
+    case 'debug':
+      return { type: 'error', request_id, message: `${type}: ${message}` };
+  }
+}
+
+const PARSERS: Record<string, (f: Fields) => HostInFrame> = {
+  'turn.start': parseTurnStart,
+  interrupt: (f) => ({ type: 'interrupt', sid: f.requiredString('sid'), request_id: f.requiredString('request_id') }),
+  respond: parseRespond,
+  control: parseControl,
+  reload_mcp: (f) => ({ type: 'reload_mcp', sid: f.requiredString('sid'), request_id: f.requiredString('request_id') }),
+  shutdown: parseShutdown,
+  debug: (f) => ({ type: 'debug', request_id: f.requiredString('request_id'), what: f.oneOf('what', DEBUG_TOPICS) }),
+};
+
+function parseTurnStart(f: Fields): TurnStartFrame {
+  const frame: TurnStartFrame = {
+    type: 'turn.start',
+    sid: f.requiredString('sid'),
+    request_id: f.requiredString('request_id'),
+    text: f.optionalString('text') ?? f.optionalString('prompt') ?? '',
+  };
+  const turnId = f.optionalString('turn_id');
+  if (turnId !== undefined) frame.turn_id = turnId;
+  const sessionKey = f.optionalString('session_key');
+  if (sessionKey) frame.session_key = sessionKey;
+  const history = f.optionalArray('history');
+  if (history !== undefined) frame.history = history.map(parseHistoryEntry);
+  const historyVersion = f.optionalInteger('history_version', 0);
+  if (historyVersion !== undefined) frame.history_version = historyVersion;
+  const cwd = f.optionalString('cwd');
+  if (cwd) frame.cwd = cwd;
+  const generation = f.optionalInteger('queued_prompt_generation', 0);
+  if (generation !== undefined) frame.queued_prompt_generation = generation;
+  const model = f.optionalString('model_override');
+  if (model) frame.model_override = model;
+  return frame;
+}
+
+function parseHistoryEntry(entry: unknown, index: number): ChatMessage {
+  if (!isRecord(entry)) throw new FieldError(`history[${index}] must be an object`);
+  const f = new Fields(entry, `history[${index}].`);
+  const content = f.raw('content');
+  if (typeof content !== 'string') throw new FieldError(`history[${index}].content must be a string`);
+  return { role: f.requiredString('role'), content };
+}
+
+function parseRespond(f: Fields): RespondFrame {
+  const sid = f.requiredString('sid');
+  const request_id = f.requiredString('request_id');
+  const params = f.raw('params');
+  if (!isRecord(params)) throw new FieldError('response params must be an object');
+  return { type: 'respond', sid, request_id, params: parseRespondParams(params) };
+}
+
+function parseRespondParams(params: UnknownRecord): RespondParams {
+  if (params['lock'] !== undefined) {
+    const lock = new Fields(params).requiredRecord('lock');
+    const l = new Fields(lock, 'lock.');
+    return {
+      kind: 'lock',
+      requestId: l.requiredString('request_id'),
+      questionId: l.requiredString('question_id'),
+      answer: lock['answer'] ?? null,
+    };
+  }
+  const response = isRecord(params['frame']) ? params['frame'] : params;
+  const id = response['id'];
+  const parsed: RespondParams = {
+    kind: 'response',
+    id: typeof id === 'string' || typeof id === 'number' || id === null ? id : undefined,
+  };
+  if (response['error'] !== undefined) parsed.error = response['error'];
+  else parsed.result = response['result'];
+  return parsed;
+}
+
+function parseControl(f: Fields): ControlFrame {
+  const frame: ControlFrame = {
+    type: 'control',
+    sid: f.requiredString('sid'),
+    request_id: f.requiredString('request_id'),
+    route_name: f.requiredString('route_name'),
+  };
+  const params = f.optionalRecord('params');
+  if (params !== undefined) frame.params = params;
+  const command = f.optionalString('command');
+  if (command !== undefined) frame.command = command;
+  return frame;
+}
+
+function parseShutdown(f: Fields): ShutdownFrame {
+  const frame: ShutdownFrame = { type: 'shutdown', request_id: f.requiredString('request_id') };
+  const wait = f.optionalNumber('wait', 0);
+  if (wait !== undefined) frame.wait = wait;
+  return frame;
+}

@@ -1,0 +1,93 @@
+// Host → parent frames (PROTOCOL.md §1.2). The writer adds `host_ns` to each.
+import type { Nanos } from './nanos.js';
+import type { RpcMessage, RpcResponse } from './rpc.js';
+
+export type TurnErrorReason = 'invalid' | 'busy' | 'shutting_down' | 'exception' | 'crash';
+
+export type RetainReason = 'crash' | 'drain_deadline';
+
+export interface RecoveredSession {
+  sid: string;
+  session_key: string;
+  reason: RetainReason;
+}
+
+/** A session's history coordinates, carried by turn.end and control.ack. */
+export interface HistoryMeta {
+  session_key: string;
+  history_version: number;
+  message_count: number;
+}
+
+export interface SessionInfo {
+  agent: string;
+  model: string | null;
+  personality: string | null;
+  system_prompt: string | null;
+  cwd: string | null;
+  turns: number;
+}
+
+export type DebugTopic = 'sessions' | 'requests' | 'turns' | 'actors' | 'stats';
+export const DEBUG_TOPICS: readonly DebugTopic[] = ['sessions', 'requests', 'turns', 'actors', 'stats'];
+
+export type HelloFrame = {
+  type: 'hello';
+  host_pid: number;
+  boot_id: string;
+  build_sha: string;
+  cwd: string;
+  home: string;
+  protocol: 1;
+  workers: number;
+  heartbeat_secs: number;
+  recovered: RecoveredSession[];
+};
+
+export type HeartbeatFrame = {
+  type: 'hb';
+  active_turns: number;
+  queued_turns: number;
+  sessions: number;
+  progress_counter: number;
+  rss_mb: number;
+  loop_lag_ms: number;
+};
+
+export type TurnEndFrame = {
+  type: 'turn.end';
+  sid: string;
+  request_id: string;
+  turn_id?: string;
+  interrupted: boolean;
+  ended_ns: Nanos;
+} & Partial<HistoryMeta & { session_info: SessionInfo; session_info_emitted: true }>;
+
+export type ShutdownReport = {
+  reason: string;
+  finalized: string[];
+  retained: string[];
+  elapsed_ms: number;
+  /** Set when the flush transaction failed: nothing of it was written. */
+  error?: string;
+};
+
+export type HostOutFrame =
+  | HelloFrame
+  | HeartbeatFrame
+  | { type: 'orphan'; old_ppid: number; ppid: number }
+  | { type: 'rpc'; sid: string; message: RpcMessage }
+  | { type: 'turn.started'; sid: string; request_id: string; turn_id: string; started_ns: Nanos }
+  | TurnEndFrame
+  | { type: 'turn.error'; sid: string | null; request_id: string | null; turn_id?: string; message: string; reason: TurnErrorReason }
+  | { type: 'interrupt.ack'; sid: string; request_id: string; applied: boolean; applied_ns?: Nanos }
+  | { type: 'respond.ack'; sid: string; request_id: string; response: RpcResponse }
+  | { type: 'respond.error'; sid: string | null; request_id: string | null; message: string }
+  | ({ type: 'control.ack'; sid: string; request_id: string; route_name: string; result: unknown } & HistoryMeta)
+  | { type: 'control.error'; sid: string | null; request_id: string | null; message: string }
+  | { type: 'reload_mcp.ack'; sid: string; request_id: string; response: RpcResponse }
+  | ({ type: 'shutdown.ack'; request_id: string } & ShutdownReport)
+  | { type: 'debug.result'; request_id: string; what: DebugTopic; result: unknown }
+  | { type: 'error'; request_id: string | null; message: string };
+
+export type HostOutType = HostOutFrame['type'];

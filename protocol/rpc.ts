@@ -1,0 +1,70 @@
+// JSON-RPC 2.0 messages a session's clients receive inside `rpc` frames (PROTOCOL.md §1.4).
+import type { Nanos } from './nanos.js';
+
+export type RequestId = string | number | null;
+
+export interface RpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+export interface RpcResponse {
+  jsonrpc: '2.0';
+  id: RequestId;
+  result?: unknown;
+  error?: RpcErrorObject;
+}
+
+export type EventPayloads = {
+  'message.delta': { text: string };
+  'message.complete': { text: string };
+  'tool.start': { id: string; name: string };
+  'tool.complete': { id: string; ok: boolean };
+  'status.update': { kind: string; text: string };
+  'request.cancel': { id: string; method: string; reason: CancelReason };
+  error: { message: string; reason?: string };
+  'turn.started': { turn_id: string };
+  'turn.end': { turn_id: string; interrupted: boolean; message_count?: number; history_version?: number };
+  'turn.error': { turn_id: string; message: string; reason: string };
+};
+
+export type EventType = keyof EventPayloads;
+
+export type CancelReason = 'interrupted' | 'timeout' | 'shutdown';
+
+export interface RpcEvent<T extends EventType = EventType> {
+  jsonrpc: '2.0';
+  method: 'event';
+  params: { type: T; session_id: string; payload: EventPayloads[T] };
+}
+
+export type ServerRequestMethod = 'clarify.request' | 'approval.request';
+
+export interface RpcServerRequest {
+  jsonrpc: '2.0';
+  id: string;
+  method: ServerRequestMethod;
+  params: { session_id: string } & Record<string, unknown>;
+}
+
+export interface RpcActivity {
+  jsonrpc: '2.0';
+  method: 'compute_host.activity';
+  params: { session_id: string; turn_id: string; activity_ns: Nanos | null };
+}
+
+export type RpcMessage = RpcEvent | RpcServerRequest | RpcActivity;
+
+export function rpcEvent<T extends EventType>(sid: string, type: T, payload: EventPayloads[T]): RpcEvent<T> {
+  return { jsonrpc: '2.0', method: 'event', params: { type, session_id: sid, payload } };
+}
+
+export function rpcResult(id: RequestId, result: unknown): RpcResponse {
+  return { jsonrpc: '2.0', id, result };
+}
+
+export function rpcError(id: RequestId, code: number, message: string, data?: unknown): RpcResponse {
+  const error: RpcErrorObject = data === undefined ? { code, message } : { code, message, data };
+  return { jsonrpc: '2.0', id, error };
+}
