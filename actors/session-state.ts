@@ -92,6 +92,7 @@ export function historyMeta(s: SessionState): HistoryMeta {
 export function sessionRow(s: SessionState, bootId: string, extraMessages = 0, historyVersion = s.historyVersion): SessionRow {
   return {
     sid: s.sid,
+    activate: s.lifecycle === 'open',
     sessionKey: s.sessionKey,
     historyVersion,
     messageCount: s.history.length + extraMessages,

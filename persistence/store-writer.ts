@@ -7,6 +7,8 @@ export type RequestStatus = 'open' | 'answered' | 'expired' | 'cancelled';
 
 export interface SessionRow {
   sid: string;
+  /** False once this run's finalize latch is spent: a late change must not reactivate the row. */
+  activate: boolean;
   sessionKey: string;
   historyVersion: number;
   messageCount: number;
@@ -40,9 +42,12 @@ export class StoreWriter {
   constructor(db: Database.Database) {
     this.upsertSession = db.prepare(`
       INSERT INTO sessions (sid, session_key, status, history_version, message_count, overrides, cwd, boot_id, created_at, updated_at)
-      VALUES (?, ?, 'active', ?, ?, ?, ?, ?, ?, ?)
+      VALUES (@sid, @sessionKey, 'active', @historyVersion, @messageCount, @overridesText, @cwd, @bootId, @now, @now)
       ON CONFLICT (sid) DO UPDATE SET
-        session_key = excluded.session_key, status = 'active', end_reason = NULL, retained_reason = NULL,
+        session_key = excluded.session_key,
+        status = CASE WHEN @activate THEN 'active' ELSE status END,
+        end_reason = CASE WHEN @activate THEN NULL ELSE end_reason END,
+        retained_reason = CASE WHEN @activate THEN NULL ELSE retained_reason END,
         history_version = excluded.history_version, message_count = excluded.message_count,
         overrides = excluded.overrides, cwd = excluded.cwd, boot_id = excluded.boot_id, updated_at = excluded.updated_at`);
     this.insertMessage = db.prepare(
@@ -69,11 +74,9 @@ export class StoreWriter {
     );
   }
 
-  /** Writes the session row as `active` (a retained or finalized session named again is active again). */
+  /** Writes the session row; `activate` makes it `active` (a retained or finalized session named again is active again). */
   saveSession(row: SessionRow, now = Date.now()): void {
-    this.upsertSession.run(
-      row.sid, row.sessionKey, row.historyVersion, row.messageCount, row.overridesText, row.cwd, row.bootId, now, now,
-    );
+    this.upsertSession.run({ ...row, activate: row.activate ? 1 : 0, now });
   }
 
   /** Appends messages at positions firstSeq, firstSeq + 1, … of the session's history. */

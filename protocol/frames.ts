@@ -65,7 +65,7 @@ export function parseFrame(line: string): ParseResult {
   }
   if (!isRecord(value)) return fail({ type: 'error', request_id: null, message: 'frame must be an object' });
   const type = value['type'];
-  const parser = typeof type === 'string' ? PARSERS[type] : undefined;
+  const parser = typeof type === 'string' && Object.hasOwn(PARSERS, type) ? PARSERS[type] : undefined;
   if (parser === undefined) {
     return fail({ type: 'error', request_id: echoedId(value['request_id']), message: `unknown frame type: ${String(type)}` });
   }

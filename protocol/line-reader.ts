@@ -1,6 +1,8 @@
 // Bytes stop here: splits a byte stream into UTF-8 lines, with a bound on a line's size.
-// A line over the bound is reported once and skipped up to its newline, so memory stays
-// bounded by `maxBytes` plus one chunk however long the offending line is.
+// A line over the bound is reported once and skipped up to its newline. Memory is bounded by
+// the bound itself: an unfinished line is copied into one reusable buffer (grown by doubling,
+// at most `maxBytes`), so a caller may reuse its chunk buffer and nothing per chunk is left
+// for the garbage collector.
 
 export const MAX_FRAME_BYTES = 8 * 1024 * 1024;
 
@@ -11,9 +13,10 @@ export interface LineSink {
 }
 
 const NEWLINE = 0x0a;
+const INITIAL_PENDING_BYTES = 64 * 1024;
 
 export class LineReader {
-  private pending: Buffer[] = [];
+  private pending: Buffer = Buffer.alloc(0);
   private pendingBytes = 0;
   private skipping = false;
 
@@ -22,6 +25,7 @@ export class LineReader {
     private readonly maxBytes = MAX_FRAME_BYTES,
   ) {}
 
+  /** Reads a chunk; the caller may reuse the chunk's memory once this returns. */
   push(chunk: Buffer): void {
     let start = 0;
     while (start < chunk.length) {
@@ -35,7 +39,7 @@ export class LineReader {
       }
       const piece = chunk.subarray(start, end);
       if (this.pendingBytes + piece.length > this.maxBytes) {
-        this.dropPending();
+        this.pendingBytes = 0;
         this.sink.oversized();
         if (newline === -1) {
           this.skipping = true;
@@ -45,32 +49,43 @@ export class LineReader {
         continue;
       }
       if (newline === -1) {
-        this.pending.push(piece);
-        this.pendingBytes += piece.length;
+        this.keep(piece);
         return;
       }
       start = newline + 1;
-      this.emit(piece);
+      if (this.pendingBytes === 0) {
+        this.emit(piece);
+      } else {
+        this.keep(piece);
+        this.emit(this.pending.subarray(0, this.pendingBytes));
+        this.pendingBytes = 0;
+      }
     }
   }
 
   /** End of stream: a last line without a newline still counts. */
   end(): void {
-    if (!this.skipping && this.pendingBytes > 0) this.emit(Buffer.alloc(0));
-    this.dropPending();
+    if (!this.skipping && this.pendingBytes > 0) this.emit(this.pending.subarray(0, this.pendingBytes));
+    this.pendingBytes = 0;
     this.skipping = false;
   }
 
-  private emit(lastPiece: Buffer): void {
-    const bytes = this.pending.length === 0 ? lastPiece : Buffer.concat([...this.pending, lastPiece]);
-    this.dropPending();
+  private keep(piece: Buffer): void {
+    const needed = this.pendingBytes + piece.length;
+    if (needed > this.pending.length) {
+      let capacity = Math.max(INITIAL_PENDING_BYTES, this.pending.length);
+      while (capacity < needed) capacity *= 2;
+      const grown = Buffer.allocUnsafe(Math.min(capacity, this.maxBytes));
+      this.pending.copy(grown, 0, 0, this.pendingBytes);
+      this.pending = grown;
+    }
+    piece.copy(this.pending, this.pendingBytes);
+    this.pendingBytes = needed;
+  }
+
+  private emit(bytes: Buffer): void {
     const text = bytes.toString('utf8');
     if (text.trim() === '') return;
     this.sink.line(text);
-  }
-
-  private dropPending(): void {
-    this.pending = [];
-    this.pendingBytes = 0;
   }
 }

@@ -10,6 +10,7 @@ import { AgentLoadError, loadAgent } from '../../agents/loader.js';
 import { Store } from '../../persistence/store.js';
 import { FrameWriter, fdSink } from '../../protocol/frame-writer.js';
 import { FRAME_TOO_LARGE, parseFrame } from '../../protocol/frames.js';
+import { readFd } from '../../protocol/fd-reader.js';
 import { LineReader } from '../../protocol/line-reader.js';
 import { buildSha } from '../build-info.js';
 import { ensureHome, homePaths } from '../home.js';
@@ -93,16 +94,13 @@ function readFrames(writer: FrameWriter, submit: ReturnType<typeof startHost>['s
       writer.write(FRAME_TOO_LARGE);
     },
   });
-  let ended = false;
-  const end = (): void => {
-    if (ended) return;
-    ended = true;
-    reader.end();
-    onEnd();
-  };
-  process.stdin.on('data', (chunk: Buffer) => reader.push(chunk));
-  process.stdin.on('end', end);
-  process.stdin.on('error', end);
+  readFd(0, {
+    chunk: (bytes) => reader.push(bytes),
+    end: () => {
+      reader.end();
+      onEnd();
+    },
+  });
 }
 
 /** The parent died when our parent pid changes (we were reparented); checked every second. */

@@ -1,0 +1,195 @@
+// Real turnhost processes for integration tests: spawned in their own process group, frames
+// read over real pipes, every process reaped and every temp home removed by cleanup().
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LineReader } from '../../protocol/line-reader.js';
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CLI = join(REPO_ROOT, 'dist', 'bin', 'turnhost.js');
+
+export type Frame = Record<string, unknown> & { type: string };
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface NextOptions {
+  where?: (frame: Frame) => boolean;
+  timeoutMs?: number;
+}
+
+const DEFAULT_WAIT_MS = 10_000;
+
+/** A child speaking the host protocol on its stdio. */
+export class HostProcess {
+  readonly frames: Frame[] = [];
+  stderr = '';
+  readonly exited: Promise<Exit>;
+  private readonly taken = new Set<Frame>();
+  private waiters: { match: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = [];
+
+  constructor(readonly child: ChildProcess) {
+    const reader = new LineReader({
+      line: (text) => this.onFrame(JSON.parse(text) as Frame),
+      oversized: () => {
+        throw new Error('host wrote an oversized line');
+      },
+    });
+    child.stdout!.on('data', (chunk: Buffer) => reader.push(chunk));
+    child.stderr!.on('data', (chunk: Buffer) => {
+      this.stderr += chunk.toString('utf8');
+    });
+    child.stdin!.on('error', () => {}); // writes after the child died are the test's business
+    this.exited = new Promise((done) => child.once('exit', (code, signal) => done({ code, signal })));
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  send(frame: object): void {
+    this.sendRaw(`${JSON.stringify(frame)}\n`);
+  }
+
+  sendRaw(text: string | Buffer): void {
+    this.child.stdin!.write(text);
+  }
+
+  closeStdin(): void {
+    this.child.stdin!.end();
+  }
+
+  /** The first frame of this type (and predicate) not returned before; waits for it if needed. */
+  next(type: string, options: NextOptions = {}): Promise<Frame> {
+    const match = (f: Frame) => f.type === type && (options.where?.(f) ?? true) && !this.taken.has(f);
+    const found = this.frames.find(match);
+    if (found) {
+      this.taken.add(found);
+      return Promise.resolve(found);
+    }
+    const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_MS;
+    return new Promise((resolvePromise, reject) => {
+      const waiter = {
+        match,
+        resolve: (f: Frame) => {
+          clearTimeout(timer);
+          resolvePromise(f);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        const seen = this.frames.map((f) => f.type).join(', ');
+        reject(new Error(`no ${type} frame within ${timeoutMs} ms; saw: ${seen}\nstderr: ${this.stderr.slice(-2000)}`));
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** Every frame of this type seen so far (taken or not). */
+  all(type: string, where?: (frame: Frame) => boolean): Frame[] {
+    return this.frames.filter((f) => f.type === type && (where?.(f) ?? true));
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGKILL'): void {
+    try {
+      process.kill(this.pid, signal);
+    } catch {
+      // already gone
+    }
+  }
+
+  async waitExit(timeoutMs = DEFAULT_WAIT_MS): Promise<Exit> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`process ${this.pid} did not exit within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      return await Promise.race([this.exited, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private onFrame(frame: Frame): void {
+    this.frames.push(frame);
+    const waiter = this.waiters.find((w) => w.match(frame));
+    if (waiter === undefined) return;
+    this.waiters = this.waiters.filter((w) => w !== waiter);
+    this.taken.add(frame);
+    waiter.resolve(frame);
+  }
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Owns what a test starts: every process is killed (its whole group) and every temp folder removed. */
+export class Harness {
+  private readonly homes: string[] = [];
+  private readonly children: ChildProcess[] = [];
+
+  tempDir(prefix = 'turnhost-test-'): string {
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    this.homes.push(dir);
+    return dir;
+  }
+
+  spawnCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+      env: { ...process.env, TURNHOST_LOG_LEVEL: 'warn', ...env },
+    });
+    this.children.push(child);
+    return child;
+  }
+
+  /** Starts `turnhost host --home HOME …` and waits for its hello. */
+  async startHost(home: string, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}): Promise<HostProcess> {
+    const host = new HostProcess(this.spawnCli(['host', '--home', home, ...args], env));
+    await host.next('hello');
+    return host;
+  }
+
+  async runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 15_000): Promise<CliResult> {
+    const child = this.spawnCli(args, env);
+    child.stdin!.end();
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    let timer: NodeJS.Timeout | undefined;
+    const code = await Promise.race([
+      new Promise<number | null>((done) => child.once('close', (c) => done(c))),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`turnhost ${args.join(' ')} did not finish within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    return { code, stdout, stderr };
+  }
+
+  async cleanup(): Promise<void> {
+    const children = this.children.splice(0);
+    await Promise.all(children.map(killGroupAndReap));
+    for (const dir of this.homes.splice(0)) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Kills the child's whole group (a daemon's host and an agent's own children too), then reaps the child. */
+async function killGroupAndReap(child: ChildProcess): Promise<void> {
+  const running = child.exitCode === null && child.signalCode === null;
+  const exited = running ? new Promise<void>((done) => child.once('exit', () => done())) : Promise.resolve();
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    if (running) child.kill('SIGKILL');
+  }
+  await exited;
+}

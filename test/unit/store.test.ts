@@ -1,0 +1,156 @@
+import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { Reader } from '../../persistence/reader.js';
+import { SCHEMA_VERSION } from '../../persistence/schema.js';
+import { Store } from '../../persistence/store.js';
+import type { SessionRow } from '../../persistence/store-writer.js';
+
+const row = (sid: string, messageCount: number, historyVersion = 1, activate = true): SessionRow => ({
+  sid,
+  activate,
+  sessionKey: `key-${sid}`,
+  historyVersion,
+  messageCount,
+  overridesText: '',
+  cwd: null,
+  bootId: 'boot-1',
+});
+
+describe('store', () => {
+  let dir: string;
+  let store: Store;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'turnhost-store-'));
+    store = Store.open(join(dir, 'turnhost.db'));
+  });
+
+  afterEach(() => {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('migrates a new database to the current schema version, in WAL mode', () => {
+    expect(store.db.pragma('user_version', { simple: true })).to.equal(SCHEMA_VERSION);
+    expect(store.db.pragma('journal_mode', { simple: true })).to.equal('wal');
+    store.close();
+    store = Store.open(join(dir, 'turnhost.db'));
+    expect(store.db.pragma('user_version', { simple: true })).to.equal(SCHEMA_VERSION);
+  });
+
+  it('refuses a database from a newer build', () => {
+    store.db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    store.close();
+    expect(() => Store.open(join(dir, 'turnhost.db'))).to.throw(/newer than this build/);
+    store = Store.open(join(dir, 'other.db'));
+  });
+
+  it('groups the units queued in one turn into one transaction', async () => {
+    const open = store.db.transaction.bind(store.db);
+    let transactions = 0;
+    store.db.transaction = ((fn: Parameters<typeof open>[0]) => {
+      transactions++;
+      return open(fn);
+    }) as typeof store.db.transaction;
+    const units = Array.from({ length: 20 }, (_, i) =>
+      store.commit((w) => {
+        w.saveSession(row(`s${i}`, 1));
+        w.appendMessages(`s${i}`, 0, [{ role: 'user', content: `hi ${i}` }], `t${i}`);
+      }),
+    );
+    await Promise.all(units);
+    const sessions = store.db.prepare('SELECT count(*) AS n FROM sessions').get() as { n: number };
+    expect(sessions.n).to.equal(20);
+    expect(transactions).to.equal(1);
+    await store.commit((w) => w.saveSession(row('later', 0)));
+    expect(transactions).to.equal(2);
+  });
+
+  it('fails only the bad unit of a group, and commits the others', async () => {
+    await store.commit((w) => w.startTurn('t1', 's1', 'r1', 'boot-1'));
+    const good = store.commit((w) => w.saveSession(row('good', 0)));
+    const bad = store.commit((w) => w.startTurn('t1', 's1', 'r2', 'boot-1')); // duplicate turn id
+    const alsoGood = store.commit((w) => w.saveSession(row('also-good', 0)));
+    const results = await Promise.allSettled([good, bad, alsoGood]);
+    expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+    expect(store.loadSession('good')).to.not.equal(undefined);
+    expect(store.loadSession('also-good')).to.not.equal(undefined);
+  });
+
+  it('loads a session with its messages in order', async () => {
+    await store.commit((w) => {
+      w.saveSession(row('s1', 3, 4));
+      w.appendMessages('s1', 0, [
+        { role: 'user', content: 'a' },
+        { role: 'assistant', content: 'b' },
+        { role: 'user', content: 'c' },
+      ], 't1');
+    });
+    const loaded = store.loadSession('s1')!;
+    expect(loaded.sessionKey).to.equal('key-s1');
+    expect(loaded.status).to.equal('active');
+    expect(loaded.historyVersion).to.equal(4);
+    expect(loaded.messages.map((m) => m.content)).to.deep.equal(['a', 'b', 'c']);
+    expect(store.loadSession('missing')).to.equal(undefined);
+  });
+
+  it('truncates a history from a position on', async () => {
+    await store.commit((w) => {
+      w.saveSession(row('s1', 3));
+      w.appendMessages('s1', 0, [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }, { role: 'user', content: 'c' }], null);
+      w.truncateHistory('s1', 1);
+    });
+    expect(store.loadSession('s1')!.messages).to.deep.equal([{ role: 'user', content: 'a' }]);
+  });
+
+  it('finalizes and retains with their reasons; a later save does not reactivate a finalized row', () => {
+    store.commitNow((w) => {
+      w.saveSession(row('f', 0));
+      w.saveSession(row('r', 0));
+      w.finalizeSession('f', 'compute_host_sigterm');
+      w.retainSession('r', 'drain_deadline');
+    }, { durable: true });
+    store.commitNow((w) => w.saveSession(row('f', 0, 2, false)));
+    expect(store.db.pragma('synchronous', { simple: true })).to.equal(1); // back to NORMAL after the durable commit
+    const reader = Reader.open(join(dir, 'turnhost.db'))!;
+    const byId = Object.fromEntries(reader.sessions().map((s) => [s.session_id, s]));
+    reader.close();
+    expect(byId['f']).to.include({ status: 'finalized', end_reason: 'compute_host_sigterm', retained_reason: null });
+    expect(byId['f']).to.include({ history_version: 2 });
+    expect(byId['r']).to.include({ status: 'retained', retained_reason: 'drain_deadline', end_reason: null });
+    store.commitNow((w) => w.saveSession(row('r', 0, 2, true)));
+    expect(store.loadSession('r')!.status).to.equal('active');
+  });
+
+  it('recovers after a boot that never ended: running turns lost, active sessions retained, open requests expired', () => {
+    store.commitNow((w) => {
+      w.startBoot('dead', 111);
+      w.saveSession(row('live', 1));
+      w.startTurn('t-run', 'live', 'r1', 'dead');
+      w.openRequest({ id: 'srq-000000000001', sid: 'live', turnId: 't-run', method: 'clarify.request', paramsText: '{}', bootId: 'dead' });
+    });
+    const counts = store.recoverCrashedBoots();
+    expect(counts).to.deep.equal({ boots: 1, lostTurns: 1, retainedSessions: 1, expiredRequests: 1 });
+    expect(store.retainedSessions()).to.deep.equal([{ sid: 'live', session_key: 'key-live', reason: 'crash' }]);
+    const turn = store.db.prepare("SELECT status FROM turns WHERE turn_id = 't-run'").get() as { status: string };
+    expect(turn.status).to.equal('lost');
+    expect(store.recoverCrashedBoots()).to.deep.equal({ boots: 0, lostTurns: 0, retainedSessions: 0, expiredRequests: 0 });
+  });
+
+  it('is readable by a read-only reader while the writer holds it open', async () => {
+    await store.commit((w) => {
+      w.saveSession(row('s1', 1));
+      w.appendMessages('s1', 0, [{ role: 'user', content: 'x' }], 't1');
+    });
+    const reader = Reader.open(join(dir, 'turnhost.db'))!;
+    expect(reader.history('s1')).to.deep.equal([{ seq: 0, role: 'user', content: 'x', turn_id: 't1' }]);
+    expect(reader.history('nobody')).to.equal(undefined);
+    expect(() => reader.db.prepare('DELETE FROM sessions').run()).to.throw(/readonly/);
+    reader.close();
+    expect(Reader.open(join(dir, 'absent.db'))).to.equal(null);
+    expect(new Database(join(dir, 'turnhost.db'), { readonly: true }).prepare('SELECT 1 AS one').get()).to.deep.equal({ one: 1 });
+  });
+});
