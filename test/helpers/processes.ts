@@ -65,7 +65,13 @@ export class HostProcess {
 
   /** The first frame of this type (and predicate) not returned before; waits for it if needed. */
   next(type: string, options: NextOptions = {}): Promise<Frame> {
-    const match = (f: Frame) => f.type === type && (options.where?.(f) ?? true) && !this.taken.has(f);
+    return this.nextOf([type], options);
+  }
+
+  /** The first frame of any of these types (and predicate) not returned before. */
+  nextOf(types: readonly string[], options: NextOptions = {}): Promise<Frame> {
+    const type = types.join(' | ');
+    const match = (f: Frame) => types.includes(f.type) && (options.where?.(f) ?? true) && !this.taken.has(f);
     const found = this.frames.find(match);
     if (found) {
       this.taken.add(found);
