@@ -93,7 +93,10 @@ function handle(state: HostState, msg: HostMsg, ctx: ActorContext<HostMsg>, wiri
       return state;
     case 'admit': {
       if (state.shutdown !== null) {
-        tell(msg.ticket.session, { kind: 'admission-refused', ticketId: msg.ticket.id });
+        // Every turn.start reaching a session now was accepted before the shutdown (new ones are
+        // refused above): it starts if a worker is free, and is refused rather than queued otherwise.
+        const free = state.admission.admitIfFree(msg.ticket);
+        tell(msg.ticket.session, free ? { kind: 'slot', ticketId: msg.ticket.id } : { kind: 'admission-refused', ticketId: msg.ticket.id });
         return state;
       }
       const granted = state.admission.admit(msg.ticket);
@@ -139,7 +142,7 @@ function onFrame(state: HostState, frame: HostInFrame, ctx: ActorContext<HostMsg
         writer.write({ type: 'turn.error', sid: frame.sid, request_id: frame.request_id, message: 'host shutting down', reason: 'shutting_down' });
         return;
       }
-      tell(shardFor(frame.sid, wiring), { kind: 'frame', frame });
+      tell(shardFor(frame.sid, wiring), { kind: 'frame', frame, reservedTicket: state.admission.reserve() });
       return;
     case 'interrupt':
     case 'respond':

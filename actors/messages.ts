@@ -51,8 +51,16 @@ export type HostMsg =
 /** Frames that name a session, routed by sid through its shard. */
 export type SessionFrame = TurnStartFrame | InterruptFrame | RespondFrame | ReloadMcpFrame | ControlFrame;
 
+/** A frame on its way to its session; a turn.start may carry a worker slot the host reserved for it. */
+export interface FrameMsg {
+  kind: 'frame';
+  frame: SessionFrame;
+  control?: ControlRequest;
+  reservedTicket?: number;
+}
+
 export type ShardMsg =
-  | { kind: 'frame'; frame: SessionFrame; control?: ControlRequest }
+  | FrameMsg
   | { kind: 'list'; replyTo: Ref<SessionHandle[]> }
   | { kind: 'describe'; replyTo: Ref<unknown[]> };
 
@@ -96,7 +104,7 @@ export interface OpenRequestDescription {
 }
 
 export type SessionMsg =
-  | { kind: 'frame'; frame: SessionFrame; control?: ControlRequest }
+  | FrameMsg
   | { kind: 'slot'; ticketId: number }
   | { kind: 'admission-refused'; ticketId: number }
   | { kind: 'turn-done'; turnId: string; reply: string | null; error: Error | null }

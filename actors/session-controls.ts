@@ -6,7 +6,7 @@ import type { ChatMessage } from '../protocol/chat.js';
 import type { ControlFrame, ReloadMcpFrame } from '../protocol/frames.js';
 import { rpcResult } from '../protocol/rpc.js';
 import type { ControlRequest } from './routes.js';
-import { historyMeta, sessionRow, setOverrides, type SessionState } from './session-state.js';
+import { historyMeta, rowSaved, sessionRow, setOverrides, type SessionState } from './session-state.js';
 import type { SessionEnv } from './session-turn.js';
 
 interface HistoryChange {
@@ -90,10 +90,9 @@ async function saveRunningTail(s: SessionState, env: SessionEnv): Promise<number
   const turn = s.activity.turn;
   const messages = turn.pending.slice();
   const version = s.historyVersion + 1;
-  const row = sessionRow(s, env.services.bootId, messages.length, version);
   await env.services.store.commit((w) => {
     w.appendMessages(s.sid, s.history.length, messages, turn.turnId);
-    w.saveSession(row);
+    w.touchSession(s.sid, version);
   });
   turn.pending.splice(0, messages.length);
   s.history.push(...messages);
@@ -116,7 +115,7 @@ async function changeHistory(s: SessionState, change: HistoryChange, env: Sessio
   s.sessionKey = sessionKey;
   s.history = change.history;
   s.historyVersion = next.historyVersion;
-  s.stored = true;
+  rowSaved(s);
 }
 
 async function changeOverrides(s: SessionState, overrides: SessionState['overrides'], env: SessionEnv): Promise<void> {
@@ -125,7 +124,7 @@ async function changeOverrides(s: SessionState, overrides: SessionState['overrid
   const row = sessionRow(s, env.services.bootId);
   try {
     await env.services.store.commit((w) => w.saveSession(row));
-    s.stored = true;
+    rowSaved(s);
   } catch (err) {
     s.overrides = previous.overrides;
     s.overridesText = previous.text;

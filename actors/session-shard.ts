@@ -49,7 +49,7 @@ async function handle(
     case 'frame': {
       const session = (ctx.children.get(actorName(msg.frame.sid)) as Ref<SessionMsg> | undefined) ?? activate(state, msg.frame, ctx, services, host);
       if (session === undefined) answerUnknownSession(msg.frame, services);
-      else tell(session, msg.control ? { kind: 'frame', frame: msg.frame, control: msg.control } : { kind: 'frame', frame: msg.frame });
+      else tell(session, msg);
       return state;
     }
     case 'list':

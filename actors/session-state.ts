@@ -52,8 +52,12 @@ export interface SessionState {
   overrides: SessionOverrides;
   overridesText: string;
   cwd: string | null;
-  /** False until the session has a row in the database: only then may a turn.start seed history. */
-  stored: boolean;
+  /**
+   * The session's row: `none` (never stored; a turn.start may seed history), `inactive` (stored,
+   * not yet marked active by this run), `active` (marked active by this run: a turn start need
+   * not write it again).
+   */
+  row: 'none' | 'inactive' | 'active';
   generation: number;
   activity: Activity;
   lifecycle: Lifecycle;
@@ -73,7 +77,7 @@ export function newSessionState(sid: string, stored: StoredSession | undefined, 
     overrides,
     overridesText: stored?.overridesText || encode(overrides),
     cwd: stored?.cwd ?? null,
-    stored: stored !== undefined,
+    row: stored === undefined ? 'none' : 'inactive',
     generation: 0,
     activity: { phase: 'idle' },
     lifecycle: 'open',
@@ -88,18 +92,22 @@ export function historyMeta(s: SessionState): HistoryMeta {
   return { session_key: s.sessionKey, history_version: s.historyVersion, message_count: s.history.length };
 }
 
-/** The session row as it will be after `extraMessages` more messages are committed. */
-export function sessionRow(s: SessionState, bootId: string, extraMessages = 0, historyVersion = s.historyVersion): SessionRow {
+/** The full session row, as of `historyVersion`. */
+export function sessionRow(s: SessionState, bootId: string, historyVersion = s.historyVersion): SessionRow {
   return {
     sid: s.sid,
     activate: s.lifecycle === 'open',
     sessionKey: s.sessionKey,
     historyVersion,
-    messageCount: s.history.length + extraMessages,
     overridesText: s.overridesText,
     cwd: s.cwd,
     bootId,
   };
+}
+
+/** After a full row save: the row is active when this run's latch is unspent. */
+export function rowSaved(s: SessionState): void {
+  s.row = s.lifecycle === 'open' ? 'active' : 'inactive';
 }
 
 export function sessionInfo(s: SessionState, agentName: string): SessionInfo {

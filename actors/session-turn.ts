@@ -1,6 +1,5 @@
 // A session's turn, from turn.start to turn.end (PROTOCOL.md §1.3, durability rules 1 and 2).
 //   idle ──turn.start──▶ waiting ──slot──▶ (commit prompt + running row) ──▶ running ──turn-done──▶ (commit tail) ──▶ idle
-import { randomBytes } from 'node:crypto';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { TurnStartFrame } from '../protocol/frames.js';
 import { Nanos } from '../protocol/nanos.js';
@@ -8,8 +7,9 @@ import { rpcEvent } from '../protocol/rpc.js';
 import type { FinishedTurn, HostMsg, SessionMsg, TurnOutcome } from './messages.js';
 import { tell, SECOND_MS, type Ref } from './runtime.js';
 import type { HostServices } from './services.js';
-import { historyMeta, sessionInfo, sessionRow, setOverrides, type RunningTurn, type SessionState } from './session-state.js';
+import { historyMeta, rowSaved, sessionInfo, sessionRow, setOverrides, type RunningTurn, type SessionState } from './session-state.js';
 import { buildTurnContext, runAgent } from './turn-context.js';
+import { nextTicketId } from './turn-admission.js';
 
 export interface SessionEnv {
   services: HostServices;
@@ -19,28 +19,38 @@ export interface SessionEnv {
 
 const ACTIVITY_PERIOD_MS = SECOND_MS;
 
-let lastTicketId = 0;
+let lastTurnNumber = 0;
 
-function newTurnId(): string {
-  return `turn-${randomBytes(8).toString('hex')}`;
+/** Unique across boots (the boot id is random) without a random draw per turn. */
+function newTurnId(bootId: string): string {
+  return `turn-${bootId.slice(0, 12)}-${(++lastTurnNumber).toString(36)}`;
 }
 
-/** turn.start: refuse, answer a stale queued prompt, or queue for a worker slot. */
-export function requestTurn(s: SessionState, frame: TurnStartFrame, env: SessionEnv): void {
+/**
+ * turn.start: refuse, answer a stale queued prompt, or run: at once on a slot the host reserved,
+ * else after queueing for one.
+ */
+export async function requestTurn(s: SessionState, frame: TurnStartFrame, reservedTicket: number | undefined, env: SessionEnv): Promise<void> {
   const { writer, clock } = env.services;
+  const refuse = (): void => {
+    if (reservedTicket !== undefined) tell(env.host, { kind: 'release', ticketId: reservedTicket });
+  };
   if (s.activity.phase !== 'idle') {
+    refuse();
     writer.write({ type: 'turn.error', sid: s.sid, request_id: frame.request_id, message: 'session busy', reason: 'busy' });
     return;
   }
   if (frame.queued_prompt_generation !== undefined && frame.queued_prompt_generation !== s.generation) {
     // An interrupt overtook this queued prompt: it ends as interrupted and nothing runs.
+    refuse();
     writer.write({ type: 'turn.end', sid: s.sid, request_id: frame.request_id, interrupted: true, ended_ns: Nanos.of(clock.hostNs()) });
     return;
   }
-  const ticketId = ++lastTicketId;
-  s.activity = { phase: 'waiting', ticketId, frame, turnId: frame.turn_id ?? newTurnId() };
+  const ticketId = reservedTicket ?? nextTicketId();
+  s.activity = { phase: 'waiting', ticketId, frame, turnId: frame.turn_id ?? newTurnId(env.services.bootId) };
   s.lastActiveMs = clock.nowMs();
-  tell(env.host, { kind: 'admit', ticket: { id: ticketId, sid: s.sid, session: env.self } });
+  if (reservedTicket !== undefined) await beginTurn(s, ticketId, env);
+  else tell(env.host, { kind: 'admit', ticket: { id: ticketId, sid: s.sid, session: env.self } });
 }
 
 /** A worker slot was granted: commit the prompt, say turn.started, run the agent. */
@@ -51,15 +61,17 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
     return;
   }
   const { frame, turnId } = s.activity;
-  adoptFrameSettings(s, frame);
-  const seed = !s.stored && frame.history ? frame.history : [];
+  const isNew = s.row === 'none';
+  adoptFrameSettings(s, frame, isNew);
+  const seed = isNew && frame.history ? frame.history : [];
   const prompt: ChatMessage = { role: 'user', content: frame.text };
   const firstSeq = s.history.length;
-  const version = (!s.stored && frame.history_version !== undefined ? frame.history_version : s.historyVersion) + 1;
-  const row = sessionRow(s, bootId, seed.length + 1, version);
+  const version = (isNew && frame.history_version !== undefined ? frame.history_version : s.historyVersion) + 1;
+  // The row is written once per run (to mark it active); later turn starts only add rows.
+  const row = s.row === 'active' ? undefined : sessionRow(s, bootId, version);
   try {
     await store.commit((w) => {
-      w.saveSession(row);
+      if (row) w.saveSession(row);
       if (seed.length > 0) w.appendMessages(s.sid, firstSeq, seed, null);
       w.appendMessages(s.sid, firstSeq + seed.length, [prompt], turnId);
       w.startTurn(turnId, s.sid, frame.request_id, bootId);
@@ -68,10 +80,12 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
     failBeforeStart(s, frame, turnId, ticketId, err as Error, env);
     return;
   }
-  const historyBefore = s.history.concat(seed);
-  s.history = historyBefore.concat([prompt]);
+  // In place: copying a long history on every turn would cost more than the turn itself.
+  for (const message of seed) s.history.push(message);
+  const historyLength = s.history.length;
+  s.history.push(prompt);
   s.historyVersion = version;
-  s.stored = true;
+  if (row) rowSaved(s);
   s.turnsRun++;
   const turn: RunningTurn = {
     turnId,
@@ -87,12 +101,15 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   };
   s.activity = { phase: 'running', turn };
   writer.write({ type: 'turn.started', sid: s.sid, request_id: frame.request_id, turn_id: turnId, started_ns: Nanos.of(turn.startedNs) });
-  const spec = { sid: s.sid, prompt: frame.text, history: historyBefore, overrides: { ...s.overrides }, cwd: s.cwd };
+  const spec = { sid: s.sid, prompt: frame.text, history: s.history, historyLength, overrides: { ...s.overrides }, cwd: s.cwd };
   runAgent(env.services.agent, buildTurnContext(spec, turn, env.services, env.self), env.self);
 }
 
-function adoptFrameSettings(s: SessionState, frame: TurnStartFrame): void {
-  if (!s.stored && frame.session_key) s.sessionKey = frame.session_key;
+function adoptFrameSettings(s: SessionState, frame: TurnStartFrame, isNew: boolean): void {
+  if (isNew && frame.session_key) s.sessionKey = frame.session_key;
+  if ((frame.cwd && frame.cwd !== s.cwd) || (frame.model_override && frame.model_override !== s.overrides.model)) {
+    if (s.row === 'active') s.row = 'inactive'; // the row must be written again with the new settings
+  }
   if (frame.cwd) s.cwd = frame.cwd;
   if (frame.model_override && frame.model_override !== s.overrides.model) {
     setOverrides(s, { ...s.overrides, model: frame.model_override });
@@ -144,15 +161,14 @@ async function commitTurnEnd(
   failure: string | null,
   env: SessionEnv,
 ): Promise<true | Error> {
-  const { store, bootId } = env.services;
+  const { store } = env.services;
   const firstSeq = s.history.length;
   const version = s.historyVersion + (messages.length > 0 ? 1 : 0);
-  const row = sessionRow(s, bootId, messages.length, version);
   try {
     await store.commit((w) => {
       w.appendMessages(s.sid, firstSeq, messages, turn.turnId);
       w.endTurn(turn.turnId, outcome, failure);
-      w.saveSession(row);
+      w.touchSession(s.sid, version);
     });
   } catch (err) {
     env.services.log.error({ err, sid: s.sid, turnId: turn.turnId }, 'could not commit the turn end');

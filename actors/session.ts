@@ -6,8 +6,7 @@ import { encode } from '../persistence/codec.js';
 import type { RespondFrame } from '../protocol/frames.js';
 import type { RetainReason } from '../protocol/outbound.js';
 import { rpcEvent } from '../protocol/rpc.js';
-import type { DrainAck, HostMsg, SessionDescription, SessionFrame, SessionMsg, Settled } from './messages.js';
-import type { ControlRequest } from './routes.js';
+import type { DrainAck, FrameMsg, HostMsg, SessionDescription, SessionMsg, Settled } from './messages.js';
 import { actorName, spawnActor, tell, type ActorContext, type AnyRef, type Ref } from './runtime.js';
 import { spawnServerRequest } from './server-request.js';
 import type { HostServices } from './services.js';
@@ -48,7 +47,7 @@ export function spawnSession(
 async function handle(s: SessionState, msg: SessionMsg, env: SessionEnv, ctx: ActorContext<SessionMsg>): Promise<SessionState> {
   switch (msg.kind) {
     case 'frame':
-      await onFrame(s, msg.frame, msg.control, env);
+      await onFrame(s, msg, env);
       return s;
     case 'slot':
       await beginTurn(s, msg.ticketId, env);
@@ -84,11 +83,12 @@ async function handle(s: SessionState, msg: SessionMsg, env: SessionEnv, ctx: Ac
   }
 }
 
-async function onFrame(s: SessionState, frame: SessionFrame, control: ControlRequest | undefined, env: SessionEnv): Promise<void> {
+async function onFrame(s: SessionState, msg: FrameMsg, env: SessionEnv): Promise<void> {
   const { writer } = env.services;
+  const { frame, control } = msg;
   switch (frame.type) {
     case 'turn.start':
-      requestTurn(s, frame, env);
+      await requestTurn(s, frame, msg.reservedTicket, env);
       return;
     case 'interrupt':
       interruptTurn(s, frame.request_id, env);
@@ -185,7 +185,8 @@ function dropWaitingTurn(s: SessionState, env: SessionEnv): void {
 /** Spends the one-shot latch. */
 function finalize(s: SessionState, endReason: string): Settled {
   s.lifecycle = 'finalized';
-  const { sid, stored } = s;
+  const { sid } = s;
+  const stored = s.row !== 'none';
   return { kind: 'settled', sid, outcome: 'finalized', work: stored ? (w) => w.finalizeSession(sid, endReason) : null };
 }
 
@@ -195,7 +196,8 @@ function finalize(s: SessionState, endReason: string): Settled {
  */
 function retain(s: SessionState, reason: RetainReason, env: SessionEnv): Settled {
   s.lifecycle = 'retained';
-  const { sid, stored } = s;
+  const { sid } = s;
+  const stored = s.row !== 'none';
   const requestIds = [...s.requests.keys()];
   for (const request of s.requests.values()) {
     env.services.writer.write({ type: 'rpc', sid, message: rpcEvent(sid, 'request.cancel', { id: request.id, method: request.method, reason: 'shutdown' }) });

@@ -13,18 +13,24 @@ const ASK_MARGIN_MS = 5 * SECOND_MS;
 export interface TurnSpec {
   sid: string;
   prompt: string;
+  /** The session's live history; the agent sees its first historyLength messages (those before the prompt). */
   history: readonly ChatMessage[];
+  historyLength: number;
   overrides: TurnContext['overrides'];
   cwd: string | null;
 }
 
 export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: HostServices, self: Ref<SessionMsg>): TurnContext {
   const { writer, clock } = services;
+  let history: readonly ChatMessage[] | undefined;
   return {
     sid: spec.sid,
     turnId: turn.turnId,
     prompt: spec.prompt,
-    history: spec.history,
+    // Copied on first read only: most turns of the script agent never look.
+    get history() {
+      return (history ??= Object.freeze(spec.history.slice(0, spec.historyLength)));
+    },
     overrides: spec.overrides,
     cwd: spec.cwd,
     signal: turn.controller.signal,

@@ -26,6 +26,9 @@ export interface HistoryEntry {
 
 export const SESSION_STATUSES: readonly SessionStatus[] = ['active', 'finalized', 'retained'];
 
+const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_reason, history_version, updated_at,
+  (SELECT count(*) FROM messages WHERE messages.sid = sessions.sid) AS message_count`;
+
 interface SessionRow {
   sid: string;
   session_key: string;
@@ -49,18 +52,14 @@ export class Reader {
   }
 
   sessions(status?: SessionStatus): SessionSummary[] {
-    const sql = `SELECT sid, session_key, status, end_reason, retained_reason, message_count, history_version, updated_at
-                 FROM sessions ${status ? 'WHERE status = ?' : ''} ORDER BY updated_at, sid`;
+    const sql = `SELECT ${SUMMARY_COLUMNS} FROM sessions ${status ? 'WHERE status = ?' : ''} ORDER BY updated_at, sid`;
     const rows = (status ? this.db.prepare(sql).all(status) : this.db.prepare(sql).all()) as SessionRow[];
     return rows.map(toSummary);
   }
 
   session(sid: string): SessionSummary | undefined {
     const row = this.db
-      .prepare(
-        `SELECT sid, session_key, status, end_reason, retained_reason, message_count, history_version, updated_at
-         FROM sessions WHERE sid = ?`,
-      )
+      .prepare(`SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE sid = ?`)
       .get(sid) as SessionRow | undefined;
     return row && toSummary(row);
   }

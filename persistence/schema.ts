@@ -1,5 +1,7 @@
 // The database schema, as a list of migrations. `PRAGMA user_version` records how many have run;
 // the host runs the missing ones at start, each in its own transaction.
+// Every page a turn touches is written to the WAL on each commit, so the tables a turn writes
+// (messages, turns, sessions) are WITHOUT ROWID and carry no index a turn would have to update.
 import type Database from 'better-sqlite3';
 
 const MIGRATIONS: readonly string[] = [
@@ -11,13 +13,12 @@ const MIGRATIONS: readonly string[] = [
     end_reason      TEXT,
     retained_reason TEXT,
     history_version INTEGER NOT NULL DEFAULT 0,
-    message_count   INTEGER NOT NULL DEFAULT 0,
     overrides       TEXT NOT NULL DEFAULT '',
     cwd             TEXT,
     boot_id         TEXT,
     created_at      INTEGER NOT NULL,
     updated_at      INTEGER NOT NULL
-  );
+  ) WITHOUT ROWID;
   CREATE INDEX sessions_by_status ON sessions (status);
 
   CREATE TABLE messages (
@@ -39,9 +40,7 @@ const MIGRATIONS: readonly string[] = [
     started_at INTEGER NOT NULL,
     ended_at   INTEGER,
     error      TEXT
-  );
-  CREATE INDEX turns_by_sid ON turns (sid, started_at);
-  CREATE INDEX turns_running ON turns (boot_id) WHERE status = 'running';
+  ) WITHOUT ROWID;
 
   CREATE TABLE server_requests (
     id          TEXT PRIMARY KEY,

@@ -11,7 +11,6 @@ export interface SessionRow {
   activate: boolean;
   sessionKey: string;
   historyVersion: number;
-  messageCount: number;
   overridesText: string;
   cwd: string | null;
   bootId: string;
@@ -28,6 +27,7 @@ export interface NewRequestRow {
 
 export class StoreWriter {
   private readonly upsertSession: Database.Statement;
+  private readonly touch: Database.Statement;
   private readonly insertMessage: Database.Statement;
   private readonly deleteMessagesFrom: Database.Statement;
   private readonly insertTurn: Database.Statement;
@@ -41,15 +41,16 @@ export class StoreWriter {
 
   constructor(db: Database.Database) {
     this.upsertSession = db.prepare(`
-      INSERT INTO sessions (sid, session_key, status, history_version, message_count, overrides, cwd, boot_id, created_at, updated_at)
-      VALUES (@sid, @sessionKey, 'active', @historyVersion, @messageCount, @overridesText, @cwd, @bootId, @now, @now)
+      INSERT INTO sessions (sid, session_key, status, history_version, overrides, cwd, boot_id, created_at, updated_at)
+      VALUES (@sid, @sessionKey, 'active', @historyVersion, @overridesText, @cwd, @bootId, @now, @now)
       ON CONFLICT (sid) DO UPDATE SET
         session_key = excluded.session_key,
         status = CASE WHEN @activate THEN 'active' ELSE status END,
         end_reason = CASE WHEN @activate THEN NULL ELSE end_reason END,
         retained_reason = CASE WHEN @activate THEN NULL ELSE retained_reason END,
-        history_version = excluded.history_version, message_count = excluded.message_count,
+        history_version = excluded.history_version,
         overrides = excluded.overrides, cwd = excluded.cwd, boot_id = excluded.boot_id, updated_at = excluded.updated_at`);
+    this.touch = db.prepare('UPDATE sessions SET history_version = ?, updated_at = ? WHERE sid = ?');
     this.insertMessage = db.prepare(
       'INSERT INTO messages (sid, seq, role, content, turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
     );
@@ -77,6 +78,11 @@ export class StoreWriter {
   /** Writes the session row; `activate` makes it `active` (a retained or finalized session named again is active again). */
   saveSession(row: SessionRow, now = Date.now()): void {
     this.upsertSession.run({ ...row, activate: row.activate ? 1 : 0, now });
+  }
+
+  /** A turn's end: only the version and the time change (cheaper than a full save on every turn). */
+  touchSession(sid: string, historyVersion: number, now = Date.now()): void {
+    this.touch.run(historyVersion, now, sid);
   }
 
   /** Appends messages at positions firstSeq, firstSeq + 1, … of the session's history. */

@@ -1,8 +1,8 @@
 // Bytes stop here: splits a byte stream into UTF-8 lines, with a bound on a line's size.
 // A line over the bound is reported once and skipped up to its newline. Memory is bounded by
-// the bound itself: an unfinished line is copied into one reusable buffer (grown by doubling,
-// at most `maxBytes`), so a caller may reuse its chunk buffer and nothing per chunk is left
-// for the garbage collector.
+// the bound itself: an unfinished line is copied into one reusable buffer of `maxBytes`
+// (allocated on first need; only the pages written to become resident), so a caller may reuse
+// its chunk buffer and nothing per chunk, or per growth step, is left for the garbage collector.
 
 export const MAX_FRAME_BYTES = 8 * 1024 * 1024;
 
@@ -13,7 +13,6 @@ export interface LineSink {
 }
 
 const NEWLINE = 0x0a;
-const INITIAL_PENDING_BYTES = 64 * 1024;
 
 export class LineReader {
   private pending: Buffer = Buffer.alloc(0);
@@ -71,16 +70,9 @@ export class LineReader {
   }
 
   private keep(piece: Buffer): void {
-    const needed = this.pendingBytes + piece.length;
-    if (needed > this.pending.length) {
-      let capacity = Math.max(INITIAL_PENDING_BYTES, this.pending.length);
-      while (capacity < needed) capacity *= 2;
-      const grown = Buffer.allocUnsafe(Math.min(capacity, this.maxBytes));
-      this.pending.copy(grown, 0, 0, this.pendingBytes);
-      this.pending = grown;
-    }
+    if (this.pending.length === 0) this.pending = Buffer.allocUnsafe(this.maxBytes);
     piece.copy(this.pending, this.pendingBytes);
-    this.pendingBytes = needed;
+    this.pendingBytes += piece.length;
   }
 
   private emit(bytes: Buffer): void {

@@ -42,11 +42,14 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
     return EXIT_CONFIG;
   }
   const home = ensureHome(options.home);
-  const store = Store.open(homePaths(home).database);
+  const store = Store.open(homePaths(home).database, {
+    onCheckpointError: (message) => log.error({ message }, 'background checkpoint failed; checkpointing inline'),
+  });
   const bootId = randomBytes(16).toString('hex');
   const recovery = store.recoverCrashedBoots();
   if (recovery.boots + recovery.retainedSessions > 0) log.warn(recovery, 'recovered from a host that died');
   store.commitNow((w) => w.startBoot(bootId, process.pid));
+  await store.ready;
 
   const clock = monotonicClock;
   const writer = new FrameWriter(fdSink(1), clock.hostNs);

@@ -8,12 +8,11 @@ import { SCHEMA_VERSION } from '../../persistence/schema.js';
 import { Store } from '../../persistence/store.js';
 import type { SessionRow } from '../../persistence/store-writer.js';
 
-const row = (sid: string, messageCount: number, historyVersion = 1, activate = true): SessionRow => ({
+const row = (sid: string, _messages: number, historyVersion = 1, activate = true): SessionRow => ({
   sid,
   activate,
   sessionKey: `key-${sid}`,
   historyVersion,
-  messageCount,
   overridesText: '',
   cwd: null,
   bootId: 'boot-1',

@@ -1,0 +1,41 @@
+// Shared by the benchmarks: paths, temp folders, results files, tables.
+import { cpus } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { formatTable, type Cell } from '../bin/table.js';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+export const CLI = join(ROOT, 'dist', 'bin', 'turnhost.js');
+export const RESULTS = join(ROOT, 'bench', 'results');
+
+export function machine() {
+  return { node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown' };
+}
+
+export async function withTempDir<T>(body: (dir: string) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), 'turnhost-bench-'));
+  try {
+    return await body(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export function writeResult(name: string, result: unknown): string {
+  mkdirSync(RESULTS, { recursive: true });
+  const file = join(RESULTS, `${name}.json`);
+  writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), machine: machine(), ...(result as object) }, null, 2)}\n`);
+  return file;
+}
+
+export function printTable(title: string, headers: string[], rows: Cell[][]): void {
+  process.stdout.write(`\n${title}\n${formatTable(headers, rows)}`);
+}
+
+export const round = (value: number, digits = 0) => Number(value.toFixed(digits));
+
+export function verdict(ok: boolean): string {
+  return ok ? 'met' : 'MISSED';
+}

@@ -1,0 +1,18 @@
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, or all.
+import { benchHost } from './host.js';
+
+const BENCHES: Record<string, () => Promise<void>> = {
+  host: benchHost,
+};
+
+const names = process.argv.slice(2);
+const selected = names.length === 0 || names.includes('all') ? Object.keys(BENCHES) : names;
+for (const name of selected) {
+  const bench = BENCHES[name];
+  if (bench === undefined) {
+    process.stderr.write(`unknown benchmark "${name}"; choose from: ${Object.keys(BENCHES).join(', ')}, all\n`);
+    process.exit(2);
+  }
+  process.stdout.write(`\n== bench ${name} ==\n`);
+  await bench();
+}
