@@ -42,6 +42,8 @@ interface HostWiring {
 export interface HostHandle {
   readonly system: SystemRef;
   readonly ref: Ref<HostMsg>;
+  /** The 64 shard actors that parent the sessions. */
+  readonly shards: readonly Ref<ShardMsg>[];
   submit(frame: HostInFrame): void;
   shutdown(reason: ShutdownReason, waitSec: number): Promise<ShutdownReport>;
   stats(): Promise<HostStats>;
@@ -68,6 +70,7 @@ export function startHost(system: SystemRef, services: HostServices, options: Ho
   return {
     system,
     ref,
+    shards: wiring.shards,
     stopped,
     submit: (frame) => tell(ref, { kind: 'frame', frame }),
     shutdown: (reason, waitSec) =>

@@ -31,6 +31,7 @@ export class HostProcess {
   readonly exited: Promise<Exit>;
   private readonly taken = new Set<Frame>();
   private waiters: { match: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = [];
+  private stderrWaiters: { pattern: RegExp; resolve: () => void }[] = [];
 
   constructor(readonly child: ChildProcess) {
     const reader = new LineReader({
@@ -42,6 +43,9 @@ export class HostProcess {
     child.stdout!.on('data', (chunk: Buffer) => reader.push(chunk));
     child.stderr!.on('data', (chunk: Buffer) => {
       this.stderr += chunk.toString('utf8');
+      const met = this.stderrWaiters.filter((w) => w.pattern.test(this.stderr));
+      this.stderrWaiters = this.stderrWaiters.filter((w) => !met.includes(w));
+      for (const w of met) w.resolve();
     });
     child.stdin!.on('error', () => {}); // writes after the child died are the test's business
     this.exited = new Promise((done) => child.once('exit', (code, signal) => done({ code, signal })));
@@ -92,6 +96,25 @@ export class HostProcess {
         reject(new Error(`no ${type} frame within ${timeoutMs} ms; saw: ${seen}\nstderr: ${this.stderr.slice(-2000)}`));
       }, timeoutMs);
       this.waiters.push(waiter);
+    });
+  }
+
+  /** Resolves once the process's stderr (its log) matches the pattern. */
+  logged(pattern: RegExp, timeoutMs = DEFAULT_WAIT_MS): Promise<void> {
+    if (pattern.test(this.stderr)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        pattern,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.stderrWaiters = this.stderrWaiters.filter((w) => w !== waiter);
+        reject(new Error(`stderr did not match ${pattern} within ${timeoutMs} ms:\n${this.stderr.slice(-2000)}`));
+      }, timeoutMs);
+      this.stderrWaiters.push(waiter);
     });
   }
 
@@ -148,9 +171,15 @@ export class Harness {
   }
 
   spawnCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-    const child = spawn(process.execPath, [CLI, ...args], {
+    return this.spawnRaw(process.execPath, [CLI, ...args], env);
+  }
+
+  /** Any command, in its own process group, reaped (group and all) by cleanup(). */
+  spawnRaw(command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+    const child = spawn(command, args, {
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
+      cwd: REPO_ROOT,
       env: { ...process.env, TURNHOST_LOG_LEVEL: 'warn', ...env },
     });
     this.children.push(child);

@@ -1,0 +1,90 @@
+// The host's actors in this process, on a real SQLite file in a temp folder, with frames
+// collected in memory: for the seed's shutdown rules, ported against the TypeScript modules.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { monotonicClock, type Clock } from '../../actors/clock.js';
+import { startHost, type HostHandle } from '../../actors/host.js';
+import { startSystem, stopSystem } from '../../actors/runtime.js';
+import type { HostServices } from '../../actors/services.js';
+import type { Agent } from '../../agents/agent.js';
+import { Reader, type SessionSummary } from '../../persistence/reader.js';
+import { Store } from '../../persistence/store.js';
+import { FrameWriter } from '../../protocol/frame-writer.js';
+import type { Frame } from './processes.js';
+
+export interface InProcessHost {
+  host: HostHandle;
+  store: Store;
+  services: HostServices;
+  frames: Frame[];
+  /** Resolves with the first frame (type and predicate) written from now on, or already written. */
+  frame(type: string, where?: (f: Frame) => boolean): Promise<Frame>;
+  sessions(): SessionSummary[];
+  close(): Promise<void>;
+}
+
+export async function startInProcessHost(agent: Agent, options: { clock?: Clock; workers?: number } = {}): Promise<InProcessHost> {
+  const dir = mkdtempSync(join(tmpdir(), 'turnhost-inproc-'));
+  const file = join(dir, 'turnhost.db');
+  const store = Store.open(file);
+  await store.ready;
+  const clock = options.clock ?? monotonicClock;
+  const frames: Frame[] = [];
+  let waiters: { type: string; where: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = [];
+  const writer = new FrameWriter(
+    {
+      write(text) {
+        for (const line of text.split('\n')) {
+          if (line === '') continue;
+          const frame = JSON.parse(line) as Frame;
+          frames.push(frame);
+          const waiter = waiters.find((w) => w.type === frame.type && w.where(frame));
+          if (waiter) {
+            waiters = waiters.filter((w) => w !== waiter);
+            waiter.resolve(frame);
+          }
+        }
+      },
+    },
+    () => clock.hostNs(),
+  );
+  const services: HostServices = {
+    store,
+    writer,
+    agent,
+    clock,
+    log: pino({ level: process.env['TURNHOST_LOG_LEVEL'] ?? 'silent' }),
+    bootId: 'inprocess0000000000000000000000a',
+    requestTimeoutMs: 600_000,
+  };
+  store.commitNow((w) => w.startBoot(services.bootId, process.pid));
+  const system = startSystem();
+  const host = startHost(system, services, { workers: options.workers ?? 8, heartbeatSecs: 0 });
+  return {
+    host,
+    store,
+    services,
+    frames,
+    frame(type, where = () => true) {
+      const found = frames.find((f) => f.type === type && where(f));
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve) => waiters.push({ type, where, resolve }));
+    },
+    sessions() {
+      const reader = Reader.open(file)!;
+      try {
+        return reader.sessions();
+      } finally {
+        reader.close();
+      }
+    },
+    async close() {
+      writer.flush();
+      stopSystem(system);
+      store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
