@@ -69,15 +69,13 @@ export interface SessionHandle {
   ref: Ref<SessionMsg>;
 }
 
-/** A session's answer to `drain`: it is idle (its turn, if any, has ended and been committed). */
-export interface DrainAck {
-  kind: 'drained';
-  sid: string;
-}
-
-/** A session's answer to `finalize` or `retain`: the rows to write in the shared flush transaction. */
+/**
+ * A session's answer to `drain` (sent once it is idle: the ack finalizes it) or to `retain`:
+ * the rows it adds to the shutdown's one flush transaction. `skipped`: its latch was spent already.
+ */
 export interface Settled {
   kind: 'settled';
+  answering: 'drain' | 'retain';
   sid: string;
   outcome: 'finalized' | 'retained' | 'skipped';
   work: Work | null;
@@ -111,8 +109,7 @@ export type SessionMsg =
   | { kind: 'activity-tick'; turnId: string }
   | { kind: 'open-request'; method: ServerRequestMethod; params: Record<string, unknown>; timeoutMs: number; turnId: string; replyTo: Ref<unknown> }
   | { kind: 'request-closed'; id: string }
-  | { kind: 'drain'; replyTo: Ref<DrainAck> }
-  | { kind: 'finalize'; endReason: string; replyTo: Ref<Settled> }
+  | { kind: 'drain'; endReason: string; replyTo: Ref<Settled> }
   | { kind: 'retain'; reason: RetainReason; replyTo: Ref<Settled> }
   | { kind: 'describe'; replyTo: Ref<SessionDescription> };
 
@@ -128,7 +125,6 @@ export type ServerRequestMsg =
 
 export type CoordinatorMsg =
   | { kind: 'sessions'; handles: SessionHandle[] }
-  | DrainAck
   | { kind: 'deadline' }
   | { kind: 'force' }
   | Settled

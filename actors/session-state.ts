@@ -9,7 +9,7 @@ import type { ChatMessage } from '../protocol/chat.js';
 import type { TurnStartFrame } from '../protocol/frames.js';
 import type { HistoryMeta, SessionInfo } from '../protocol/outbound.js';
 import type { ServerRequestMethod } from '../protocol/rpc.js';
-import type { DrainAck, ServerRequestMsg } from './messages.js';
+import type { ServerRequestMsg, Settled } from './messages.js';
 import type { Ref } from './runtime.js';
 
 export interface RunningTurn {
@@ -62,7 +62,8 @@ export interface SessionState {
   activity: Activity;
   lifecycle: Lifecycle;
   requests: Map<string, OpenRequest>;
-  drainWaiters: Ref<DrainAck>[];
+  /** Shutdown coordinators waiting for this session to be idle; the ack finalizes it. */
+  drainWaiters: { replyTo: Ref<Settled>; endReason: string }[];
   turnsRun: number;
   lastActiveMs: number;
 }

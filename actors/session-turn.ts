@@ -8,6 +8,7 @@ import type { FinishedTurn, HostMsg, SessionMsg, TurnOutcome } from './messages.
 import { tell, SECOND_MS, type Ref } from './runtime.js';
 import type { HostServices } from './services.js';
 import { historyMeta, rowSaved, sessionInfo, sessionRow, setOverrides, type RunningTurn, type SessionState } from './session-state.js';
+import { finalize } from './session-lifecycle.js';
 import { buildTurnContext, runAgent } from './turn-context.js';
 import { nextTicketId } from './turn-admission.js';
 
@@ -38,6 +39,12 @@ export async function requestTurn(s: SessionState, frame: TurnStartFrame, reserv
   if (s.activity.phase !== 'idle') {
     refuse();
     writer.write({ type: 'turn.error', sid: s.sid, request_id: frame.request_id, message: 'session busy', reason: 'busy' });
+    return;
+  }
+  if (s.lifecycle !== 'open') {
+    // Finalized or retained by a shutdown: a turn.start that was already on its way runs no more.
+    refuse();
+    writer.write({ type: 'turn.error', sid: s.sid, request_id: frame.request_id, message: 'host shutting down', reason: 'shutting_down' });
     return;
   }
   if (frame.queued_prompt_generation !== undefined && frame.queued_prompt_generation !== s.generation) {
@@ -236,11 +243,19 @@ export function refuseWaitingTurn(s: SessionState, ticketId: number, env: Sessio
   ackDrainWaiters(s);
 }
 
+/** Once idle, a drained session acks its shutdown coordinator; the ack finalizes it. */
 export function ackDrainWaiters(s: SessionState): void {
   if (s.activity.phase !== 'idle' || s.drainWaiters.length === 0) return;
   const waiters = s.drainWaiters;
   s.drainWaiters = [];
-  for (const waiter of waiters) tell(waiter, { kind: 'drained', sid: s.sid });
+  for (const waiter of waiters) tell(waiter.replyTo, finalize(s, waiter.endReason, 'drain'));
+}
+
+/** Admission is closed: a turn still waiting for a slot will never start. */
+export function dropWaitingTurn(s: SessionState, env: SessionEnv): void {
+  if (s.activity.phase !== 'waiting') return;
+  tell(env.host, { kind: 'withdraw', ticketId: s.activity.ticketId });
+  refuseWaitingTurn(s, s.activity.ticketId, env);
 }
 
 function scheduleActivityTick(turnId: string, env: SessionEnv): () => void {

@@ -1,20 +1,20 @@
 // The session actor: one per sid, a child of its shard. It owns the session's history, its
 // running turn, its open server requests and its one-shot finalize latch.
 import { randomBytes } from 'node:crypto';
-import type { StoredSession, Work } from '../persistence/store.js';
+import type { StoredSession } from '../persistence/store.js';
 import { encode } from '../persistence/codec.js';
 import type { RespondFrame } from '../protocol/frames.js';
-import type { RetainReason } from '../protocol/outbound.js';
-import { rpcEvent } from '../protocol/rpc.js';
-import type { DrainAck, FrameMsg, HostMsg, SessionDescription, SessionMsg, Settled } from './messages.js';
+import type { FrameMsg, HostMsg, SessionDescription, SessionMsg, Settled } from './messages.js';
 import { actorName, spawnActor, tell, type ActorContext, type AnyRef, type Ref } from './runtime.js';
 import { spawnServerRequest } from './server-request.js';
 import type { HostServices } from './services.js';
 import { reloadTools, runControl } from './session-controls.js';
 import { newSessionState, type SessionState } from './session-state.js';
+import { retain } from './session-lifecycle.js';
 import {
   ackDrainWaiters,
   beginTurn,
+  dropWaitingTurn,
   finishTurn,
   interruptTurn,
   refuseWaitingTurn,
@@ -71,11 +71,11 @@ async function handle(s: SessionState, msg: SessionMsg, env: SessionEnv, ctx: Ac
       return s;
     }
     case 'drain':
-      drain(s, msg.replyTo);
+      drain(s, msg.replyTo, msg.endReason);
       return s;
-    case 'finalize':
     case 'retain':
-      tell(msg.replyTo, settle(s, msg, env));
+      dropWaitingTurn(s, env);
+      tell(msg.replyTo, retain(s, msg.reason, env.services));
       return s;
     case 'describe':
       tell(msg.replyTo, describe(s, env));
@@ -162,61 +162,9 @@ async function openRequest(
   writer.write({ type: 'rpc', sid: s.sid, message: { jsonrpc: '2.0', id, method: msg.method, params } });
 }
 
-function drain(s: SessionState, replyTo: Ref<DrainAck>): void {
-  s.drainWaiters.push(replyTo);
+function drain(s: SessionState, replyTo: Ref<Settled>, endReason: string): void {
+  s.drainWaiters.push({ replyTo, endReason });
   ackDrainWaiters(s);
-}
-
-/** finalize or retain, for the shutdown flush; a session whose turn still runs can only be retained. */
-function settle(s: SessionState, msg: Extract<SessionMsg, { kind: 'finalize' | 'retain' }>, env: SessionEnv): Settled {
-  if (s.lifecycle === 'finalized') return { kind: 'settled', sid: s.sid, outcome: 'skipped', work: null };
-  dropWaitingTurn(s, env);
-  if (msg.kind === 'finalize' && s.activity.phase === 'idle') return finalize(s, msg.endReason);
-  return retain(s, msg.kind === 'retain' ? msg.reason : 'drain_deadline', env);
-}
-
-/** Admission is closed: a turn still waiting for a slot will never start. */
-function dropWaitingTurn(s: SessionState, env: SessionEnv): void {
-  if (s.activity.phase !== 'waiting') return;
-  tell(env.host, { kind: 'withdraw', ticketId: s.activity.ticketId });
-  refuseWaitingTurn(s, s.activity.ticketId, env);
-}
-
-/** Spends the one-shot latch. */
-function finalize(s: SessionState, endReason: string): Settled {
-  s.lifecycle = 'finalized';
-  const { sid } = s;
-  const stored = s.row !== 'none';
-  return { kind: 'settled', sid, outcome: 'finalized', work: stored ? (w) => w.finalizeSession(sid, endReason) : null };
-}
-
-/**
- * A laggard at the drain deadline: its partial tail is written and its open requests are
- * cancelled (reason `shutdown`), in the flush transaction; its latch stays unspent.
- */
-function retain(s: SessionState, reason: RetainReason, env: SessionEnv): Settled {
-  s.lifecycle = 'retained';
-  const { sid } = s;
-  const stored = s.row !== 'none';
-  const requestIds = [...s.requests.keys()];
-  for (const request of s.requests.values()) {
-    env.services.writer.write({ type: 'rpc', sid, message: rpcEvent(sid, 'request.cancel', { id: request.id, method: request.method, reason: 'shutdown' }) });
-    tell(request.ref, { kind: 'cancel', reason: 'shutdown', recorded: true });
-  }
-  const turn = s.activity.phase === 'running' ? s.activity.turn : undefined;
-  const tail = turn ? turn.pending.splice(0) : [];
-  const firstSeq = s.history.length;
-  s.history.push(...tail);
-  turn?.controller.abort();
-  const work: Work = (w) => {
-    for (const id of requestIds) w.closeRequest(id, 'cancelled', null, 'shutdown');
-    if (turn) {
-      w.appendMessages(sid, firstSeq, tail, turn.turnId);
-      w.endTurn(turn.turnId, 'interrupted', reason);
-    }
-    if (stored) w.retainSession(sid, reason);
-  };
-  return { kind: 'settled', sid, outcome: 'retained', work };
 }
 
 function describe(s: SessionState, env: SessionEnv): SessionDescription {

@@ -1,7 +1,8 @@
-// One coordinated shutdown (DESIGN.md "Shutdown"). Every live session is asked to drain; acks
-// are collected until all are in or the drain deadline passes; then each session settles
-// itself (idle → finalized, turn still live → retained) and all of it is written in one
-// durable transaction, together with the end of this boot.
+// One coordinated shutdown (DESIGN.md "Shutdown"). Every live session is asked to drain; a
+// session acks once idle, and its ack finalizes it (it spends its latch and hands over its rows).
+// Acks are collected until all are in or the drain deadline passes; every session that has not
+// acked by then is a laggard and is retained. All the rows are written in one durable
+// transaction, together with the end of this boot.
 //
 //   collecting ──all acked / deadline / second signal──▶ flushing ──committed──▶ done
 import type { Work } from '../persistence/store.js';
@@ -45,11 +46,16 @@ export class IllegalTransition extends Error {
 interface CoordinatorState {
   phase: CoordinatorPhase;
   plan: DrainPlan;
+  flushStartMs: number;
+  overshootMs: number | null;
   listed: boolean;
   handles: SessionHandle[];
-  acked: Set<string>;
-  cancelDeadline: () => void;
+  /** Every session's rows, from its drain ack (finalized) or its answer to retain. */
   settled: Settled[];
+  drained: Set<string>;
+  /** Laggards told to retain that have not answered yet. */
+  awaitingRetain: Set<string>;
+  cancelDeadline: () => void;
   cancelSafetyNet: () => void;
 }
 
@@ -83,11 +89,14 @@ function begin(ctx: ActorContext<CoordinatorMsg>, spec: CoordinatorSpec): Coordi
   return {
     phase: 'collecting',
     plan,
+    flushStartMs: 0,
+    overshootMs: null,
     listed: false,
     handles: [],
-    acked: new Set(),
-    cancelDeadline,
     settled: [],
+    drained: new Set(),
+    awaitingRetain: new Set(),
+    cancelDeadline,
     cancelSafetyNet: () => {},
   };
 }
@@ -101,22 +110,24 @@ async function listSessions(shards: readonly Ref<ShardMsg>[], timeoutMs: number)
 
 function handle(state: CoordinatorState, msg: CoordinatorMsg, ctx: ActorContext<CoordinatorMsg>, spec: CoordinatorSpec): CoordinatorState {
   switch (msg.kind) {
-    case 'sessions':
+    case 'sessions': {
       state.listed = true;
       state.handles = msg.handles;
-      if (state.phase === 'flushing') {
-        settleAll(state, ctx, spec);
-      } else if (state.phase === 'collecting') {
-        for (const h of msg.handles) tell(h.ref, { kind: 'drain', replyTo: ctx.self });
-        flushWhenDrained(state, ctx, spec);
-      }
-      return state;
-    case 'drained':
-      state.acked.add(msg.sid);
+      const endReason = `compute_host_${spec.reason}`;
+      for (const h of msg.handles) tell(h.ref, { kind: 'drain', endReason, replyTo: ctx.self });
       if (state.phase === 'collecting') flushWhenDrained(state, ctx, spec);
+      else if (state.phase === 'flushing') retainLaggards(state, ctx, spec);
+      return state;
+    }
+    case 'settled':
+      onSettled(state, msg, ctx, spec);
       return state;
     case 'deadline':
-      if (state.phase === 'collecting') startFlush(state, ctx, spec);
+      // One wait, never re-armed: Node's timers count whole loop milliseconds, so this may run up
+      // to 1 ms before the deadline by performance.now(); asking again would exceed the budget.
+      if (state.phase !== 'collecting') return state;
+      state.overshootMs = spec.services.clock.nowMs() - state.plan.deadlineMs;
+      startFlush(state, ctx, spec);
       return state;
     case 'force':
       if (state.phase === 'collecting') {
@@ -124,18 +135,26 @@ function handle(state: CoordinatorState, msg: CoordinatorMsg, ctx: ActorContext<
         startFlush(state, ctx, spec);
       }
       return state;
-    case 'settled':
-      if (state.phase !== 'flushing') return state;
-      state.settled.push(msg);
-      if (state.settled.length === state.handles.length) commit(state, ctx, spec);
-      return state;
     case 'flush-timeout':
       if (state.phase === 'flushing') {
-        spec.services.log.error({ missing: state.handles.length - state.settled.length }, 'sessions did not settle in time; committing the rest');
+        spec.services.log.error({ missing: state.awaitingRetain.size }, 'sessions did not settle in time; committing the rest');
         commit(state, ctx, spec);
       }
       return state;
   }
+}
+
+function onSettled(state: CoordinatorState, msg: Settled, ctx: ActorContext<CoordinatorMsg>, spec: CoordinatorSpec): void {
+  if (state.phase === 'done') return;
+  // A drain ack after the deadline still counts: that session finalized itself, and its retain answer will be `skipped`.
+  state.settled.push(msg);
+  if (msg.answering === 'drain') {
+    state.drained.add(msg.sid);
+    if (state.phase === 'collecting') flushWhenDrained(state, ctx, spec);
+    return;
+  }
+  state.awaitingRetain.delete(msg.sid);
+  if (state.phase === 'flushing' && state.awaitingRetain.size === 0) commit(state, ctx, spec);
 }
 
 function enter(state: CoordinatorState, next: CoordinatorPhase, spec: CoordinatorSpec): void {
@@ -145,23 +164,28 @@ function enter(state: CoordinatorState, next: CoordinatorPhase, spec: Coordinato
 }
 
 function flushWhenDrained(state: CoordinatorState, ctx: ActorContext<CoordinatorMsg>, spec: CoordinatorSpec): void {
-  if (state.listed && state.acked.size >= state.handles.length) startFlush(state, ctx, spec);
+  if (state.listed && state.drained.size >= state.handles.length) startFlush(state, ctx, spec);
 }
 
 function startFlush(state: CoordinatorState, ctx: ActorContext<CoordinatorMsg>, spec: CoordinatorSpec): void {
   state.cancelDeadline();
+  state.flushStartMs = spec.services.clock.nowMs();
   enter(state, 'flushing', spec);
   // Not a drain wait: a safety net for a session that never answers, so the flush still ends in budget.
   const spareMs = Math.max(0, state.plan.endMs - spec.services.clock.nowMs() - SAFETY_MARGIN_MS);
   const timer = setTimeout(() => tell(ctx.self, { kind: 'flush-timeout' }), spareMs);
   state.cancelSafetyNet = () => clearTimeout(timer);
-  if (state.listed) settleAll(state, ctx, spec);
+  if (state.listed) retainLaggards(state, ctx, spec);
 }
 
-function settleAll(state: CoordinatorState, ctx: ActorContext<CoordinatorMsg>, spec: CoordinatorSpec): void {
-  if (state.handles.length === 0) return commit(state, ctx, spec);
-  const endReason = `compute_host_${spec.reason}`;
-  for (const h of state.handles) tell(h.ref, { kind: 'finalize', endReason, replyTo: ctx.self });
+/** Every session that has not drained is a laggard: its turn is still live at the deadline. */
+function retainLaggards(state: CoordinatorState, ctx: ActorContext<CoordinatorMsg>, spec: CoordinatorSpec): void {
+  for (const h of state.handles) {
+    if (state.drained.has(h.sid)) continue;
+    state.awaitingRetain.add(h.sid);
+    tell(h.ref, { kind: 'retain', reason: 'drain_deadline', replyTo: ctx.self });
+  }
+  if (state.awaitingRetain.size === 0) commit(state, ctx, spec);
 }
 
 function commit(state: CoordinatorState, ctx: ActorContext<CoordinatorMsg>, spec: CoordinatorSpec): void {
@@ -183,17 +207,23 @@ function commit(state: CoordinatorState, ctx: ActorContext<CoordinatorMsg>, spec
     error = (err as Error).message;
     log.error({ err }, 'shutdown flush failed');
   }
+  const now = clock.nowMs();
   const report: ShutdownReport = {
     reason: spec.reason,
     finalized: error ? [] : sidsWith(state.settled, 'finalized'),
     retained: error ? [] : sidsWith(state.settled, 'retained'),
-    elapsed_ms: Math.round(clock.nowMs() - state.plan.startMs),
+    elapsed_ms: Math.round(now - state.plan.startMs),
+    drain_ms: round(state.flushStartMs - state.plan.startMs),
+    deadline_overshoot_ms: state.overshootMs === null ? null : round(state.overshootMs),
+    flush_ms: round(now - state.flushStartMs),
     ...(error ? { error } : {}),
   };
   log.info({ finalized: report.finalized.length, retained: report.retained.length, elapsedMs: report.elapsed_ms }, 'shutdown flushed');
   tell(spec.host, { kind: 'shutdown-done', report });
   stopActor(ctx.self);
 }
+
+const round = (ms: number) => Math.round(ms * 10) / 10;
 
 function sidsWith(settled: Settled[], outcome: Settled['outcome']): string[] {
   return settled.filter((s) => s.outcome === outcome).map((s) => s.sid);

@@ -1,8 +1,10 @@
 // `npm run bench -- <name>…`: host, shutdown, daemon, recovery, or all.
 import { benchHost } from './host.js';
+import { benchShutdown } from './shutdown.js';
 
 const BENCHES: Record<string, () => Promise<void>> = {
   host: benchHost,
+  shutdown: benchShutdown,
 };
 
 const names = process.argv.slice(2);

@@ -68,6 +68,12 @@ export type ShutdownReport = {
   finalized: string[];
   retained: string[];
   elapsed_ms: number;
+  /** How long the drain collected acks. */
+  drain_ms: number;
+  /** How late the drain deadline was acted on; null when every session drained before it. */
+  deadline_overshoot_ms: number | null;
+  /** From the end of the drain to the flush's commit: the sessions settling and the one transaction. */
+  flush_ms: number;
   /** Set when the flush transaction failed: nothing of it was written. */
   error?: string;
 };

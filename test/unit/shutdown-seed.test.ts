@@ -161,21 +161,22 @@ describe('shutdown (the seed rules, in process)', () => {
     await runQuickTurn(h, 'b');
     const handles = (await Promise.all(h.host.shards.map((shard) => ask(shard, (replyTo: Ref<SessionHandle[]>): ShardMsg => ({ kind: 'list', replyTo }), 1000)))).flat();
     const session = (sid: string) => handles.find((x) => x.sid === sid)!.ref;
-    const settle = (sid: string, kind: 'finalize' | 'retain') =>
+    const settle = (sid: string, kind: 'drain' | 'retain') =>
       ask(
         session(sid),
         (replyTo: Ref<Settled>): SessionMsg =>
-          kind === 'finalize' ? { kind, endReason: 'compute_host_test', replyTo } : { kind, reason: 'drain_deadline', replyTo },
+          kind === 'drain' ? { kind, endReason: 'compute_host_test', replyTo } : { kind, reason: 'drain_deadline', replyTo },
         1000,
       );
-    const first = await settle('a', 'finalize');
+    const first = await settle('a', 'drain');
     expect(first.outcome).to.equal('finalized');
     expect(first.work).to.be.a('function');
-    const second = await settle('a', 'finalize');
-    expect(second).to.deep.equal({ kind: 'settled', sid: 'a', outcome: 'skipped', work: null });
+    const second = await settle('a', 'drain');
+    expect(second).to.deep.equal({ kind: 'settled', answering: 'drain', sid: 'a', outcome: 'skipped', work: null });
     expect((await settle('b', 'retain')).outcome).to.equal('retained');
-    expect((await settle('b', 'finalize')).outcome, 'a retained session keeps its latch').to.equal('finalized');
-    expect((await settle('b', 'finalize')).outcome).to.equal('skipped');
+    expect((await settle('b', 'drain')).outcome, 'a retained session keeps its latch').to.equal('finalized');
+    expect((await settle('b', 'drain')).outcome).to.equal('skipped');
+    expect((await settle('b', 'retain')).outcome).to.equal('skipped');
   });
 
   it('waits not at all when no turn is live', async () => {
