@@ -1,6 +1,6 @@
 // The script agent (PROTOCOL.md §4): deterministic, for demos, tests and benchmarks. Plain
 // lines are echoed word by word; `/` lines are directives whose outcomes end the reply.
-import { keepRecent, type Agent, type TurnContext, type TurnResult } from './agent.js';
+import { keepRecent, type Agent, type AskOptions, type TurnContext, type TurnResult } from './agent.js';
 
 interface Script {
   turn: TurnContext;
@@ -79,6 +79,13 @@ export function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<boo
   });
 }
 
+/** `--timeout S` before a question sets how long it stays open. */
+function askOptions(argument: string): { text: string; options: AskOptions } {
+  const withTimeout = /^--timeout\s+(\S+)\s*(.*)$/.exec(argument);
+  const timeoutMs = withTimeout ? parseSeconds(withTimeout[1]!) : undefined;
+  return { text: withTimeout ? withTimeout[2]! : argument, options: timeoutMs === undefined ? {} : { timeoutMs } };
+}
+
 function answerText(value: unknown): string {
   if (value === undefined || value === null || value === '') return '(none)';
   return typeof value === 'string' ? value : JSON.stringify(value);
@@ -99,28 +106,24 @@ const DIRECTIVES: Record<string, Directive> = {
   },
 
   async ask(script, argument) {
-    let question = argument;
-    let timeoutMs: number | undefined;
-    const withTimeout = /^--timeout\s+(\S+)\s*(.*)$/.exec(argument);
-    if (withTimeout) {
-      timeoutMs = parseSeconds(withTimeout[1]!);
-      question = withTimeout[2]!;
-    }
-    const result = await script.turn.ask('clarify.request', { question }, timeoutMs === undefined ? {} : { timeoutMs });
+    const { text, options } = askOptions(argument);
+    const result = await script.turn.ask('clarify.request', { question: text }, options);
     script.outcomes.push(`answer: ${answerText(field(result, 'answer'))}`);
   },
 
   async batch(script, argument) {
-    const questions = argument.split('|').map((q, i) => ({ id: `q${i}`, question: q.trim() }));
-    const result = await script.turn.ask('clarify.request', { questions });
+    const { text, options } = askOptions(argument);
+    const questions = text.split('|').map((q, i) => ({ id: `q${i}`, question: q.trim() }));
+    const result = await script.turn.ask('clarify.request', { questions }, options);
     const answers = field(result, 'answers');
     const parts = questions.map((q) => `${q.id}=${answerText(field(answers, q.id))}`);
     script.outcomes.push(`answers: ${parts.join(', ')}`);
   },
 
   async approve(script, argument) {
-    const result = await script.turn.ask('approval.request', { question: argument });
-    script.outcomes.push(`${field(result, 'approved') === true ? 'approved' : 'denied'}: ${argument}`);
+    const { text, options } = askOptions(argument);
+    const result = await script.turn.ask('approval.request', { question: text }, options);
+    script.outcomes.push(`${field(result, 'approved') === true ? 'approved' : 'denied'}: ${text}`);
   },
 
   async tool(script, argument) {
