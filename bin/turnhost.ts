@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 // The turnhost command line (PROTOCOL.md §3). Wiring only: each command's body is in commands/.
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { chatCommand } from './commands/chat.js';
+import { daemonCommand, hostArgs } from './commands/daemon.js';
 import { hostCommand } from './commands/host.js';
+import { startCommand, statusCommand, stopCommand } from './commands/lifecycle.js';
+import { replCommand } from './commands/repl.js';
 import { historyCommand, sessionsCommand } from './commands/sessions.js';
 import { homeFrom } from './home.js';
 import { parsePositiveInteger } from './host-options.js';
@@ -42,6 +46,43 @@ const program = new Command('turnhost')
 hostOptions(program.command('host').description('run the compute host on stdin/stdout (the host protocol)'))
   .addOption(homeOption())
   .action((opts) => run(() => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs })));
+
+hostOptions(program.command('daemon').description('run the supervisor in the foreground (the options go to its host)'))
+  .addOption(homeOption())
+  .action((opts) => run(() => daemonCommand({ home: homeFrom(opts.home), agent: opts.agent, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, echoLog: true })));
+
+hostOptions(program.command('start').description('start the daemon in the background; prints its pid once its socket answers'))
+  .addOption(homeOption())
+  .action((opts) => run(() => startCommand(homeFrom(opts.home), hostArgs(opts))));
+
+program
+  .command('stop')
+  .description('stop the daemon gracefully; prints how many sessions were finalized and retained')
+  .addOption(homeOption())
+  .option('--wait <seconds>', 'drain budget of the host (default 10)', seconds)
+  .action((opts) => run(() => stopCommand(homeFrom(opts.home), opts.wait)));
+
+program
+  .command('status')
+  .description('the supervisor, the host and the sessions')
+  .addOption(homeOption())
+  .option('--json', 'print one JSON document')
+  .action((opts) => run(() => statusCommand(homeFrom(opts.home), opts.json === true)));
+
+hostOptions(program.command('chat').description('one turn (TEXT), or a prompt loop; starts the daemon when none runs'))
+  .argument('[text]', 'the prompt; without it, prompts are read line by line')
+  .addOption(homeOption())
+  .option('--session <id>', 'the session to use (default: a new one)')
+  .action((text: string | undefined, opts) =>
+    run(() => chatCommand(homeFrom(opts.home), { ...(opts.session ? { session: opts.session } : {}), ...(text !== undefined ? { text } : {}), hostArgs: hostArgs(opts) })),
+  );
+
+program
+  .command('repl')
+  .description("the debug REPL of the running daemon (or, with --offline, the database's commands)")
+  .addOption(homeOption())
+  .option('--offline', 'no daemon: the database and log commands only')
+  .action((opts) => run(() => replCommand(homeFrom(opts.home), { offline: opts.offline === true })));
 
 program
   .command('sessions')

@@ -64,6 +64,13 @@ export class Reader {
     return row && toSummary(row);
   }
 
+  statusCounts(): Record<SessionStatus, number> {
+    const counts: Record<SessionStatus, number> = { active: 0, finalized: 0, retained: 0 };
+    const rows = this.db.prepare('SELECT status, count(*) AS n FROM sessions GROUP BY status').all() as { status: SessionStatus; n: number }[];
+    for (const row of rows) counts[row.status] = row.n;
+    return counts;
+  }
+
   /** The session's messages, oldest first (the last `limit` when given); undefined for an unknown session. */
   history(sid: string, limit?: number): HistoryEntry[] | undefined {
     if (this.session(sid) === undefined) return undefined;

@@ -8,6 +8,7 @@
 // is still growing one event-loop turn after its first unit (other writers are busy) waits
 // GROUP_WAIT_MS for company on a timer, without spinning; otherwise it commits at once. A lone
 // writer pays one idle loop turn.
+import { chmodSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { RecoveredSession, RetainReason } from '../protocol/outbound.js';
@@ -79,6 +80,8 @@ export class Store {
 
   static open(file: string, options: { onCheckpointError?: (message: string) => void } = {}): Store {
     const db = new Database(file);
+    // Private like its home; SQLite gives the -wal and -shm files the database file's mode.
+    chmodSync(file, 0o600);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('busy_timeout = 5000');

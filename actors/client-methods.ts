@@ -1,0 +1,184 @@
+// The client methods of PROTOCOL.md §2. Each checks its params (naming the bad field), then
+// answers from the database, the gateway or, through the supervisor, the host.
+import { randomBytes } from 'node:crypto';
+import type { Reader } from '../persistence/reader.js';
+import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
+import { FieldError, Fields, type UnknownRecord } from '../protocol/fields.js';
+import { routeClass } from './routes.js';
+import { ask, tell, SECOND_MS, type Ref } from './runtime.js';
+import type { CallReply, GatewayMsg, HostCall, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
+
+export interface ClientContext {
+  clientId: number;
+  supervisor: Ref<SupervisorMsg>;
+  gateway: Ref<GatewayMsg>;
+  /** The home's database, read-only; null until the host has created it. */
+  reader(): Reader | null;
+  /** Working folders given at session.create, for that session's turns from this client. */
+  cwds: Map<string, string>;
+}
+
+/** Longer than any reply timeout in the supervisor, so the supervisor always answers first. */
+const CALL_TIMEOUT_MS = 40 * SECOND_MS;
+const STOP_TIMEOUT_MS = 5 * 60 * SECOND_MS;
+const DEFAULT_STOP_WAIT_SEC = 10;
+
+type Method = (params: Fields, ctx: ClientContext) => Promise<unknown> | unknown;
+
+export async function callMethod(method: string, params: UnknownRecord, ctx: ClientContext): Promise<unknown> {
+  const known = Object.hasOwn(METHODS, method) ? METHODS[method] : undefined;
+  const cls = routeClass(method);
+  // Routes are checked against the table before any I/O.
+  if (known === undefined && (cls === undefined || cls === 'turn-path')) throw new RpcError(ErrorCodes.methodNotFound, `method not found: ${method}`);
+  try {
+    return known ? await known(new Fields(params), ctx) : await routeMethod(method, params, ctx);
+  } catch (err) {
+    if (err instanceof FieldError) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${err.message}`);
+    throw err;
+  }
+}
+
+async function callHost(ctx: ClientContext, call: HostCall): Promise<unknown> {
+  const reply = await ask(ctx.supervisor, (replyTo: Ref<CallReply>): SupervisorMsg => ({ kind: 'call', call, replyTo }), CALL_TIMEOUT_MS);
+  if (!reply.ok) throw new RpcError(reply.error.code, reply.error.message, reply.error.data);
+  return reply.value;
+}
+
+function hostStatus(ctx: ClientContext): Promise<HostStatus> {
+  return ask(ctx.supervisor, (replyTo: Ref<HostStatus>): SupervisorMsg => ({ kind: 'status', replyTo }), CALL_TIMEOUT_MS);
+}
+
+function attach(ctx: ClientContext, sid: string): void {
+  tell(ctx.gateway, { kind: 'attach', sid, clientId: ctx.clientId });
+}
+
+function knownSession(ctx: ClientContext, sid: string) {
+  const session = ctx.reader()?.session(sid);
+  if (session === undefined) throw new RpcError(ErrorCodes.sessionNotFound, `session not found: ${sid}`);
+  return session;
+}
+
+/** A run-concurrent or idle-gated route: its params go to the host as the control's params. */
+async function routeMethod(route: string, params: UnknownRecord, ctx: ClientContext): Promise<unknown> {
+  const sid = new Fields(params).requiredString('session_id');
+  const { session_id: _sid, ...rest } = params;
+  return callHost(ctx, { op: 'control', sid, route, params: rest });
+}
+
+async function sidForRequest(ctx: ClientContext, requestId: string): Promise<string | null> {
+  return ask(ctx.gateway, (replyTo: Ref<string | null>): GatewayMsg => ({ kind: 'request-session', requestId, replyTo }), CALL_TIMEOUT_MS);
+}
+
+/** A client's answer to a server request, whichever way it came: the first answer wins in the host. */
+export async function answerServerRequest(ctx: ClientContext, requestId: string, answer: { result?: unknown; error?: unknown }): Promise<{ status: string }> {
+  const sid = await sidForRequest(ctx, requestId);
+  if (sid === null) return { status: 'expired' };
+  const frame = answer.error !== undefined ? { jsonrpc: '2.0', id: requestId, error: answer.error } : { jsonrpc: '2.0', id: requestId, result: answer.result ?? {} };
+  const outcome = (await callHost(ctx, { op: 'respond', sid, params: { frame } })) as { status: string };
+  if (outcome.status === 'ok') tell(ctx.gateway, { kind: 'request-closed', requestId });
+  return outcome;
+}
+
+const METHODS: Record<string, Method> = {
+  'session.create'(p, ctx) {
+    const sid = p.optionalString('session_id') ?? `s-${randomBytes(6).toString('hex')}`;
+    const cwd = p.optionalString('cwd');
+    if (cwd) ctx.cwds.set(sid, cwd);
+    attach(ctx, sid);
+    return { session_id: sid, session_key: ctx.reader()?.session(sid)?.session_key ?? sid };
+  },
+
+  async 'session.resume'(p, ctx) {
+    const sid = p.requiredString('session_id');
+    const session = knownSession(ctx, sid);
+    attach(ctx, sid);
+    const [status, open] = await Promise.all([
+      hostStatus(ctx),
+      ask(ctx.gateway, (replyTo: Ref<unknown[]>): GatewayMsg => ({ kind: 'open-requests', sid, replyTo }), CALL_TIMEOUT_MS),
+    ]);
+    return {
+      session_id: sid,
+      session_key: session.session_key,
+      history_version: session.history_version,
+      status: session.status,
+      running: status.running_sids.includes(sid),
+      open_requests: open,
+    };
+  },
+
+  async 'session.list'(p, ctx) {
+    const status = p.optionalString('status');
+    if (status !== undefined && !['active', 'finalized', 'retained'].includes(status)) {
+      throw new RpcError(ErrorCodes.invalidParams, 'invalid params: status must be one of active, finalized, retained');
+    }
+    const running = new Set((await hostStatus(ctx)).running_sids);
+    const sessions = ctx.reader()?.sessions(status as 'active' | undefined) ?? [];
+    return {
+      sessions: sessions.map((s) => ({
+        session_id: s.session_id,
+        session_key: s.session_key,
+        status: s.status,
+        running: running.has(s.session_id),
+        message_count: s.message_count,
+        updated_at: s.updated_at,
+      })),
+    };
+  },
+
+  'session.history'(p, ctx) {
+    const sid = p.requiredString('session_id');
+    const limit = p.optionalInteger('limit', 0);
+    const messages = ctx.reader()?.history(sid, limit);
+    if (messages === undefined) throw new RpcError(ErrorCodes.sessionNotFound, `session not found: ${sid}`);
+    return { messages };
+  },
+
+  async 'prompt.submit'(p, ctx) {
+    const sid = p.requiredString('session_id');
+    const text = p.raw('text');
+    if (typeof text !== 'string') throw new FieldError('text must be a string');
+    attach(ctx, sid);
+    const cwd = ctx.cwds.get(sid);
+    return callHost(ctx, { op: 'turn', sid, text, ...(cwd ? { cwd } : {}) });
+  },
+
+  'session.interrupt'(p, ctx) {
+    return callHost(ctx, { op: 'interrupt', sid: p.requiredString('session_id') });
+  },
+
+  async 'clarify.lock'(p, ctx) {
+    const requestId = p.requiredString('request_id');
+    const questionId = p.requiredString('question_id');
+    const raw = p.raw('answer');
+    const answer = typeof raw === 'string' ? raw : JSON.stringify(raw ?? null);
+    const sid = await sidForRequest(ctx, requestId);
+    if (sid === null) return { status: 'expired' };
+    const result = (await callHost(ctx, { op: 'respond', sid, params: { lock: { request_id: requestId, question_id: questionId, answer } } })) as { remaining?: unknown[] };
+    if (Array.isArray(result.remaining) && result.remaining.length === 0) tell(ctx.gateway, { kind: 'request-closed', requestId });
+    return result;
+  },
+
+  'request.answer'(p, ctx) {
+    return answerServerRequest(ctx, p.requiredString('request_id'), { result: p.raw('result') });
+  },
+
+  async 'host.status'(_p, ctx) {
+    const status = await hostStatus(ctx);
+    const counts = ctx.reader()?.statusCounts() ?? { active: 0, retained: 0, finalized: 0 };
+    return {
+      supervisor: status.supervisor,
+      host: status.host,
+      sessions: { active: counts.active, running: status.running_sids.length, retained: counts.retained, finalized: counts.finalized },
+    };
+  },
+
+  'host.restart'(_p, ctx) {
+    return ask(ctx.supervisor, (replyTo: Ref<{ state: string }>): SupervisorMsg => ({ kind: 'restart', replyTo }), CALL_TIMEOUT_MS);
+  },
+
+  'daemon.shutdown'(p, ctx) {
+    const waitSec = p.optionalNumber('wait', 0) ?? DEFAULT_STOP_WAIT_SEC;
+    return ask(ctx.supervisor, (replyTo: Ref<StopReport>): SupervisorMsg => ({ kind: 'stop', waitSec, replyTo }), STOP_TIMEOUT_MS);
+  },
+};
+

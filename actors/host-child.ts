@@ -1,0 +1,105 @@
+// The compute host as a child process of the supervisor: spawned in its own process group with
+// an allowlisted environment, frames read line by line from its stdout, its stderr lines kept
+// for the log, and signals sent to the whole group (an agent's own children included).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { LineReader } from '../protocol/line-reader.js';
+import { readStartTime } from '../persistence/proc.js';
+
+/** What the host may see of the supervisor's environment: no tokens, no keys, unless named. */
+const PASSED_NAMES = ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER', 'LANG', 'TZ', 'TMPDIR', 'HERMES_TUI_RPC_POOL_WORKERS', 'HERMES_COMPUTE_HOST_HEARTBEAT_SECS'];
+const PASSED_PREFIXES = ['LC_', 'TURNHOST_'];
+/** A space-separated list of extra variables an agent needs (an API key, say). */
+const EXTRA_NAMES = 'TURNHOST_AGENT_ENV';
+
+export function hostEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const extra = (env[EXTRA_NAMES] ?? '').split(/\s+/).filter((n) => n !== '');
+  const passed: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    if (PASSED_NAMES.includes(name) || extra.includes(name) || PASSED_PREFIXES.some((p) => name.startsWith(p))) passed[name] = value;
+  }
+  return passed;
+}
+
+export interface HostChildEvents {
+  line(child: HostChild, text: string): void;
+  stderr(child: HostChild, text: string): void;
+  exit(child: HostChild, code: number | null, signal: NodeJS.Signals | null): void;
+}
+
+const STDERR_TAIL_LINES = 80;
+
+export class HostChild {
+  readonly argv: string[];
+  readonly pid: number;
+  readonly startTime: number | null;
+  readonly stderrTail: string[] = [];
+  private exited = false;
+  private readonly exitWaiters: (() => void)[] = [];
+
+  private constructor(private readonly child: ChildProcess, argv: string[], events: HostChildEvents) {
+    this.argv = argv;
+    this.pid = child.pid ?? -1;
+    this.startTime = this.pid > 0 ? readStartTime(this.pid) : null;
+    const frames = new LineReader({ line: (text) => events.line(this, text), oversized: () => events.stderr(this, 'host wrote a frame over 8 MiB') });
+    const stderr = new LineReader({
+      line: (text) => {
+        this.stderrTail.push(text);
+        if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift();
+        events.stderr(this, text);
+      },
+      oversized: () => {},
+    });
+    child.stdout?.on('data', (chunk: Buffer) => frames.push(chunk));
+    child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk));
+    child.stdin?.on('error', () => {}); // EPIPE after the host died: its exit is reported below
+    let reported = false;
+    const report = (code: number | null, signal: NodeJS.Signals | null): void => {
+      if (reported) return;
+      reported = true;
+      this.exited = true;
+      for (const waiter of this.exitWaiters.splice(0)) waiter();
+      events.exit(this, code, signal);
+    };
+    child.once('exit', report);
+    child.once('error', () => report(null, null)); // the spawn itself failed
+  }
+
+  static spawn(entry: string, args: readonly string[], env: NodeJS.ProcessEnv, events: HostChildEvents): HostChild {
+    const argv = [process.execPath, entry, ...args];
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], detached: true, env });
+    return new HostChild(child, argv, events);
+  }
+
+  get alive(): boolean {
+    return !this.exited;
+  }
+
+  /** One frame, one write. */
+  send(frame: object): void {
+    if (this.exited || !this.child.stdin?.writable) return;
+    this.child.stdin.write(`${JSON.stringify(frame)}\n`);
+  }
+
+  signalGroup(signal: NodeJS.Signals): void {
+    if (this.pid <= 0) return;
+    try {
+      process.kill(-this.pid, signal);
+    } catch {
+      // the group is gone already
+    }
+  }
+
+  /** Resolves true once the host exited, false after ms. */
+  exitedWithin(ms: number): Promise<boolean> {
+    if (this.exited) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      timer.unref();
+      this.exitWaiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+}

@@ -1,0 +1,153 @@
+// What clients ask of the host, as the supervisor carries it: checked first (host state, route
+// class, a turn already running), then written as a frame and answered from the host's reply,
+// from a timeout, or, when the host dies, from the crash.
+import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
+import { isRecord } from '../protocol/fields.js';
+import type { RpcErrorObject } from '../protocol/rpc.js';
+import { routeClass } from './routes.js';
+import { tell, type ActorContext, type Ref } from './runtime.js';
+import type { SupervisorState, SupervisorWiring } from './supervisor.js';
+import type { CallReply, HostCall, HostFrameIn, SupervisorMsg } from './supervisor-messages.js';
+
+export interface ReplyEntry {
+  replyTo: Ref<CallReply>;
+  kind: 'interrupt' | 'control' | 'respond' | 'debug';
+  what: string;
+  sid: string | null;
+  timeoutMs: number;
+}
+
+function unavailable(s: SupervisorState): RpcError | null {
+  switch (s.phase) {
+    case 'running':
+      return null;
+    case 'starting':
+      return RpcError.hostUnavailable('starting');
+    case 'restarting':
+      return RpcError.hostUnavailable('restarting');
+    case 'failed':
+      return RpcError.hostUnavailable('crash_loop');
+    case 'stopping':
+    case 'stopped':
+      return new RpcError(ErrorCodes.shuttingDown, 'the daemon is shutting down');
+  }
+}
+
+const fail = (replyTo: Ref<CallReply>, error: RpcError): void => tell(replyTo, { ok: false, error: error.toJson() });
+
+export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<CallReply>, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
+  const refused = unavailable(s);
+  if (refused) return fail(replyTo, refused);
+  const child = s.child!;
+  const requestId = `sv-${++s.nextRequest}`;
+  const timeouts = wiring.config;
+  switch (call.op) {
+    case 'turn': {
+      if (s.busy.has(call.sid)) return fail(replyTo, new RpcError(ErrorCodes.sessionBusy, 'session busy: a turn is running'));
+      const turnId = `turn-${requestId}-${Date.now().toString(36)}`;
+      s.pendingTurns.set(requestId, { sid: call.sid, turnId });
+      s.busy.set(call.sid, requestId);
+      child.send({ type: 'turn.start', sid: call.sid, request_id: requestId, turn_id: turnId, text: call.text, ...(call.cwd ? { cwd: call.cwd } : {}) });
+      tell(replyTo, { ok: true, value: { status: 'streaming', turn_id: turnId } });
+      return;
+    }
+    case 'interrupt':
+      child.send({ type: 'interrupt', sid: call.sid, request_id: requestId });
+      return waitReply(s, requestId, { replyTo, kind: 'interrupt', what: 'session.interrupt', sid: call.sid, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
+    case 'control': {
+      const cls = routeClass(call.route);
+      if (cls === undefined || cls === 'turn-path') return fail(replyTo, new RpcError(ErrorCodes.methodNotFound, `method not found: ${call.route}`));
+      if (cls === 'idle-gated' && s.busy.has(call.sid)) return fail(replyTo, new RpcError(ErrorCodes.sessionBusy, 'session busy: a turn is running'));
+      child.send(
+        call.route === 'reload.mcp'
+          ? { type: 'reload_mcp', sid: call.sid, request_id: requestId }
+          : { type: 'control', sid: call.sid, request_id: requestId, route_name: call.route, params: call.params },
+      );
+      return waitReply(s, requestId, { replyTo, kind: 'control', what: call.route, sid: call.sid, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
+    }
+    case 'respond':
+      child.send({ type: 'respond', sid: call.sid, request_id: requestId, params: call.params });
+      return waitReply(s, requestId, { replyTo, kind: 'respond', what: 'respond', sid: call.sid, timeoutMs: timeouts.respondTimeoutMs }, ctx, wiring);
+    case 'debug':
+      child.send({ type: 'debug', request_id: requestId, what: call.what });
+      return waitReply(s, requestId, { replyTo, kind: 'debug', what: `debug ${call.what}`, sid: null, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
+  }
+}
+
+function waitReply(s: SupervisorState, requestId: string, entry: ReplyEntry, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
+  s.replies.wait(requestId, entry);
+  // Not cancelled when the reply comes: a timeout that finds nothing waiting does nothing.
+  wiring.config.clock.after(entry.timeoutMs, () => tell(ctx.self, { kind: 'reply-timeout', requestId }));
+}
+
+/** A host reply: to its waiter, or after a timeout to its late handler, exactly once. */
+export function settleReply(s: SupervisorState, frame: HostFrameIn, wiring: SupervisorWiring): void {
+  const settled = s.replies.settle(String(frame['request_id']));
+  if (settled === null) return;
+  if (settled.to === 'waiter') tell(settled.entry.replyTo, toCallReply(frame));
+  else runLateHandler(settled.entry, frame, wiring);
+}
+
+function hostError(message: string): RpcError {
+  if (message === 'session busy') return new RpcError(ErrorCodes.sessionBusy, message);
+  if (message === 'session not found') return new RpcError(ErrorCodes.sessionNotFound, message);
+  if (message.startsWith('unclassified route')) return new RpcError(ErrorCodes.methodNotFound, message);
+  return new RpcError(ErrorCodes.internal, message);
+}
+
+function toCallReply(frame: HostFrameIn): CallReply {
+  switch (frame.type) {
+    case 'interrupt.ack':
+      return { ok: true, value: { applied: frame['applied'] === true } };
+    case 'control.ack': {
+      const result = frame['result'];
+      const meta = { session_key: frame['session_key'], history_version: frame['history_version'], message_count: frame['message_count'] };
+      return { ok: true, value: isRecord(result) ? { ...result, ...meta } : { result, ...meta } };
+    }
+    case 'reload_mcp.ack':
+    case 'respond.ack': {
+      const response = isRecord(frame['response']) ? frame['response'] : {};
+      if (isRecord(response['error'])) return { ok: false, error: response['error'] as unknown as RpcErrorObject };
+      return { ok: true, value: response['result'] ?? null };
+    }
+    case 'debug.result':
+      return { ok: true, value: frame['result'] };
+    default:
+      return { ok: false, error: hostError(String(frame['message'] ?? `unexpected ${frame.type}`)).toJson() };
+  }
+}
+
+/** A control finished after its caller stopped waiting: the session's clients hear of it once. */
+function runLateHandler(entry: ReplyEntry, frame: HostFrameIn, wiring: SupervisorWiring): void {
+  wiring.config.log.info({ what: entry.what, type: frame.type }, 'late host reply handed to its late handler');
+  if (entry.kind !== 'control' || entry.sid === null) return;
+  const failed = frame.type === 'control.error' || frame.type === 'error';
+  tell(wiring.gateway, {
+    kind: 'event',
+    sid: entry.sid,
+    type: 'status.update',
+    payload: {
+      kind: failed ? 'control.failed' : 'control.done',
+      text: failed ? `${entry.what} failed after its caller stopped waiting: ${String(frame['message'])}` : `${entry.what} finished after its caller stopped waiting`,
+    },
+  });
+}
+
+/**
+ * The host is gone (crashed, or stopped): every pending turn ends with an error event and a
+ * turn.error, every waiter gets 5019, every late handler a control.error. The maps are swapped
+ * out before anything is settled, so nothing settled here can be settled twice.
+ */
+export function failEverything(s: SupervisorState, message: string, reason: 'crash' | 'shutting_down', wiring: SupervisorWiring): void {
+  const turns = s.pendingTurns;
+  s.pendingTurns = new Map();
+  s.busy = new Map();
+  for (const turn of turns.values()) {
+    tell(wiring.gateway, { kind: 'event', sid: turn.sid, type: 'error', payload: { message, reason } });
+    tell(wiring.gateway, { kind: 'event', sid: turn.sid, type: 'turn.error', payload: { turn_id: turn.turnId, message, reason } });
+    tell(wiring.gateway, { kind: 'turn-ended', sid: turn.sid });
+  }
+  const { waiting, late } = s.replies.failAll();
+  for (const entry of waiting) fail(entry.replyTo, reason === 'crash' ? RpcError.hostUnavailable('crash') : new RpcError(ErrorCodes.shuttingDown, message));
+  for (const entry of late) runLateHandler(entry, { type: 'control.error', request_id: '', message }, wiring);
+}

@@ -1,0 +1,82 @@
+// Messages of the supervisor process's actors: the supervisor (the host child and everything
+// pending on it), the gateway (client connections and who is attached to which session) and one
+// client actor per connection.
+import type { RecoveredSession } from '../protocol/outbound.js';
+import type { EventPayloads, EventType, RpcErrorObject } from '../protocol/rpc.js';
+import type { UnknownRecord } from '../protocol/fields.js';
+import type { HostChild } from './host-child.js';
+import type { Ref } from './runtime.js';
+
+export type HostPhase = 'starting' | 'running' | 'restarting' | 'failed' | 'stopping' | 'stopped';
+
+/** The client-visible host state (`host.status`): stopping shows as its last running state. */
+export type HostStateName = 'starting' | 'running' | 'restarting' | 'failed';
+
+/** What a client asks of the host, through the supervisor. */
+export type HostCall =
+  | { op: 'turn'; sid: string; text: string; cwd?: string }
+  | { op: 'interrupt'; sid: string }
+  | { op: 'control'; sid: string; route: string; params: UnknownRecord }
+  | { op: 'respond'; sid: string; params: UnknownRecord }
+  | { op: 'debug'; what: string };
+
+export type CallReply = { ok: true; value: unknown } | { ok: false; error: RpcErrorObject };
+
+export interface HostStatus {
+  supervisor: { pid: number; home: string; started_at: string };
+  host: {
+    pid: number | null;
+    boot_id: string | null;
+    state: HostStateName;
+    restarts: number;
+    last_hb_ms: number | null;
+    active_turns: number;
+    last_error: string | null;
+    heartbeat_secs: number | null;
+    rss_mb: number | null;
+    loop_lag_ms: number | null;
+  };
+  running_sids: string[];
+}
+
+export interface StopReport {
+  finalized: number;
+  retained: number;
+}
+
+/** A frame from the host, parsed: the supervisor sees every frame except client events. */
+export type HostFrameIn = Record<string, unknown> & { type: string };
+
+export type SupervisorMsg =
+  | { kind: 'spawn' }
+  | { kind: 'host-frame'; child: HostChild; frame: HostFrameIn }
+  | { kind: 'host-exit'; child: HostChild; code: number | null; signal: NodeJS.Signals | null }
+  | { kind: 'hello-timeout'; child: HostChild }
+  | { kind: 'watchdog' }
+  | { kind: 'reply-timeout'; requestId: string }
+  | { kind: 'kill-deadline'; child: HostChild }
+  | { kind: 'call'; call: HostCall; replyTo: Ref<CallReply> }
+  | { kind: 'status'; replyTo: Ref<HostStatus> }
+  | { kind: 'restart'; replyTo: Ref<{ state: HostStateName }> }
+  | { kind: 'stop'; waitSec: number; replyTo?: Ref<StopReport> };
+
+/** Where a client connection's output goes: whole lines, one write each. */
+export interface ClientSink {
+  readonly id: number;
+  write(line: string): void;
+}
+
+export type GatewayMsg =
+  | { kind: 'client-open'; sink: ClientSink }
+  | { kind: 'client-closed'; clientId: number }
+  | { kind: 'attach'; sid: string; clientId: number }
+  /** A JSON-RPC message from the host for a session's clients, as JSON text. */
+  | { kind: 'session-message'; sid: string; json: string; request?: { id: string; method: string }; cancelled?: string }
+  | { kind: 'event'; sid: string; type: EventType; payload: EventPayloads[EventType] }
+  | { kind: 'request-session'; requestId: string; replyTo: Ref<string | null> }
+  | { kind: 'request-closed'; requestId: string }
+  | { kind: 'open-requests'; sid: string; replyTo: Ref<unknown[]> }
+  | { kind: 'host-ready'; recovered: RecoveredSession[] }
+  | { kind: 'turn-ended'; sid: string };
+
+export type ClientMsg = { kind: 'line'; text: string } | { kind: 'closed' };

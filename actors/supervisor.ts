@@ -1,0 +1,417 @@
+// The supervisor actor: owns the compute host child (spawn, hello, registry, heartbeat
+// watchdog, restarts, stop) and everything pending on it (turns, control replies, late
+// handlers). One actor owns all of it, so a reply racing its waiter's timeout is consumed
+// exactly once: the mailbox orders the two.
+import type { Logger } from 'pino';
+import { removeRegistry, reconcile, writeRegistry, type ProcessProbe } from '../persistence/registry.js';
+import type { HelloFrame } from '../protocol/outbound.js';
+import { RpcError } from '../protocol/client-rpc.js';
+import type { Clock } from './clock.js';
+import { HostChild, type HostChildEvents } from './host-child.js';
+import { PendingControls } from './pending-controls.js';
+import { afterCrash } from './restart-policy.js';
+import { spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from './runtime.js';
+import { answerCall, settleReply, failEverything, type ReplyEntry } from './supervisor-calls.js';
+import type { GatewayMsg, HostFrameIn, HostPhase, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
+
+export interface SupervisorConfig {
+  home: string;
+  buildSha: string;
+  hostEntry: string;
+  hostArgs: string[];
+  hostEnv: NodeJS.ProcessEnv;
+  registryPath: string;
+  probe: ProcessProbe;
+  clock: Clock;
+  log: Logger;
+  /** The host's stderr lines, for the log file. */
+  onHostStderr(line: string): void;
+  /** Once stopped: the daemon may close its sockets and exit. */
+  onStopped(report: StopReport): void;
+  helloTimeoutMs: number;
+  controlTimeoutMs: number;
+  respondTimeoutMs: number;
+  /** The seam for spawning the host; tests may give a stand-in. */
+  spawnHost?: (entry: string, args: readonly string[], env: NodeJS.ProcessEnv, events: HostChildEvents) => HostChild;
+}
+
+export interface PendingTurn {
+  sid: string;
+  turnId: string;
+}
+
+export interface SupervisorState {
+  phase: HostPhase;
+  child: HostChild | null;
+  hello: HelloFrame | null;
+  restarts: number[];
+  restartCount: number;
+  lastError: string | null;
+  lastFrameMs: number;
+  lastHeartbeatMs: number | null;
+  heartbeatMs: number;
+  activeTurns: number;
+  lastBeat: { rssMb: number; loopLagMs: number } | null;
+  pendingTurns: Map<string, PendingTurn>;
+  busy: Map<string, string>;
+  replies: PendingControls<ReplyEntry>;
+  nextRequest: number;
+  cancelTimers: (() => void)[];
+  stop: { waiters: Ref<StopReport>[]; report: StopReport } | null;
+  startedAt: string;
+}
+
+const WATCHDOG_MISSES = 3;
+const KILL_WAIT_MS = 2 * SECOND_MS;
+
+export interface SupervisorWiring {
+  config: SupervisorConfig;
+  gateway: Ref<GatewayMsg>;
+}
+
+export function spawnSupervisor(system: SystemRef, wiring: SupervisorWiring): Ref<SupervisorMsg> {
+  const { config } = wiring;
+  return spawnActor<SupervisorState, SupervisorMsg>(system, 'supervisor', (state, msg, ctx) => handle(state, msg, ctx, wiring), {
+    log: config.log.child({ actor: 'supervisor' }),
+    init: () => ({
+      phase: 'starting',
+      child: null,
+      hello: null,
+      restarts: [],
+      restartCount: 0,
+      lastError: null,
+      lastFrameMs: config.clock.nowMs(),
+      lastHeartbeatMs: null,
+      heartbeatMs: 0,
+      activeTurns: 0,
+      lastBeat: null,
+      pendingTurns: new Map(),
+      busy: new Map(),
+      replies: new PendingControls<ReplyEntry>(() => config.clock.nowMs()),
+      nextRequest: 0,
+      cancelTimers: [],
+      stop: null,
+      startedAt: new Date().toISOString(),
+    }),
+  });
+}
+
+async function handle(s: SupervisorState, msg: SupervisorMsg, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): Promise<SupervisorState> {
+  const { config } = wiring;
+  switch (msg.kind) {
+    case 'spawn':
+      await spawnHost(s, ctx, wiring);
+      return s;
+    case 'host-frame':
+      if (msg.child !== s.child) return s; // a replaced host's last words
+      s.lastFrameMs = config.clock.nowMs();
+      onFrame(s, msg.frame, ctx, wiring);
+      return s;
+    case 'host-exit':
+      if (msg.child === s.child) onExit(s, msg.code, msg.signal, ctx, wiring);
+      return s;
+    case 'hello-timeout':
+      if (msg.child === s.child && s.hello === null) {
+        s.lastError = `compute host did not send hello within ${config.helloTimeoutMs} ms; stderr: ${msg.child.stderrTail.slice(-5).join(' | ')}`;
+        config.log.error({ pid: msg.child.pid }, s.lastError);
+        msg.child.signalGroup('SIGKILL');
+      }
+      return s;
+    case 'watchdog':
+      checkHeartbeat(s, ctx, wiring);
+      return s;
+    case 'reply-timeout':
+      expireReply(s, msg.requestId, wiring);
+      return s;
+    case 'kill-deadline':
+      if (msg.child === s.child && msg.child.alive) {
+        config.log.warn({ pid: msg.child.pid }, 'host still running after its stop window: SIGKILL to its group');
+        msg.child.signalGroup('SIGKILL');
+      }
+      return s;
+    case 'call':
+      answerCall(s, msg.call, msg.replyTo, ctx, wiring);
+      return s;
+    case 'status':
+      tell(msg.replyTo, status(s, config));
+      return s;
+    case 'restart':
+      if (s.phase === 'failed') {
+        config.log.info('host.restart: crash loop cleared, spawning');
+        s.restarts = [];
+        s.phase = 'restarting';
+        tell(ctx.self, { kind: 'spawn' });
+      }
+      tell(msg.replyTo, { state: stateName(s) });
+      return s;
+    case 'stop':
+      beginStop(s, msg.waitSec, msg.replyTo, ctx, wiring);
+      return s;
+  }
+}
+
+export function stateName(s: SupervisorState): HostStatus['host']['state'] {
+  switch (s.phase) {
+    case 'starting':
+    case 'running':
+    case 'restarting':
+    case 'failed':
+      return s.phase;
+    case 'stopping':
+    case 'stopped':
+      return s.hello ? 'running' : 'starting';
+  }
+}
+
+function status(s: SupervisorState, config: SupervisorConfig): HostStatus {
+  const now = config.clock.nowMs();
+  return {
+    supervisor: { pid: process.pid, home: config.home, started_at: s.startedAt },
+    host: {
+      pid: s.child?.alive ? s.child.pid : null,
+      boot_id: s.hello?.boot_id ?? null,
+      state: stateName(s),
+      restarts: s.restartCount,
+      last_hb_ms: s.lastHeartbeatMs === null ? null : Math.round(now - s.lastHeartbeatMs),
+      active_turns: s.activeTurns,
+      last_error: s.lastError,
+      heartbeat_secs: s.hello?.heartbeat_secs ?? null,
+      rss_mb: s.lastBeat?.rssMb ?? null,
+      loop_lag_ms: s.lastBeat?.loopLagMs ?? null,
+    },
+    running_sids: [...s.busy.keys()],
+  };
+}
+
+async function spawnHost(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): Promise<void> {
+  const { config } = wiring;
+  if (s.phase === 'stopping' || s.phase === 'stopped' || s.phase === 'failed' || s.child?.alive) return;
+  const outcome = await reconcile(config.registryPath, config.probe);
+  config.log.info({ reconcile: outcome.result, pid: outcome.pid, detail: outcome.detail }, `reconcile: ${outcome.result}`);
+  const events: HostChildEvents = {
+    line: (child, text) => routeHostLine(child, text, ctx.self, wiring.gateway, config.log),
+    stderr: (_child, text) => config.onHostStderr(text),
+    exit: (child, code, signal) => tell(ctx.self, { kind: 'host-exit', child, code, signal }),
+  };
+  const spawn = config.spawnHost ?? HostChild.spawn;
+  const child = spawn(config.hostEntry, ['host', '--home', config.home, ...config.hostArgs], config.hostEnv, events);
+  s.child = child;
+  s.hello = null;
+  s.lastFrameMs = config.clock.nowMs();
+  config.log.info({ pid: child.pid }, 'host spawned');
+  s.cancelTimers.push(config.clock.after(config.helloTimeoutMs, () => tell(ctx.self, { kind: 'hello-timeout', child })));
+}
+
+/**
+ * Every host line is parsed once here. Client-visible messages and turn lifecycle frames go to the
+ * gateway straight from here, in the order the host wrote them; the supervisor sees the rest
+ * (and the turn frames too, for its own bookkeeping).
+ */
+function routeHostLine(child: HostChild, text: string, supervisor: Ref<SupervisorMsg>, gateway: Ref<GatewayMsg>, log: Logger): void {
+  let frame: HostFrameIn;
+  try {
+    frame = JSON.parse(text) as HostFrameIn;
+  } catch {
+    log.warn({ line: text.slice(0, 200) }, 'host wrote a line that is not JSON');
+    return;
+  }
+  if (frame.type === 'rpc') {
+    const message = frame['message'] as { id?: unknown; method?: string; params?: { type?: string; payload?: { id?: string } } };
+    const sid = String(frame['sid']);
+    if (message.method === 'compute_host.activity') {
+      tell(supervisor, { kind: 'host-frame', child, frame });
+      return;
+    }
+    const request = typeof message.id === 'string' && typeof message.method === 'string' ? { id: message.id, method: message.method } : undefined;
+    const cancelled = message.params?.type === 'request.cancel' ? message.params.payload?.id : undefined;
+    tell(gateway, {
+      kind: 'session-message',
+      sid,
+      json: JSON.stringify(message),
+      ...(request ? { request } : {}),
+      ...(cancelled ? { cancelled } : {}),
+    });
+    return;
+  }
+  if (frame.type === 'turn.started' || frame.type === 'turn.end' || frame.type === 'turn.error') forwardTurnEvent(frame, gateway);
+  tell(supervisor, { kind: 'host-frame', child, frame });
+}
+
+function forwardTurnEvent(frame: HostFrameIn, gateway: Ref<GatewayMsg>): void {
+  const sid = frame['sid'];
+  if (typeof sid !== 'string') return;
+  const turn_id = String(frame['turn_id'] ?? frame['request_id']);
+  if (frame.type === 'turn.started') {
+    tell(gateway, { kind: 'event', sid, type: 'turn.started', payload: { turn_id } });
+    return;
+  }
+  if (frame.type === 'turn.error') {
+    tell(gateway, { kind: 'event', sid, type: 'turn.error', payload: { turn_id, message: String(frame['message']), reason: String(frame['reason'] ?? 'exception') } });
+  } else {
+    const payload: { turn_id: string; interrupted: boolean; message_count?: number; history_version?: number } = { turn_id, interrupted: frame['interrupted'] === true };
+    if (typeof frame['message_count'] === 'number') payload.message_count = frame['message_count'];
+    if (typeof frame['history_version'] === 'number') payload.history_version = frame['history_version'];
+    tell(gateway, { kind: 'event', sid, type: 'turn.end', payload });
+  }
+  tell(gateway, { kind: 'turn-ended', sid });
+}
+
+function onFrame(s: SupervisorState, frame: HostFrameIn, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
+  const { config } = wiring;
+  switch (frame.type) {
+    case 'hello':
+      acceptHello(s, frame as unknown as HelloFrame, ctx, wiring);
+      return;
+    case 'hb':
+      s.lastHeartbeatMs = config.clock.nowMs();
+      s.activeTurns = Number(frame['active_turns'] ?? 0);
+      s.lastBeat = { rssMb: Number(frame['rss_mb'] ?? 0), loopLagMs: Number(frame['loop_lag_ms'] ?? 0) };
+      return;
+    case 'turn.started':
+      return;
+    case 'turn.end':
+    case 'turn.error': {
+      const pending = s.pendingTurns.get(String(frame['request_id']));
+      if (pending === undefined) return;
+      s.pendingTurns.delete(String(frame['request_id']));
+      if (s.busy.get(pending.sid) === frame['request_id']) s.busy.delete(pending.sid);
+      return;
+    }
+    case 'shutdown.ack':
+      if (s.stop !== null) {
+        s.stop.report = {
+          finalized: Array.isArray(frame['finalized']) ? frame['finalized'].length : 0,
+          retained: Array.isArray(frame['retained']) ? frame['retained'].length : 0,
+        };
+      }
+      return;
+    case 'orphan':
+    case 'rpc':
+      return;
+    default:
+      if (typeof frame['request_id'] === 'string') settleReply(s, frame, wiring);
+  }
+}
+
+function acceptHello(s: SupervisorState, hello: HelloFrame, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
+  const { config } = wiring;
+  const child = s.child!;
+  const mismatch =
+    hello.home !== config.home
+      ? `hello from another home: ${hello.home} (expected ${config.home})`
+      : hello.build_sha !== config.buildSha
+        ? `hello from another build: ${hello.build_sha} (expected ${config.buildSha})`
+        : null;
+  if (mismatch !== null) {
+    s.lastError = `rejected the compute host: ${mismatch}`;
+    config.log.error({ pid: child.pid }, s.lastError);
+    child.signalGroup('SIGTERM');
+    s.cancelTimers.push(config.clock.after(KILL_WAIT_MS, () => tell(ctx.self, { kind: 'kill-deadline', child })));
+    return;
+  }
+  s.hello = hello;
+  if (s.phase !== 'stopping') s.phase = 'running';
+  s.heartbeatMs = hello.heartbeat_secs * SECOND_MS;
+  s.lastFrameMs = config.clock.nowMs();
+  writeRegistry(config.registryPath, {
+    host_pid: hello.host_pid,
+    boot_id: hello.boot_id,
+    build_sha: hello.build_sha,
+    argv: child.argv,
+    started_at: new Date().toISOString(),
+    host_start_time: child.startTime ?? -1,
+    supervisor_pid: process.pid,
+  });
+  config.log.info({ pid: hello.host_pid, bootId: hello.boot_id, recovered: hello.recovered.length }, 'host ready');
+  if (s.heartbeatMs > 0) scheduleWatchdog(s, ctx, config);
+  tell(wiring.gateway, { kind: 'host-ready', recovered: hello.recovered });
+  if (s.phase === 'stopping') child.send({ type: 'shutdown', request_id: 'daemon-stop', wait: 0 });
+}
+
+function scheduleWatchdog(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, config: SupervisorConfig): void {
+  const periodMs = Math.min(SECOND_MS, s.heartbeatMs);
+  s.cancelTimers.push(config.clock.after(periodMs, () => tell(ctx.self, { kind: 'watchdog' })));
+}
+
+/** No frame for 3 × heartbeat: the host is wedged (a blocked loop, SIGSTOP); kill its group, the crash path respawns it. */
+function checkHeartbeat(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
+  const { config } = wiring;
+  if (s.phase !== 'running' || s.child === null || !s.child.alive) return;
+  const silentMs = config.clock.nowMs() - s.lastFrameMs;
+  if (silentMs > WATCHDOG_MISSES * s.heartbeatMs) {
+    s.lastError = `missed heartbeats: no frame for ${Math.round(silentMs)} ms`;
+    config.log.error({ pid: s.child.pid, silentMs: Math.round(silentMs) }, 'missed heartbeats: SIGKILL to the host group');
+    s.child.signalGroup('SIGKILL');
+    return;
+  }
+  scheduleWatchdog(s, ctx, config);
+}
+
+function expireReply(s: SupervisorState, requestId: string, wiring: SupervisorWiring): void {
+  const entry = s.replies.expire(requestId);
+  if (entry === null) return; // the reply won the race
+  tell(entry.replyTo, { ok: false, error: new RpcError(5000, `the host did not answer ${entry.what} within ${entry.timeoutMs} ms`).toJson() });
+  wiring.config.log.warn({ requestId, what: entry.what }, 'host reply timed out; a late reply goes to its late handler');
+}
+
+function onExit(s: SupervisorState, code: number | null, signal: NodeJS.Signals | null, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
+  const { config } = wiring;
+  for (const cancel of s.cancelTimers.splice(0)) cancel();
+  removeRegistry(config.registryPath);
+  s.child = null;
+  s.hello = null;
+  s.activeTurns = 0;
+  if (s.phase === 'stopping') {
+    finishStop(s, wiring);
+    return;
+  }
+  const message = `compute host exited (code ${code}, signal ${signal})`;
+  config.log.error({ code, signal }, message);
+  failEverything(s, message, 'crash', wiring);
+  const decision = afterCrash(s.restarts, config.clock.nowMs());
+  s.restarts = decision.restarts;
+  if (!decision.respawn) {
+    s.phase = 'failed';
+    s.lastError = `crash loop: more than ${s.restarts.length} restarts in 300 s; not respawning (host.restart clears it)`;
+    config.log.error(s.lastError);
+    return;
+  }
+  s.phase = 'restarting';
+  s.restartCount++;
+  config.log.warn({ delayMs: decision.delayMs, restarts: s.restarts.length }, 'respawning the host');
+  s.cancelTimers.push(config.clock.after(decision.delayMs, () => tell(ctx.self, { kind: 'spawn' })));
+}
+
+/** Graceful stop: the host's coordinated shutdown, SIGKILL of its group after wait + 1 s. */
+function beginStop(s: SupervisorState, waitSec: number, replyTo: Ref<StopReport> | undefined, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
+  const { config } = wiring;
+  if (s.stop !== null) {
+    if (replyTo) s.stop.waiters.push(replyTo);
+    if (s.child?.alive) s.child.signalGroup('SIGKILL'); // asked twice: stop now
+    return;
+  }
+  s.stop = { waiters: replyTo ? [replyTo] : [], report: { finalized: 0, retained: 0 } };
+  const running = s.child !== null && s.child.alive;
+  s.phase = 'stopping';
+  for (const cancel of s.cancelTimers.splice(0)) cancel();
+  if (!running) {
+    finishStop(s, wiring);
+    return;
+  }
+  const child = s.child!;
+  config.log.info({ waitSec }, 'stopping: coordinated shutdown of the host');
+  if (s.hello) child.send({ type: 'shutdown', request_id: 'daemon-stop', wait: waitSec });
+  else child.signalGroup('SIGTERM');
+  s.cancelTimers.push(config.clock.after((waitSec + 1) * SECOND_MS, () => tell(ctx.self, { kind: 'kill-deadline', child })));
+}
+
+function finishStop(s: SupervisorState, wiring: SupervisorWiring): void {
+  const { config } = wiring;
+  failEverything(s, 'the daemon stopped', 'shutting_down', wiring);
+  removeRegistry(config.registryPath);
+  s.phase = 'stopped';
+  const report = s.stop?.report ?? { finalized: 0, retained: 0 };
+  for (const waiter of s.stop?.waiters ?? []) tell(waiter, report);
+  config.log.info(report, 'stopped');
+  config.onStopped(report);
+}

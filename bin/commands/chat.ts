@@ -1,0 +1,256 @@
+// `turnhost chat [--session ID] [TEXT]`: one turn, or a prompt loop, through the daemon (started
+// if none runs). Streams the reply as it arrives; asks clarify and approval questions at the
+// terminal, or reads the answers from stdin lines when stdin is not a terminal. Ctrl-C
+// interrupts the running turn; a second Ctrl-C leaves.
+import { createInterface, type Interface } from 'node:readline';
+import { connectDaemon, launchDaemon } from '../daemon-client.js';
+import { ensureHome } from '../home.js';
+import type { EventParams, RpcClient, ServerRequest } from '../rpc-client.js';
+
+export interface ChatOptions {
+  session?: string;
+  text?: string;
+  hostArgs: string[];
+}
+
+const EXIT_INTERRUPTED = 130;
+
+/** Lines typed at a terminal, or read from a pipe, one consumer at a time. */
+interface Input {
+  next(prompt: string, signal?: AbortSignal): Promise<string | null>;
+  close(): void;
+}
+
+export async function chatCommand(homeDir: string, options: ChatOptions): Promise<number> {
+  const home = ensureHome(homeDir);
+  let client = await connectDaemon(home);
+  if (client === null) {
+    const launch = await launchDaemon(home, options.hostArgs);
+    client = launch.ok || launch.alreadyRunning ? await connectDaemon(home) : null;
+    if (client === null) {
+      process.stderr.write(`turnhost chat: could not start the daemon: ${launch.ok ? 'it did not answer' : launch.message}\n`);
+      return 1;
+    }
+  }
+  const input = process.stdin.isTTY ? terminalInput() : pipeInput();
+  try {
+    const sid = await openSession(client, options.session);
+    const chat = new Chat(client, sid, input);
+    if (options.text !== undefined) return await chat.turn(options.text);
+    process.stderr.write(`session ${sid} (Ctrl-D to leave)\n`);
+    for (;;) {
+      const line = await input.next('> ');
+      if (line === null) return 0;
+      if (line.trim() === '') continue;
+      const code = await chat.turn(line);
+      if (code !== 0) return code;
+    }
+  } finally {
+    input.close();
+    client.close();
+  }
+}
+
+async function openSession(client: RpcClient, sid: string | undefined): Promise<string> {
+  if (sid !== undefined) {
+    try {
+      return (await client.call<{ session_id: string }>('session.resume', { session_id: sid })).session_id;
+    } catch {
+      // not stored yet: a new session under that id
+    }
+  }
+  return (await client.call<{ session_id: string }>('session.create', sid === undefined ? {} : { session_id: sid })).session_id;
+}
+
+class Chat {
+  private current: { turnId: string | null; done: () => void; interrupts: number } | null = null;
+  private readonly questions = new Map<string, AbortController>();
+  private leave: (code: number) => void = () => {};
+  private atLineStart = true;
+  /** A line break this client added (before a question): the reply's own next break is not doubled. */
+  private addedBreak = false;
+
+  constructor(
+    private readonly client: RpcClient,
+    private readonly sid: string,
+    private readonly input: Input,
+  ) {
+    client.onEvent = (event) => this.onEvent(event);
+    client.onServerRequest = (request) => void this.answer(request);
+  }
+
+  /** Runs one turn; resolves 0 when it ends, 130 when the user left with a second Ctrl-C. */
+  async turn(text: string): Promise<number> {
+    const ended = new Promise<number>((resolve) => {
+      this.leave = resolve;
+      this.current = { turnId: null, done: () => resolve(0), interrupts: 0 };
+    });
+    const onSigint = (): void => this.interrupt();
+    process.on('SIGINT', onSigint);
+    try {
+      const started = await this.client.call<{ turn_id: string }>('prompt.submit', { session_id: this.sid, text });
+      if (this.current) this.current.turnId = started.turn_id;
+      return await ended;
+    } catch (err) {
+      process.stderr.write(`turnhost chat: ${(err as Error).message}\n`);
+      return 0;
+    } finally {
+      process.off('SIGINT', onSigint);
+      this.current = null;
+    }
+  }
+
+  interrupt(): void {
+    if (this.current === null) return;
+    this.current.interrupts++;
+    if (this.current.interrupts > 1) {
+      this.leave(EXIT_INTERRUPTED);
+      return;
+    }
+    process.stderr.write('\n(interrupting; Ctrl-C again to leave)\n');
+    this.client.call('session.interrupt', { session_id: this.sid }).catch(() => {});
+  }
+
+  private write(text: string): void {
+    const out = this.addedBreak && text.startsWith('\n') ? text.slice(1) : text;
+    this.addedBreak = false;
+    if (out === '') return;
+    process.stdout.write(out);
+    this.atLineStart = out.endsWith('\n');
+  }
+
+  private endLine(): void {
+    if (this.atLineStart) return;
+    this.write('\n');
+    this.addedBreak = true;
+  }
+
+  private onEvent(event: EventParams): void {
+    if (event.session_id !== this.sid) return;
+    const p = event.payload;
+    switch (event.type) {
+      case 'message.delta':
+        this.write(String(p['text'] ?? ''));
+        return;
+      case 'tool.start':
+        process.stderr.write(`[tool ${String(p['name'])}…]\n`);
+        return;
+      case 'tool.complete':
+        process.stderr.write(`[tool ${p['ok'] ? 'done' : 'failed'}]\n`);
+        return;
+      case 'status.update':
+        process.stderr.write(`[${String(p['kind'])}] ${String(p['text'])}\n`);
+        return;
+      case 'error':
+        process.stderr.write(`error: ${String(p['message'])}\n`);
+        return;
+      case 'request.cancel':
+        this.questions.get(String(p['id']))?.abort();
+        process.stderr.write(`(question withdrawn: ${String(p['reason'])})\n`);
+        return;
+      case 'turn.end':
+        this.endLine();
+        if (p['interrupted']) process.stderr.write('(interrupted)\n');
+        this.current?.done();
+        return;
+      case 'turn.error':
+        this.endLine();
+        process.stderr.write(`turn failed: ${String(p['message'])} (${String(p['reason'])})\n`);
+        this.current?.done();
+        return;
+    }
+  }
+
+  private async answer(request: ServerRequest): Promise<void> {
+    const controller = new AbortController();
+    this.questions.set(request.id, controller);
+    try {
+      this.endLine();
+      const result = await this.ask(request, controller.signal);
+      if (result === null) this.client.respond(request.id, { error: { code: 4000, message: 'declined' } });
+      else this.client.respond(request.id, { result });
+    } finally {
+      this.questions.delete(request.id);
+    }
+  }
+
+  /** Null when the question was withdrawn or input ended. */
+  private async ask(request: ServerRequest, signal: AbortSignal): Promise<Record<string, unknown> | null> {
+    const params = request.params;
+    if (request.method === 'approval.request') {
+      const reply = await this.input.next(`approve: ${String(params['question'])}? [y/N] `, signal);
+      return reply === null ? null : { approved: /^y(es)?$/i.test(reply.trim()) };
+    }
+    if (Array.isArray(params['questions'])) {
+      const answers: Record<string, string> = {};
+      for (const q of params['questions'] as { id: string; question: string }[]) {
+        const reply = await this.input.next(`${q.question} `, signal);
+        if (reply === null) return null;
+        answers[q.id] = reply;
+      }
+      return { answers };
+    }
+    const choices = Array.isArray(params['choices']) ? ` (${(params['choices'] as string[]).join(' / ')})` : '';
+    const reply = await this.input.next(`${String(params['question'])}${choices} `, signal);
+    return reply === null ? null : { answer: reply };
+  }
+}
+
+function terminalInput(): Input {
+  const rl: Interface = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+  let closed = false;
+  rl.on('close', () => (closed = true));
+  // readline takes Ctrl-C from the terminal; hand it on as the process's SIGINT.
+  rl.on('SIGINT', () => process.emit('SIGINT', 'SIGINT'));
+  return {
+    next(prompt, signal) {
+      if (closed) return Promise.resolve(null);
+      return new Promise((resolve) => {
+        const onClose = () => resolve(null);
+        rl.once('close', onClose);
+        rl.question(prompt, signal ? { signal } : {}, (answer) => {
+          rl.off('close', onClose);
+          resolve(answer);
+        });
+        signal?.addEventListener('abort', () => resolve(null), { once: true });
+      });
+    },
+    close: () => rl.close(),
+  };
+}
+
+function pipeInput(): Input {
+  const lines: string[] = [];
+  const waiters: ((line: string | null) => void)[] = [];
+  let ended = false;
+  const rl = createInterface({ input: process.stdin, terminal: false });
+  rl.on('line', (line) => {
+    const waiter = waiters.shift();
+    if (waiter) waiter(line);
+    else lines.push(line);
+  });
+  rl.on('close', () => {
+    ended = true;
+    for (const waiter of waiters.splice(0)) waiter(null);
+  });
+  return {
+    next(_prompt, signal) {
+      if (lines.length > 0) return Promise.resolve(lines.shift()!);
+      if (ended) return Promise.resolve(null);
+      return new Promise((resolve) => {
+        const waiter = (line: string | null) => resolve(line);
+        waiters.push(waiter);
+        signal?.addEventListener(
+          'abort',
+          () => {
+            const at = waiters.indexOf(waiter);
+            if (at !== -1) waiters.splice(at, 1);
+            resolve(null);
+          },
+          { once: true },
+        );
+      });
+    },
+    close: () => rl.close(),
+  };
+}

@@ -1,0 +1,150 @@
+// `turnhost daemon`: the supervisor in the foreground. Process-level wiring: the home, the lock,
+// the log, the sockets and signals; the behaviour lives in actors/supervisor.ts and friends.
+import { chmodSync, fstatSync, rmSync, statSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import pino from 'pino';
+import { acceptClient } from '../../actors/client-connection.js';
+import { monotonicClock } from '../../actors/clock.js';
+import { spawnGateway } from '../../actors/gateway.js';
+import { hostEnvironment } from '../../actors/host-child.js';
+import { spawnActor, startSystem, stopSystem, tell, SECOND_MS } from '../../actors/runtime.js';
+import { spawnSupervisor } from '../../actors/supervisor.js';
+import type { StopReport } from '../../actors/supervisor-messages.js';
+import { LogFile } from '../../persistence/log.js';
+import { realProbe } from '../../persistence/proc.js';
+import { Reader } from '../../persistence/reader.js';
+import { buildSha, cliEntry } from '../build-info.js';
+import { acquireDaemonLock } from '../daemon-lock.js';
+import { ensureHome, homePaths } from '../home.js';
+import { startRepl } from '../repl-server.js';
+
+export interface DaemonOptions {
+  home: string;
+  agent?: string;
+  workers?: number;
+  heartbeatSecs?: number;
+  /** Also log to stderr (the foreground daemon), unless stderr is the log file itself (`turnhost start`). */
+  echoLog?: boolean;
+}
+
+const DEFAULT_STOP_WAIT_SEC = 10;
+const TERMINATE_GRACE_MS = 10 * SECOND_MS;
+const TERMINATE_KILL_WAIT_MS = 2 * SECOND_MS;
+
+export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'workers' | 'heartbeatSecs'>): string[] {
+  const args: string[] = [];
+  if (options.agent) args.push('--agent', options.agent);
+  if (options.workers !== undefined) args.push('--workers', String(options.workers));
+  if (options.heartbeatSecs !== undefined) args.push('--heartbeat-secs', String(options.heartbeatSecs));
+  return args;
+}
+
+export async function daemonCommand(options: DaemonOptions): Promise<number> {
+  const home = ensureHome(options.home);
+  const paths = homePaths(home);
+  const lock = await acquireDaemonLock(home);
+  if (lock === null) {
+    process.stderr.write(`turnhost daemon: a daemon is already running for ${home}\n`);
+    return 1;
+  }
+  const logFile = new LogFile(paths.log);
+  const streams: pino.StreamEntry[] = [{ stream: logFile }];
+  if (options.echoLog && !sameFile(2, paths.log)) streams.push({ stream: pino.destination({ dest: 2, sync: true }) });
+  const log = pino({ name: 'supervisor', level: process.env['TURNHOST_LOG_LEVEL'] ?? 'info', base: { pid: process.pid } }, pino.multistream(streams));
+  // We hold the lock, so a socket file left here is stale.
+  rmSync(paths.socket, { force: true });
+
+  let onStopped: (report: StopReport) => void = () => {};
+  const stopped = new Promise<StopReport>((resolve) => (onStopped = resolve));
+  const system = startSystem();
+  const gateway = spawnGateway(system, log);
+  const supervisor = spawnSupervisor(system, {
+    gateway,
+    config: {
+      home,
+      buildSha: buildSha(),
+      hostEntry: process.env['TURNHOST_HOST_ENTRY'] ?? cliEntry(),
+      hostArgs: hostArgs(options),
+      hostEnv: hostEnvironment(process.env),
+      registryPath: paths.registry,
+      probe: realProbe({ graceMs: TERMINATE_GRACE_MS, killWaitMs: TERMINATE_KILL_WAIT_MS }),
+      clock: monotonicClock,
+      log,
+      onHostStderr: (line) => logFile.append(line.startsWith('{') ? line : JSON.stringify({ level: 40, time: Date.now(), name: 'host', stderr: line })),
+      onStopped,
+      helloTimeoutMs: 10 * SECOND_MS,
+      controlTimeoutMs: 30 * SECOND_MS,
+      respondTimeoutMs: 15 * SECOND_MS,
+    },
+  });
+  const database = lazyReader(paths.database);
+  const shared = { supervisor, gateway, reader: database.get };
+  const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    acceptClient(clients, socket, shared, log);
+  });
+  await listen(server, paths.socket);
+  const repl = await startRepl({ path: paths.replSocket, home, supervisor, gateway, system, reader: shared.reader, logPath: paths.log });
+  log.info({ home, socket: paths.socket }, 'daemon listening');
+  tell(supervisor, { kind: 'spawn' });
+
+  const stop = (): void => tell(supervisor, { kind: 'stop', waitSec: DEFAULT_STOP_WAIT_SEC });
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.on('uncaughtException', (err) => log.error({ err }, 'uncaught exception'));
+  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
+
+  await stopped;
+  await repl.close();
+  await closeServer(server, sockets);
+  rmSync(paths.socket, { force: true });
+  database.close();
+  stopSystem(system);
+  lock.release();
+  log.info('daemon exiting');
+  logFile.close();
+  return 0;
+}
+
+function sameFile(fd: number, path: string): boolean {
+  try {
+    const a = fstatSync(fd);
+    const b = statSync(path);
+    return a.dev === b.dev && a.ino === b.ino;
+  } catch {
+    return false;
+  }
+}
+
+/** The database, read-only, opened once the host has created it. */
+function lazyReader(path: string): { get: () => Reader | null; close: () => void } {
+  let reader: Reader | null = null;
+  return {
+    get: () => (reader ??= Reader.open(path)),
+    close: () => reader?.close(),
+  };
+}
+
+function listen(server: Server, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => {
+      chmodSync(path, 0o600);
+      resolve();
+    });
+  });
+}
+
+/** Stops accepting, gives the stop's answer a moment to leave, then closes what is left. */
+async function closeServer(server: Server, sockets: Set<Socket>): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  for (const socket of sockets) socket.end();
+  const timer = setTimeout(() => {
+    for (const socket of sockets) socket.destroy();
+  }, SECOND_MS);
+  await closed;
+  clearTimeout(timer);
+}

@@ -1,0 +1,53 @@
+// Finding and starting the daemon of a home, for the CLI commands.
+import { spawn } from 'node:child_process';
+import { closeSync, constants, mkdirSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { cliEntry } from './build-info.js';
+import { homePaths } from './home.js';
+import { RpcClient } from './rpc-client.js';
+
+export const EXIT_NOT_RUNNING = 3;
+
+const START_TIMEOUT_MS = 15_000;
+const POLL_MS = 50;
+
+/** A client of the home's daemon, or null when none answers there. */
+export async function connectDaemon(home: string): Promise<RpcClient | null> {
+  try {
+    return await RpcClient.connect(homePaths(home).socket);
+  } catch {
+    return null;
+  }
+}
+
+export type Launch = { ok: true; pid: number } | { ok: false; message: string; alreadyRunning: boolean };
+
+/** Starts `turnhost daemon` in the background and waits until its socket answers. */
+export async function launchDaemon(home: string, hostArgs: string[]): Promise<Launch> {
+  const paths = homePaths(home);
+  mkdirSync(dirname(paths.log), { recursive: true, mode: 0o700 });
+  // Whatever the daemon says before its own log is open goes to the same file.
+  const early = openSync(paths.log, constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND, 0o600);
+  const child = spawn(process.execPath, [cliEntry(), 'daemon', '--home', home, ...hostArgs], { detached: true, stdio: ['ignore', 'ignore', early] });
+  closeSync(early);
+  let exitCode: number | null = null;
+  child.once('exit', (code) => (exitCode = code ?? -1));
+  child.unref();
+  const deadline = performance.now() + START_TIMEOUT_MS;
+  while (performance.now() < deadline) {
+    if (exitCode !== null) {
+      return { ok: false, alreadyRunning: exitCode === 1, message: `the daemon exited with code ${exitCode}; see ${paths.log}` };
+    }
+    const client = await connectDaemon(home);
+    if (client) {
+      try {
+        const status = await client.call<{ supervisor: { pid: number } }>('host.status', {}, START_TIMEOUT_MS);
+        return { ok: true, pid: status.supervisor.pid };
+      } finally {
+        client.close();
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+  return { ok: false, alreadyRunning: false, message: `the daemon did not answer within ${START_TIMEOUT_MS / 1000} s; see ${paths.log}` };
+}

@@ -1,0 +1,78 @@
+// REPL commands that need only the database and the log: shared by the daemon's REPL and
+// `turnhost repl --offline`, for post-mortems with the daemon down.
+import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
+import { MUTATOR_ROUTE_TABLE } from '../actors/routes.js';
+import type { ActorNode } from '../actors/runtime.js';
+import type { Reader } from '../persistence/reader.js';
+import { formatTable, type Cell } from './table.js';
+
+export interface ReplOutput {
+  write(text: string): void;
+}
+
+export type DefineCommand = (name: string, help: string, run: (arg: string) => Promise<void>) => void;
+
+const LOG_TAIL_BYTES = 1024 * 1024;
+const DEFAULT_LOG_LINES = 20;
+
+export function printRows(out: ReplOutput, headers: string[], rows: Cell[][]): void {
+  out.write(rows.length === 0 ? '(none)\n' : formatTable(headers, rows));
+}
+
+export function flattenActors(nodes: ActorNode[], depth = 0): Cell[][] {
+  return nodes.flatMap((node) => [[`${'  '.repeat(depth)}${node.name}`, node.mailbox, node.busy ? 'yes' : ''], ...flattenActors(node.children, depth + 1)]);
+}
+
+function requireReader(reader: () => Reader | null): Reader {
+  const r = reader();
+  if (r === null) throw new Error('no database in this home yet');
+  return r;
+}
+
+export function defineDatabaseCommands(command: DefineCommand, out: ReplOutput, reader: () => Reader | null, logPath: string): void {
+  command('sql', 'run a read-only SQL query on the database (writes are refused)', async (query) => {
+    if (query === '') throw new Error('usage: .sql SELECT …');
+    const statement = requireReader(reader).db.prepare(query);
+    if (!statement.reader) throw new Error('read-only: .sql runs queries that return rows; this statement would write, and is refused');
+    const rows = statement.all() as Record<string, unknown>[];
+    const columns = statement.columns().map((c) => c.name);
+    printRows(out, columns, rows.map((row) => columns.map((c) => cell(row[c]))));
+  });
+  command('log', 'the last n log records (default 20)', async (arg) => {
+    const n = arg === '' ? DEFAULT_LOG_LINES : Number(arg);
+    if (!Number.isSafeInteger(n) || n <= 0) throw new Error('usage: .log [n], n a positive integer');
+    out.write(tail(logPath, n).map((line) => `${line}\n`).join('') || '(no log records)\n');
+  });
+  command('routes', 'the mutator route table', async () => {
+    printRows(out, ['ROUTE', 'CLASS'], Object.entries(MUTATOR_ROUTE_TABLE));
+  });
+}
+
+/** Offline, .sessions has no running turns to show: only the database's view. */
+export function defineOfflineSessions(command: DefineCommand, out: ReplOutput, reader: () => Reader | null): void {
+  command('sessions', 'sessions in the database: status, message count, last update', async () => {
+    const sessions = requireReader(reader).sessions();
+    printRows(out, ['SESSION', 'STATUS', 'REASON', 'MESSAGES', 'UPDATED'], sessions.map((s) => [s.session_id, s.status, s.end_reason ?? s.retained_reason ?? '', s.message_count, s.updated_at]));
+  });
+}
+
+function cell(value: unknown): Cell {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'object') return JSON.stringify(value);
+  return value as Cell;
+}
+
+/** The last n lines of a file, reading at most its last MiB. */
+function tail(path: string, n: number): string[] {
+  if (!existsSync(path)) return [];
+  const fd = openSync(path, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    const length = Math.min(size, LOG_TAIL_BYTES);
+    const buffer = Buffer.alloc(length);
+    readSync(fd, buffer, 0, length, size - length);
+    return buffer.toString('utf8').split('\n').filter((l) => l !== '').slice(-n);
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,78 @@
+// The client protocol (PROTOCOL.md §2): JSON-RPC 2.0, one object per line, over turnhost.sock.
+// Wire errors are built here and only here.
+import { isRecord, type UnknownRecord } from './fields.js';
+import type { RequestId, RpcErrorObject, RpcResponse } from './rpc.js';
+
+export const ErrorCodes = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  badQuestionId: 4002,
+  sessionNotFound: 4004,
+  sessionBusy: 4009,
+  shuttingDown: 4010,
+  internal: 5000,
+  hostUnavailable: 5019,
+} as const;
+
+export type HostUnavailableReason = 'starting' | 'restarting' | 'crash_loop' | 'crash';
+
+/** An error that goes back to the client as a JSON-RPC error object. */
+export class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+
+  toJson(): RpcErrorObject {
+    return this.data === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, data: this.data };
+  }
+
+  static hostUnavailable(reason: HostUnavailableReason): RpcError {
+    return new RpcError(ErrorCodes.hostUnavailable, `host unavailable: ${reason}`, { reason });
+  }
+}
+
+/** What one line from a client is. */
+export type ClientMessage =
+  | { kind: 'request'; id: RequestId; method: string; params: UnknownRecord }
+  | { kind: 'notification'; method: string; params: UnknownRecord }
+  | { kind: 'response'; id: RequestId; result?: unknown; error?: unknown }
+  | { kind: 'invalid'; id: RequestId; error: RpcError };
+
+export function parseClientMessage(line: string): ClientMessage {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (err) {
+    return { kind: 'invalid', id: null, error: new RpcError(ErrorCodes.parseError, `parse error: ${(err as Error).message}`) };
+  }
+  if (!isRecord(value)) return { kind: 'invalid', id: null, error: new RpcError(ErrorCodes.invalidRequest, 'a message must be a JSON object') };
+  const id = value['id'];
+  const validId = id === undefined || id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
+  if (!validId) return { kind: 'invalid', id: null, error: new RpcError(ErrorCodes.invalidRequest, 'id must be a string, a number or null') };
+  const rpcId = (id ?? null) as RequestId;
+  if (value['jsonrpc'] !== '2.0') return { kind: 'invalid', id: rpcId, error: new RpcError(ErrorCodes.invalidRequest, 'jsonrpc must be "2.0"') };
+  const method = value['method'];
+  if (method === undefined && id !== undefined && ('result' in value || 'error' in value)) {
+    return { kind: 'response', id: rpcId, result: value['result'], error: value['error'] };
+  }
+  if (typeof method !== 'string' || method === '') return { kind: 'invalid', id: rpcId, error: new RpcError(ErrorCodes.invalidRequest, 'method must be a non-empty string') };
+  const params = value['params'] ?? {};
+  if (!isRecord(params)) return { kind: 'invalid', id: rpcId, error: new RpcError(ErrorCodes.invalidParams, 'params must be an object') };
+  return id === undefined ? { kind: 'notification', method, params } : { kind: 'request', id: rpcId, method, params };
+}
+
+export function resultLine(id: RequestId, result: unknown): string {
+  const response: RpcResponse = { jsonrpc: '2.0', id, result };
+  return `${JSON.stringify(response)}\n`;
+}
+
+export function errorLine(id: RequestId, error: RpcError): string {
+  const response: RpcResponse = { jsonrpc: '2.0', id, error: error.toJson() };
+  return `${JSON.stringify(response)}\n`;
+}
