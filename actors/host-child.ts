@@ -21,21 +21,31 @@ export function hostEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return passed;
 }
 
+/** What the supervisor needs of a host process (HostChild; a test may give a stand-in). */
+export interface HostHandle {
+  readonly argv: string[];
+  readonly pid: number;
+  readonly startTime: number | null;
+  readonly stderrTail: string[];
+  readonly alive: boolean;
+  send(frame: object): void;
+  signalGroup(signal: NodeJS.Signals): void;
+}
+
 export interface HostChildEvents {
-  line(child: HostChild, text: string): void;
-  stderr(child: HostChild, text: string): void;
-  exit(child: HostChild, code: number | null, signal: NodeJS.Signals | null): void;
+  line(child: HostHandle, text: string): void;
+  stderr(child: HostHandle, text: string): void;
+  exit(child: HostHandle, code: number | null, signal: NodeJS.Signals | null): void;
 }
 
 const STDERR_TAIL_LINES = 80;
 
-export class HostChild {
+export class HostChild implements HostHandle {
   readonly argv: string[];
   readonly pid: number;
   readonly startTime: number | null;
   readonly stderrTail: string[] = [];
   private exited = false;
-  private readonly exitWaiters: (() => void)[] = [];
 
   private constructor(private readonly child: ChildProcess, argv: string[], events: HostChildEvents) {
     this.argv = argv;
@@ -58,7 +68,6 @@ export class HostChild {
       if (reported) return;
       reported = true;
       this.exited = true;
-      for (const waiter of this.exitWaiters.splice(0)) waiter();
       events.exit(this, code, signal);
     };
     child.once('exit', report);
@@ -90,16 +99,4 @@ export class HostChild {
     }
   }
 
-  /** Resolves true once the host exited, false after ms. */
-  exitedWithin(ms: number): Promise<boolean> {
-    if (this.exited) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), ms);
-      timer.unref();
-      this.exitWaiters.push(() => {
-        clearTimeout(timer);
-        resolve(true);
-      });
-    });
-  }
 }

@@ -4,7 +4,7 @@
 import type { RecoveredSession } from '../protocol/outbound.js';
 import type { EventPayloads, EventType, RpcErrorObject } from '../protocol/rpc.js';
 import type { UnknownRecord } from '../protocol/fields.js';
-import type { HostChild } from './host-child.js';
+import type { HostHandle } from './host-child.js';
 import type { Ref } from './runtime.js';
 
 export type HostPhase = 'starting' | 'running' | 'restarting' | 'failed' | 'stopping' | 'stopped';
@@ -49,12 +49,12 @@ export type HostFrameIn = Record<string, unknown> & { type: string };
 
 export type SupervisorMsg =
   | { kind: 'spawn' }
-  | { kind: 'host-frame'; child: HostChild; frame: HostFrameIn }
-  | { kind: 'host-exit'; child: HostChild; code: number | null; signal: NodeJS.Signals | null }
-  | { kind: 'hello-timeout'; child: HostChild }
+  | { kind: 'host-frame'; child: HostHandle; frame: HostFrameIn }
+  | { kind: 'host-exit'; child: HostHandle; code: number | null; signal: NodeJS.Signals | null }
+  | { kind: 'hello-timeout'; child: HostHandle }
   | { kind: 'watchdog' }
   | { kind: 'reply-timeout'; requestId: string }
-  | { kind: 'kill-deadline'; child: HostChild }
+  | { kind: 'kill-deadline'; child: HostHandle }
   | { kind: 'call'; call: HostCall; replyTo: Ref<CallReply> }
   | { kind: 'status'; replyTo: Ref<HostStatus> }
   | { kind: 'restart'; replyTo: Ref<{ state: HostStateName }> }

@@ -7,7 +7,7 @@ import { removeRegistry, reconcile, writeRegistry, type ProcessProbe } from '../
 import type { HelloFrame } from '../protocol/outbound.js';
 import { RpcError } from '../protocol/client-rpc.js';
 import type { Clock } from './clock.js';
-import { HostChild, type HostChildEvents } from './host-child.js';
+import { HostChild, type HostChildEvents, type HostHandle } from './host-child.js';
 import { PendingControls } from './pending-controls.js';
 import { afterCrash } from './restart-policy.js';
 import { spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from './runtime.js';
@@ -32,7 +32,7 @@ export interface SupervisorConfig {
   controlTimeoutMs: number;
   respondTimeoutMs: number;
   /** The seam for spawning the host; tests may give a stand-in. */
-  spawnHost?: (entry: string, args: readonly string[], env: NodeJS.ProcessEnv, events: HostChildEvents) => HostChild;
+  spawnHost?: (entry: string, args: readonly string[], env: NodeJS.ProcessEnv, events: HostChildEvents) => HostHandle;
 }
 
 export interface PendingTurn {
@@ -42,7 +42,7 @@ export interface PendingTurn {
 
 export interface SupervisorState {
   phase: HostPhase;
-  child: HostChild | null;
+  child: HostHandle | null;
   hello: HelloFrame | null;
   restarts: number[];
   restartCount: number;
@@ -207,7 +207,7 @@ async function spawnHost(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, w
  * gateway straight from here, in the order the host wrote them; the supervisor sees the rest
  * (and the turn frames too, for its own bookkeeping).
  */
-function routeHostLine(child: HostChild, text: string, supervisor: Ref<SupervisorMsg>, gateway: Ref<GatewayMsg>, log: Logger): void {
+function routeHostLine(child: HostHandle, text: string, supervisor: Ref<SupervisorMsg>, gateway: Ref<GatewayMsg>, log: Logger): void {
   let frame: HostFrameIn;
   try {
     frame = JSON.parse(text) as HostFrameIn;

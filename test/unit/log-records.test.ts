@@ -1,0 +1,40 @@
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { appendLogRecord } from '../../persistence/log.js';
+import { REPO_ROOT } from '../helpers/processes.js';
+
+describe('log records', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'turnhost-log-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('adds a newline when missing, and creates the file with mode 0600', () => {
+    const path = join(dir, 'logs', 'a.log');
+    appendLogRecord(path, 'one');
+    appendLogRecord(path, 'two\n');
+    appendLogRecord(path, { three: 3 });
+    expect(readFileSync(path, 'utf8')).to.equal('one\ntwo\n{"three":3}\n');
+    expect(statSync(path).mode & 0o777).to.equal(0o600);
+  });
+
+  it('keeps 32 concurrent writers in separate processes from interleaving (the seed test)', async function () {
+    this.timeout(30_000);
+    const path = join(dir, 'agent.log');
+    const module = join(REPO_ROOT, 'dist', 'persistence', 'log.js');
+    const writer = (i: number) =>
+      new Promise<number | null>((resolve) => {
+        const id = String(i).padStart(3, '0');
+        const script = `import('${module}').then((m) => m.appendLogRecord(${JSON.stringify(path)}, 'line-${id}-' + 'x'.repeat(2000)))`;
+        spawn(process.execPath, ['-e', script], { stdio: 'ignore' }).once('exit', resolve);
+      });
+    const codes = await Promise.all(Array.from({ length: 32 }, (_, i) => writer(i)));
+    expect(codes.every((c) => c === 0)).to.equal(true);
+    const lines = readFileSync(path, 'utf8').split('\n').filter((l) => l !== '');
+    expect(lines).to.have.length(32);
+    expect(lines.map((l) => l.split('-')[1]).sort()).to.deep.equal(Array.from({ length: 32 }, (_, i) => String(i).padStart(3, '0')));
+    expect(lines.every((l) => l.endsWith('x'.repeat(2000)))).to.equal(true);
+  });
+});
