@@ -1,10 +1,11 @@
 // Real turnhost processes for integration tests: spawned in their own process group, frames
 // read over real pipes, every process reaped and every temp home removed by cleanup().
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { waitGone } from '../../persistence/proc.js';
 import { LineReader } from '../../protocol/line-reader.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -213,8 +214,38 @@ export class Harness {
   async cleanup(): Promise<void> {
     const children = this.children.splice(0);
     await Promise.all(children.map(killGroupAndReap));
-    for (const dir of this.homes.splice(0)) rmSync(dir, { recursive: true, force: true });
+    const dirs = this.homes.splice(0);
+    await killStrays(dirs);
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Processes a test started without holding them (a daemon from `turnhost start`, the host a
+ * daemon spawned in its own group): every one names its temp home on its command line.
+ */
+async function killStrays(dirs: readonly string[]): Promise<void> {
+  if (dirs.length === 0) return;
+  const strays: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (dirs.some((dir) => cmdline.includes(dir))) strays.push(pid);
+  }
+  for (const pid of strays) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+  await Promise.all(strays.map((pid) => waitGone(pid, 5_000)));
 }
 
 /** Kills the child's whole group (a daemon's host and an agent's own children too), then reaps the child. */

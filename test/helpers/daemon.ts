@@ -1,0 +1,88 @@
+// A real `turnhost daemon` for integration tests, and clients of its socket.
+import { join } from 'node:path';
+import { RpcClient, type EventParams, type ServerRequest } from '../../bin/rpc-client.js';
+import { Harness, HostProcess } from './processes.js';
+
+export interface Daemon {
+  home: string;
+  process: HostProcess;
+  socket: string;
+}
+
+/** Starts `turnhost daemon --home HOME …` in the foreground and waits for its host to be ready. */
+export async function startDaemon(h: Harness, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}, home = h.tempDir()): Promise<Daemon> {
+  const process = new HostProcess(h.spawnCli(['daemon', '--home', home, ...args], { TURNHOST_LOG_LEVEL: 'info', ...env }));
+  await process.logged(/"msg":"host ready"/, 15_000);
+  return { home, process, socket: join(home, 'turnhost.sock') };
+}
+
+/** A socket client that keeps every event and server request it receives. */
+export class TestClient {
+  readonly events: EventParams[] = [];
+  readonly requests: ServerRequest[] = [];
+  private waiters: { match: () => boolean; resolve: () => void }[] = [];
+
+  private constructor(readonly rpc: RpcClient) {
+    rpc.onEvent = (e) => {
+      this.events.push(e);
+      this.check();
+    };
+    rpc.onServerRequest = (r) => {
+      this.requests.push(r);
+      this.check();
+    };
+  }
+
+  static async connect(daemon: Daemon): Promise<TestClient> {
+    return new TestClient(await RpcClient.connect(daemon.socket));
+  }
+
+  call<T = Record<string, unknown>>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+    return this.rpc.call<T>(method, params, 30_000);
+  }
+
+  /** Resolves once the condition holds on what this client has received. */
+  until(match: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+    if (match()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        match,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(new Error(`no ${what} within ${timeoutMs} ms; events: ${this.events.map((e) => e.type).join(', ')}`));
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  event(type: string, sid?: string): EventParams | undefined {
+    return this.events.find((e) => e.type === type && (sid === undefined || e.session_id === sid));
+  }
+
+  async nextEvent(type: string, sid: string, where: (e: EventParams) => boolean = () => true): Promise<EventParams> {
+    await this.until(() => this.events.some((e) => e.type === type && e.session_id === sid && where(e)), `${type} for ${sid}`);
+    return this.events.find((e) => e.type === type && e.session_id === sid && where(e))!;
+  }
+
+  reply(sid: string): string {
+    return this.events
+      .filter((e) => e.session_id === sid && e.type === 'message.complete')
+      .map((e) => String(e.payload['text']))
+      .join('|');
+  }
+
+  close(): void {
+    this.rpc.close();
+  }
+
+  private check(): void {
+    const met = this.waiters.filter((w) => w.match());
+    this.waiters = this.waiters.filter((w) => !met.includes(w));
+    for (const w of met) w.resolve();
+  }
+}
