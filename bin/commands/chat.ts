@@ -14,6 +14,8 @@ export interface ChatOptions {
 }
 
 const EXIT_INTERRUPTED = 130;
+const HOST_WAIT_MS = 15_000;
+const HOST_POLL_MS = 100;
 
 /** Lines typed at a terminal, or read from a pipe, one consumer at a time. */
 interface Input {
@@ -34,6 +36,7 @@ export async function chatCommand(homeDir: string, options: ChatOptions): Promis
   }
   const input = process.stdin.isTTY ? terminalInput() : pipeInput();
   try {
+    await untilHostRuns(client);
     const sid = await openSession(client, options.session);
     const chat = new Chat(client, sid, input);
     if (options.text !== undefined) return await chat.turn(options.text);
@@ -45,9 +48,24 @@ export async function chatCommand(homeDir: string, options: ChatOptions): Promis
       const code = await chat.turn(line);
       if (code !== 0) return code;
     }
+  } catch (err) {
+    process.stderr.write(`turnhost chat: ${(err as Error).message}\n`);
+    return 1;
   } finally {
     input.close();
     client.close();
+  }
+}
+
+/** A daemon that just started (or is restarting its host) answers 5019 for a while: wait, bounded. */
+async function untilHostRuns(client: RpcClient): Promise<void> {
+  const deadline = performance.now() + HOST_WAIT_MS;
+  for (;;) {
+    const status = await client.call<{ host: { state: string; last_error: string | null } }>('host.status');
+    if (status.host.state === 'running') return;
+    if (status.host.state === 'failed') throw new Error(`the host is not running: ${status.host.last_error ?? 'crash loop'} (turnhost status; host.restart)`);
+    if (performance.now() > deadline) throw new Error(`the host did not start within ${HOST_WAIT_MS / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, HOST_POLL_MS));
   }
 }
 

@@ -1,0 +1,117 @@
+import { expect } from 'chai';
+import { startDaemon } from '../helpers/daemon.js';
+import { Harness } from '../helpers/processes.js';
+
+const COMMANDS = ['host', 'daemon', 'start', 'stop', 'status', 'chat', 'sessions', 'history', 'repl'];
+
+describe('the command line (real processes)', function () {
+  this.timeout(30_000);
+  const h = new Harness();
+  afterEach(() => h.cleanup());
+
+  it('answers --help on every command', async () => {
+    const top = await h.runCli(['--help']);
+    expect(top.code).to.equal(0);
+    for (const command of COMMANDS) expect(top.stdout, command).to.include(command);
+    for (const command of COMMANDS) {
+      const help = await h.runCli([command, '--help']);
+      expect(help.code, command).to.equal(0);
+      expect(help.stdout, command).to.match(new RegExp(`Usage: turnhost ${command}`));
+      expect(help.stdout, command).to.include('--home');
+    }
+  });
+
+  it('chat: starts a daemon when none runs, streams one turn, exits 0', async () => {
+    const home = h.tempDir();
+    const out = await h.runCli(['chat', '--home', home, '--session', 'demo', 'hello from the command line']);
+    expect(out.code, out.stderr).to.equal(0);
+    expect(out.stdout).to.equal('hello from the command line\n');
+    const status = await h.runCli(['status', '--home', home, '--json']);
+    expect(status.code).to.equal(0);
+    const history = JSON.parse((await h.runCli(['history', 'demo', '--home', home, '--json'])).stdout) as { role: string }[];
+    expect(history.map((m) => m.role)).to.deep.equal(['user', 'assistant']);
+  });
+
+  it('chat: reads the answers to questions from stdin lines when stdin is not a terminal', async () => {
+    const daemon = await startDaemon(h);
+    const child = h.spawnCli(['chat', '--home', daemon.home, 'choose\n/ask colour?\n/approve deploy\n/batch a? | b?']);
+    child.stdin!.end('teal\ny\nfirst\nsecond\n');
+    const out = await collect(child);
+    expect(out.code, out.stderr).to.equal(0);
+    expect(out.stdout).to.equal('choose\nanswer: teal\napproved: deploy\nanswers: q0=first, q1=second\n');
+  });
+
+  it('chat: without TEXT, runs one turn per stdin line', async () => {
+    const daemon = await startDaemon(h);
+    const child = h.spawnCli(['chat', '--home', daemon.home, '--session', 'loop']);
+    child.stdin!.end('first line\nsecond line\n');
+    const out = await collect(child);
+    expect(out.code, out.stderr).to.equal(0);
+    expect(out.stdout).to.equal('first line\nsecond line\n');
+  });
+
+  it('chat: Ctrl-C interrupts the running turn', async () => {
+    const daemon = await startDaemon(h);
+    const once = h.spawnCli(['chat', '--home', daemon.home, 'waiting\n/sleep 30']);
+    await untilOutput(once, 'waiting');
+    once.kill('SIGINT');
+    const first = await collect(once);
+    expect(first.code).to.equal(0);
+    expect(first.stderr).to.include('(interrupted)');
+  });
+
+  it('chat: a second Ctrl-C leaves when the interrupt does not end the turn', async () => {
+    const daemon = await startDaemon(h, ['--agent', 'test/fixtures/stubborn-agent.mjs']);
+    const chat = h.spawnCli(['chat', '--home', daemon.home, 'anything']);
+    const done = collect(chat);
+    await untilOutput(chat, 'working');
+    chat.kill('SIGINT');
+    await untilStderr(chat, 'Ctrl-C again to leave');
+    chat.kill('SIGINT');
+    expect((await done).code).to.equal(130);
+  });
+
+  it('says what went wrong in one line, with the exit codes of PROTOCOL.md §3', async () => {
+    const home = h.tempDir();
+    for (const [args, code] of [
+      [['status', '--home', home], 3],
+      [['stop', '--home', home], 3],
+      [['history', 'ghost', '--home', home], 4],
+      [['repl', '--home', home], 3],
+    ] as const) {
+      const out = await h.runCli(args);
+      expect(out.code, args.join(' ')).to.equal(code);
+      expect(out.stderr.trim().split('\n'), args.join(' ')).to.have.length(1);
+    }
+    const bad = await h.runCli(['host', '--workers', 'many', '--home', home]);
+    expect(bad.code).to.not.equal(0);
+    expect(bad.stderr).to.include("option '--workers <n>' argument 'many' is invalid");
+  });
+});
+
+function collect(child: import('node:child_process').ChildProcess): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+function untilOutput(child: import('node:child_process').ChildProcess, text: string, stream: 'stdout' | 'stderr' = 'stdout'): Promise<void> {
+  let seen = '';
+  const source = child[stream]!;
+  return new Promise((resolve) => {
+    const onData = (c: Buffer) => {
+      seen += c.toString();
+      if (seen.includes(text)) {
+        source.off('data', onData);
+        resolve();
+      }
+    };
+    source.on('data', onData);
+  });
+}
+
+function untilStderr(child: import('node:child_process').ChildProcess, text: string): Promise<void> {
+  return untilOutput(child, text, 'stderr');
+}
