@@ -1,10 +1,12 @@
 // `npm run bench -- <name>…`: host, shutdown, daemon, recovery, or all.
+import { benchDaemon } from './daemon.js';
 import { benchHost } from './host.js';
 import { benchShutdown } from './shutdown.js';
 
 const BENCHES: Record<string, () => Promise<void>> = {
   host: benchHost,
   shutdown: benchShutdown,
+  daemon: benchDaemon,
 };
 
 const names = process.argv.slice(2);

@@ -1,0 +1,205 @@
+// `npm run bench -- daemon`: turns through the whole path (client → supervisor → host →
+// client) next to the host alone in the same run, and the time a kill -9 of the host costs.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { LineReader } from '../protocol/line-reader.js';
+import { CLI, printTable, round, verdict, withTempDir, writeResult } from './common.js';
+import { sleep, TurnProcess, type Latency } from './driver.js';
+
+const SESSIONS = 64;
+const WARMUP_MS = 500;
+const MEASURE_MS = 3000;
+const LATENCY_WARMUP = 300;
+const LATENCY_TURNS = 3000;
+const RESTART_POLL_MS = 5;
+
+const TURN_END = '"type":"turn.end"';
+const TURN_ERROR = '"type":"turn.error"';
+
+/** A JSON-RPC client on the daemon's socket that only looks at replies and turn.end events. */
+class SocketDriver {
+  private nextId = 0;
+  private readonly replies = new Map<number, (line: string) => void>();
+  private onEnd: (sid: string) => void = () => {};
+  private onError: (sid: string) => void = () => {};
+
+  constructor(private readonly socket: Socket) {
+    const reader = new LineReader({
+      line: (line) => {
+        const ended = line.includes(TURN_END);
+        if (ended || line.includes(TURN_ERROR)) {
+          const at = line.indexOf('"session_id":"') + 14;
+          const sid = line.slice(at, line.indexOf('"', at));
+          if (ended) this.onEnd(sid);
+          else this.onError(sid);
+          return;
+        }
+        const id = /^\{"jsonrpc":"2\.0","id":(\d+)/.exec(line);
+        if (id) {
+          const reply = this.replies.get(Number(id[1]));
+          this.replies.delete(Number(id[1]));
+          reply?.(line);
+        }
+      },
+      oversized: () => {},
+    });
+    socket.on('data', (chunk: Buffer) => reader.push(chunk));
+  }
+
+  static open(path: string): Promise<SocketDriver> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(path);
+      socket.once('connect', () => resolve(new SocketDriver(socket)));
+      socket.once('error', reject);
+    });
+  }
+
+  call(method: string, params: object): Promise<string> {
+    const id = ++this.nextId;
+    return new Promise((resolve) => {
+      this.replies.set(id, resolve);
+      this.socket.write(`{"jsonrpc":"2.0","id":${id},"method":"${method}","params":${JSON.stringify(params)}}\n`);
+    });
+  }
+
+  private submit(sid: string): void {
+    void this.call('prompt.submit', { session_id: sid, text: 'hello' });
+  }
+
+  async throughput(sessions: number): Promise<number> {
+    let counted = 0;
+    let counting = false;
+    let sending = true;
+    let inFlight = 0;
+    let drained: () => void = () => {};
+    this.onEnd = (sid) => {
+      inFlight--;
+      if (counting) counted++;
+      if (sending) {
+        inFlight++;
+        this.submit(sid);
+      } else if (inFlight === 0) drained();
+    };
+    for (let i = 0; i < sessions; i++) {
+      await this.call('session.create', { session_id: `tp-${i}` });
+      inFlight++;
+      this.submit(`tp-${i}`);
+    }
+    await sleep(WARMUP_MS);
+    counting = true;
+    const started = performance.now();
+    await sleep(MEASURE_MS);
+    counting = false;
+    const seconds = (performance.now() - started) / 1000;
+    sending = false;
+    await new Promise<void>((resolve) => {
+      drained = resolve;
+      if (inFlight === 0) resolve();
+    });
+    return counted / seconds;
+  }
+
+  async latency(sid: string): Promise<Latency> {
+    await this.call('session.create', { session_id: sid });
+    const samples: number[] = [];
+    for (let i = 0; i < LATENCY_WARMUP + LATENCY_TURNS; i++) {
+      const ended = new Promise<void>((resolve) => (this.onEnd = () => resolve()));
+      const t0 = performance.now();
+      this.submit(sid);
+      await ended;
+      if (i >= LATENCY_WARMUP) samples.push(performance.now() - t0);
+    }
+    samples.sort((a, b) => a - b);
+    const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
+    return { turns: LATENCY_TURNS, p50Ms: at(0.5), p99Ms: at(0.99), meanMs: samples.reduce((a, b) => a + b, 0) / samples.length };
+  }
+
+  /**
+   * kill -9 of the host, then turns until one succeeds: the time a crash costs a client. A turn
+   * accepted before the supervisor saw the crash ends in turn.error (crash), and is tried again.
+   */
+  async restartMs(): Promise<number> {
+    const status = JSON.parse(await this.call('host.status', {})) as { result: { host: { pid: number } } };
+    const sid = 'after-crash';
+    await this.call('session.create', { session_id: sid });
+    const killedAt = performance.now();
+    process.kill(status.result.host.pid, 'SIGKILL');
+    for (;;) {
+      const outcome = new Promise<boolean>((resolve) => {
+        this.onEnd = (s) => s === sid && resolve(true);
+        this.onError = (s) => s === sid && resolve(false);
+      });
+      const reply = await this.call('prompt.submit', { session_id: sid, text: 'are you back?' });
+      if (reply.includes('"result"') && (await outcome)) return performance.now() - killedAt;
+      await sleep(RESTART_POLL_MS);
+    }
+  }
+
+  close(): void {
+    this.socket.end();
+  }
+}
+
+async function startDaemon(home: string): Promise<ChildProcess> {
+  const daemon = spawn(process.execPath, [CLI, 'daemon', '--home', home, '--workers', '64'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, TURNHOST_LOG_LEVEL: 'info' },
+  });
+  let log = '';
+  await new Promise<void>((resolve, reject) => {
+    daemon.stderr!.on('data', (chunk: Buffer) => {
+      log += chunk.toString();
+      if (log.includes('"msg":"host ready"')) resolve();
+    });
+    daemon.once('exit', (code) => reject(new Error(`daemon exited (${code}): ${log}`)));
+  });
+  return daemon;
+}
+
+async function stopDaemon(daemon: ChildProcess): Promise<void> {
+  const exited = new Promise<void>((resolve) => daemon.once('exit', () => resolve()));
+  daemon.kill('SIGTERM');
+  await exited;
+}
+
+export async function benchDaemon(): Promise<void> {
+  process.stdout.write('measuring the host alone…\n');
+  const host = await withTempDir(async (dir) => {
+    const proc = new TurnProcess(process.execPath, [CLI, 'host', '--home', dir, '--workers', '64']);
+    await proc.hello;
+    const throughput = await proc.throughput(SESSIONS, 'host', WARMUP_MS, MEASURE_MS);
+    const latency = await proc.latency('lat', LATENCY_WARMUP, LATENCY_TURNS);
+    await proc.close();
+    return { turnsPerSec: throughput.turnsPerSec, latency };
+  });
+  process.stdout.write('measuring through the daemon…\n');
+  const daemon = await withTempDir(async (home) => {
+    const child = await startDaemon(home);
+    const driver = await SocketDriver.open(join(home, 'turnhost.sock'));
+    const turnsPerSec = await driver.throughput(SESSIONS);
+    const latency = await driver.latency('lat');
+    const restartMs = await driver.restartMs();
+    driver.close();
+    await stopDaemon(child);
+    return { turnsPerSec, latency, restartMs };
+  });
+  const throughputCost = 1 - daemon.turnsPerSec / host.turnsPerSec;
+  const p50CostMs = daemon.latency.p50Ms - host.latency.p50Ms;
+  printTable(
+    `turns through the daemon vs the host alone (${SESSIONS} sessions; one session back to back)`,
+    ['path', `turns/s at ${SESSIONS}`, 'p50 ms', 'p99 ms'],
+    [
+      ['host alone (stdin/stdout)', round(host.turnsPerSec), round(host.latency.p50Ms, 3), round(host.latency.p99Ms, 3)],
+      ['client → daemon → host', round(daemon.turnsPerSec), round(daemon.latency.p50Ms, 3), round(daemon.latency.p99Ms, 3)],
+    ],
+  );
+  const targets = {
+    hopThroughputCost: { value: `${round(throughputCost * 100, 1)}%`, target: '<= 30%', met: throughputCost <= 0.3 },
+    hopP50CostMs: { value: round(p50CostMs, 3), target: '<= 1', met: p50CostMs <= 1 },
+    firstRestartMs: { value: round(daemon.restartMs, 1), target: '<= 1000', met: daemon.restartMs <= 1000 },
+  };
+  printTable('targets', ['measure', 'value', 'target', 'verdict'], Object.entries(targets).map(([k, t]) => [k, t.value, t.target, verdict(t.met)]));
+  const file = writeResult('daemon', { sessions: SESSIONS, host, daemon, targets });
+  process.stdout.write(`\nwrote ${file}\n`);
+}
