@@ -1,0 +1,138 @@
+import { expect } from 'chai';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
+import { seededRandom } from '../helpers/random.js';
+
+const HISTORY_AGENT = 'test/fixtures/history-agent.mjs';
+
+function db(home: string): Database.Database {
+  return new Database(join(home, 'turnhost.db'), { readonly: true });
+}
+
+async function turn(host: HostProcess, sid: string, request_id: string, text: string): Promise<Frame> {
+  host.send({ type: 'turn.start', sid, request_id, text });
+  return host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id });
+}
+
+describe('recovery after a crash (real host processes)', function () {
+  this.timeout(60_000);
+  const h = new Harness();
+  afterEach(() => h.cleanup());
+
+  it('records every boot; after kill -9, running turns are lost, active sessions retained (crash), open requests expired', async () => {
+    const home = h.tempDir();
+    const first = await h.startHost(home);
+    await turn(first, 'done', 'r1', 'finished before the crash');
+    first.send({ type: 'turn.start', sid: 'asking', request_id: 'r2', text: '/ask anyone?' });
+    await first.next('rpc', { where: (f) => typeof (f['message'] as { id?: unknown }).id === 'string' });
+    first.kill('SIGKILL');
+    await first.waitExit();
+    const second = await h.startHost(home);
+    const hello = second.frames[0]!;
+    expect((hello['recovered'] as { sid: string; reason: string }[]).map((r) => `${r.sid}:${r.reason}`).sort()).to.deep.equal(['asking:crash', 'done:crash']);
+    const d = db(home);
+    try {
+      const boots = d.prepare('SELECT pid, ended_at IS NOT NULL AS ended, end_reason FROM boots ORDER BY started_at').all() as { pid: number; ended: number; end_reason: string | null }[];
+      expect(boots.map((b) => [b.pid, b.ended, b.end_reason])).to.deep.equal([
+        [first.pid, 1, 'crash'],
+        [second.pid, 0, null],
+      ]);
+      expect(d.prepare("SELECT status FROM turns WHERE sid = 'asking'").get()).to.deep.equal({ status: 'lost' });
+      expect(d.prepare("SELECT status FROM turns WHERE sid = 'done'").get()).to.deep.equal({ status: 'completed' });
+      expect(d.prepare('SELECT status, reason FROM server_requests').get()).to.deep.equal({ status: 'expired', reason: 'host died' });
+      expect(d.prepare("SELECT status, retained_reason FROM sessions WHERE sid = 'done'").get()).to.deep.equal({ status: 'retained', retained_reason: 'crash' });
+    } finally {
+      d.close();
+    }
+  });
+
+  it('brings a recovered session back on first use with its whole history; the agent sees it; it is active again', async () => {
+    const home = h.tempDir();
+    const first = await h.startHost(home, ['--agent', HISTORY_AGENT]);
+    await turn(first, 's1', 'r1', 'one');
+    await turn(first, 's1', 'r2', 'two');
+    first.kill('SIGKILL');
+    await first.waitExit();
+    const second = await h.startHost(home, ['--agent', HISTORY_AGENT]);
+    const end = await turn(second, 's1', 'r3', 'three');
+    expect(end).to.include({ type: 'turn.end', message_count: 6 });
+    const reply = second.all('rpc', (f) => JSON.stringify(f['message']).includes('message.complete'))[0]!;
+    expect(JSON.stringify(reply['message'])).to.include('seen 4; last: assistant: seen 2; last: assistant: seen 0; last: none');
+    const sessions = JSON.parse((await h.runCli(['sessions', '--home', home, '--json'])).stdout) as { status: string; retained_reason: string | null }[];
+    expect(sessions[0]).to.include({ status: 'active', retained_reason: null });
+    expect(second.frames[0]!['recovered']).to.deep.equal([{ sid: 's1', session_key: 's1', reason: 'crash' }]);
+  });
+
+  it('fault injection: 20 rounds of turns cut by SIGKILL lose no finished turn and finalize no session twice (seeded)', async () => {
+    const seed = Number(process.env['TURNHOST_FAULT_SEED'] ?? 20261129);
+    const random = seededRandom(seed);
+    const context = `seed ${seed} (rerun with TURNHOST_FAULT_SEED=${seed})`;
+    const home = h.tempDir();
+    const sids = Array.from({ length: 20 }, (_, i) => `f${i}`);
+    const ended = new Map<string, string>(); // turn_id → sid, for every turn.end read
+    let running: string[] = []; // turn_ids started but not ended when the last host died
+    let known = new Set<string>();
+    /** After a restart: what the dead host left running is lost, and no session was finalized. */
+    const checkRecovered = (host: HostProcess, round: number): void => {
+      const recovered = (host.frames[0]!['recovered'] as { sid: string; reason: string }[]).map((r) => r.sid).sort();
+      expect(recovered, `${context}, round ${round}: every session not finalized is recovered`).to.deep.equal([...known].sort());
+      const d = db(home);
+      try {
+        for (const turnId of running) {
+          expect((d.prepare('SELECT status FROM turns WHERE turn_id = ?').get(turnId) as { status: string }).status, `${context}: ${turnId}`).to.equal('lost');
+        }
+        expect(d.prepare("SELECT count(*) AS n FROM sessions WHERE status = 'finalized'").get(), context).to.deep.equal({ n: 0 });
+      } finally {
+        d.close();
+      }
+    };
+    for (let round = 0; round < 20; round++) {
+      const host = await h.startHost(home, ['--workers', '20']);
+      checkRecovered(host, round);
+      const started = new Map<string, string>(); // turn_id → request_id
+      for (const sid of sids) {
+        const seconds = (random() * 0.2).toFixed(3);
+        host.send({ type: 'turn.start', sid, request_id: `${round}-${sid}`, text: `round ${round}\n/sleep ${seconds}` });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 30 + random() * 250));
+      host.kill('SIGKILL');
+      await host.waitExit();
+      for (const f of host.all('turn.started')) started.set(String(f['turn_id']), String(f['request_id']));
+      for (const f of host.all('turn.end')) ended.set(String(f['turn_id']), String(f['sid']));
+      known = new Set([...known, ...host.all('turn.started').map((f) => String(f['sid']))]);
+      running = [...started.keys()].filter((t) => !ended.has(t));
+      const d = db(home);
+      try {
+        for (const [turnId, sid] of ended) {
+          const rows = d.prepare('SELECT role, content FROM messages WHERE sid = ? AND turn_id = ? ORDER BY seq').all(sid, turnId) as { role: string }[];
+          expect(rows.map((r) => r.role), `${context}: turn ${turnId} was ended and must be whole`).to.deep.equal(['user', 'assistant']);
+        }
+        for (const turnId of running) {
+          const row = d.prepare('SELECT status FROM turns WHERE turn_id = ?').get(turnId) as { status: string };
+          expect(row.status, `${context}: turn ${turnId} was running when the host died`).to.equal('running');
+        }
+        expect(d.pragma('integrity_check', { simple: true }), context).to.equal('ok');
+      } finally {
+        d.close();
+      }
+    }
+    const last = await h.startHost(home, ['--workers', '20']);
+    checkRecovered(last, 20);
+    // Every session comes back on first use; a clean stop finalizes each exactly once.
+    for (const sid of known) last.send({ type: 'turn.start', sid, request_id: `last-${sid}`, text: 'back' });
+    for (const sid of known) await last.next('turn.end', { where: (f) => f['sid'] === sid });
+    last.send({ type: 'shutdown', request_id: 'end', wait: 1 });
+    const finalized = (await last.next('shutdown.ack'))['finalized'] as string[];
+    expect(finalized.slice().sort(), `${context}: each session finalized once`).to.deep.equal([...known].sort());
+    expect((await last.waitExit()).code).to.equal(0);
+    const d = db(home);
+    try {
+      const rows = d.prepare('SELECT status, end_reason, count(*) AS n FROM sessions GROUP BY status, end_reason').all();
+      expect(rows, context).to.deep.equal([{ status: 'finalized', end_reason: 'compute_host_shutdown', n: known.size }]);
+      expect(d.pragma('integrity_check', { simple: true }), context).to.equal('ok');
+    } finally {
+      d.close();
+    }
+  });
+});
