@@ -49,7 +49,8 @@ export class HostProcess {
       for (const w of met) w.resolve();
     });
     child.stdin!.on('error', () => {}); // writes after the child died are the test's business
-    this.exited = new Promise((done) => child.once('exit', (code, signal) => done({ code, signal })));
+    // 'close', not 'exit': by then every byte the process wrote has been read.
+    this.exited = new Promise((done) => child.once('close', (code, signal) => done({ code, signal })));
   }
 
   get pid(): number {

@@ -101,17 +101,19 @@ describe('recovery after a crash (real host processes)', function () {
       for (const f of host.all('turn.started')) started.set(String(f['turn_id']), String(f['request_id']));
       for (const f of host.all('turn.end')) ended.set(String(f['turn_id']), String(f['sid']));
       known = new Set([...known, ...host.all('turn.started').map((f) => String(f['sid']))]);
-      running = [...started.keys()].filter((t) => !ended.has(t));
       const d = db(home);
       try {
         for (const [turnId, sid] of ended) {
           const rows = d.prepare('SELECT role, content FROM messages WHERE sid = ? AND turn_id = ? ORDER BY seq').all(sid, turnId) as { role: string }[];
           expect(rows.map((r) => r.role), `${context}: turn ${turnId} was ended and must be whole`).to.deep.equal(['user', 'assistant']);
         }
-        for (const turnId of running) {
+        // A turn whose turn.end was not read may still have committed its end (the host died
+        // between the commit and the write); either way it is stored as running or completed.
+        for (const turnId of [...started.keys()].filter((t) => !ended.has(t))) {
           const row = d.prepare('SELECT status FROM turns WHERE turn_id = ?').get(turnId) as { status: string };
-          expect(row.status, `${context}: turn ${turnId} was running when the host died`).to.equal('running');
+          expect(['running', 'completed'], `${context}: turn ${turnId}`).to.include(row.status);
         }
+        running = (d.prepare("SELECT turn_id FROM turns WHERE status = 'running'").all() as { turn_id: string }[]).map((r) => r.turn_id);
         expect(d.pragma('integrity_check', { simple: true }), context).to.equal('ok');
       } finally {
         d.close();
