@@ -1,12 +1,14 @@
 // `npm run bench -- <name>…`: host, shutdown, daemon, recovery, or all.
 import { benchDaemon } from './daemon.js';
 import { benchHost } from './host.js';
+import { benchRecovery } from './recovery.js';
 import { benchShutdown } from './shutdown.js';
 
 const BENCHES: Record<string, () => Promise<void>> = {
   host: benchHost,
   shutdown: benchShutdown,
   daemon: benchDaemon,
+  recovery: benchRecovery,
 };
 
 const names = process.argv.slice(2);
