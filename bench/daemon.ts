@@ -5,7 +5,7 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { LineReader } from '../protocol/line-reader.js';
 import { CLI, printTable, round, verdict, withTempDir, writeResult } from './common.js';
-import { sleep, TurnProcess, type Latency } from './driver.js';
+import { backToBack, closedLoop, sessionIds, sleep, TurnProcess, type TurnTarget } from './driver.js';
 
 const SESSIONS = 64;
 const WARMUP_MS = 500;
@@ -18,10 +18,10 @@ const TURN_END = '"type":"turn.end"';
 const TURN_ERROR = '"type":"turn.error"';
 
 /** A JSON-RPC client on the daemon's socket that only looks at replies and turn.end events. */
-class SocketDriver {
+class SocketDriver implements TurnTarget {
   private nextId = 0;
   private readonly replies = new Map<number, (line: string) => void>();
-  private onEnd: (sid: string) => void = () => {};
+  private endListener: (sid: string) => void = () => {};
   private onError: (sid: string) => void = () => {};
 
   constructor(private readonly socket: Socket) {
@@ -31,7 +31,7 @@ class SocketDriver {
         if (ended || line.includes(TURN_ERROR)) {
           const at = line.indexOf('"session_id":"') + 14;
           const sid = line.slice(at, line.indexOf('"', at));
-          if (ended) this.onEnd(sid);
+          if (ended) this.endListener(sid);
           else this.onError(sid);
           return;
         }
@@ -63,56 +63,20 @@ class SocketDriver {
     });
   }
 
-  private submit(sid: string): void {
+  submit(sid: string): void {
     void this.call('prompt.submit', { session_id: sid, text: 'hello' });
   }
 
-  async throughput(sessions: number): Promise<number> {
-    let counted = 0;
-    let counting = false;
-    let sending = true;
-    let inFlight = 0;
-    let drained: () => void = () => {};
-    this.onEnd = (sid) => {
-      inFlight--;
-      if (counting) counted++;
-      if (sending) {
-        inFlight++;
-        this.submit(sid);
-      } else if (inFlight === 0) drained();
-    };
-    for (let i = 0; i < sessions; i++) {
-      await this.call('session.create', { session_id: `tp-${i}` });
-      inFlight++;
-      this.submit(`tp-${i}`);
-    }
-    await sleep(WARMUP_MS);
-    counting = true;
-    const started = performance.now();
-    await sleep(MEASURE_MS);
-    counting = false;
-    const seconds = (performance.now() - started) / 1000;
-    sending = false;
-    await new Promise<void>((resolve) => {
-      drained = resolve;
-      if (inFlight === 0) resolve();
-    });
-    return counted / seconds;
+  onEnd(listener: (sid: string) => void): void {
+    this.endListener = listener;
   }
 
-  async latency(sid: string): Promise<Latency> {
-    await this.call('session.create', { session_id: sid });
-    const samples: number[] = [];
-    for (let i = 0; i < LATENCY_WARMUP + LATENCY_TURNS; i++) {
-      const ended = new Promise<void>((resolve) => (this.onEnd = () => resolve()));
-      const t0 = performance.now();
-      this.submit(sid);
-      await ended;
-      if (i >= LATENCY_WARMUP) samples.push(performance.now() - t0);
-    }
-    samples.sort((a, b) => a - b);
-    const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
-    return { turns: LATENCY_TURNS, p50Ms: at(0.5), p99Ms: at(0.99), meanMs: samples.reduce((a, b) => a + b, 0) / samples.length };
+  guarded<T>(promise: Promise<T>): Promise<T> {
+    return promise;
+  }
+
+  async createSessions(sids: readonly string[]): Promise<void> {
+    for (const sid of sids) await this.call('session.create', { session_id: sid });
   }
 
   /**
@@ -127,7 +91,7 @@ class SocketDriver {
     process.kill(status.result.host.pid, 'SIGKILL');
     for (;;) {
       const outcome = new Promise<boolean>((resolve) => {
-        this.onEnd = (s) => s === sid && resolve(true);
+        this.endListener = (s) => s === sid && resolve(true);
         this.onError = (s) => s === sid && resolve(false);
       });
       const reply = await this.call('prompt.submit', { session_id: sid, text: 'are you back?' });
@@ -168,8 +132,8 @@ export async function benchDaemon(): Promise<void> {
   const host = await withTempDir(async (dir) => {
     const proc = new TurnProcess(process.execPath, [CLI, 'host', '--home', dir, '--workers', '64']);
     await proc.hello;
-    const throughput = await proc.throughput(SESSIONS, 'host', WARMUP_MS, MEASURE_MS);
-    const latency = await proc.latency('lat', LATENCY_WARMUP, LATENCY_TURNS);
+    const throughput = await closedLoop(proc, sessionIds('host', SESSIONS), WARMUP_MS, MEASURE_MS);
+    const latency = await backToBack(proc, 'lat', LATENCY_WARMUP, LATENCY_TURNS);
     await proc.close();
     return { turnsPerSec: throughput.turnsPerSec, latency };
   });
@@ -177,8 +141,10 @@ export async function benchDaemon(): Promise<void> {
   const daemon = await withTempDir(async (home) => {
     const child = await startDaemon(home);
     const driver = await SocketDriver.open(join(home, 'turnhost.sock'));
-    const turnsPerSec = await driver.throughput(SESSIONS);
-    const latency = await driver.latency('lat');
+    const sids = sessionIds('tp', SESSIONS);
+    await driver.createSessions([...sids, 'lat']);
+    const turnsPerSec = (await closedLoop(driver, sids, WARMUP_MS, MEASURE_MS)).turnsPerSec;
+    const latency = await backToBack(driver, 'lat', LATENCY_WARMUP, LATENCY_TURNS);
     const restartMs = await driver.restartMs();
     driver.close();
     await stopDaemon(child);

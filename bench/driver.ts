@@ -26,23 +26,91 @@ function sidOf(line: string): string {
   return line.slice(at, line.indexOf('"', at));
 }
 
+/** A program under test, as the loops below drive it. */
+export interface TurnTarget {
+  /** Sends a one-word turn for the session. */
+  submit(sid: string): void;
+  /** The one listener for ended turns. */
+  onEnd(listener: (sid: string) => void): void;
+  /** The promise, or a rejection as soon as the program fails. */
+  guarded<T>(promise: Promise<T>): Promise<T>;
+}
+
+/** Closed loop: each session sends its next turn when its last one ended. */
+export async function closedLoop(target: TurnTarget, sids: readonly string[], warmupMs: number, measureMs: number): Promise<Throughput> {
+  let counted = 0;
+  let counting = false;
+  let sending = true;
+  let inFlight = 0;
+  let drained: () => void = () => {};
+  target.onEnd((sid) => {
+    inFlight--;
+    if (counting) counted++;
+    if (sending) {
+      inFlight++;
+      target.submit(sid);
+    } else if (inFlight === 0) drained();
+  });
+  for (const sid of sids) {
+    inFlight++;
+    target.submit(sid);
+  }
+  await sleep(warmupMs);
+  counting = true;
+  const started = performance.now();
+  await sleep(measureMs);
+  counting = false;
+  const seconds = (performance.now() - started) / 1000;
+  sending = false;
+  await target.guarded(
+    new Promise<void>((resolve) => {
+      drained = resolve;
+      if (inFlight === 0) resolve();
+    }),
+  );
+  return { sessions: sids.length, turns: counted, seconds, turnsPerSec: counted / seconds };
+}
+
+/** One session, turns back to back: from the turn sent to its end read. */
+export async function backToBack(target: TurnTarget, sid: string, warmup: number, turns: number): Promise<Latency> {
+  const samples: number[] = [];
+  for (let i = 0; i < warmup + turns; i++) {
+    const ended = target.guarded(new Promise<void>((resolve) => target.onEnd(() => resolve())));
+    const t0 = performance.now();
+    target.submit(sid);
+    await ended;
+    if (i >= warmup) samples.push(performance.now() - t0);
+  }
+  samples.sort((a, b) => a - b);
+  const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
+  return { turns, p50Ms: at(0.5), p99Ms: at(0.99), meanMs: samples.reduce((a, b) => a + b, 0) / samples.length };
+}
+
+export function sessionIds(prefix: string, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
+}
+
 /** A child speaking turn frames; only hello, turn.end and turn.error lines are looked at. */
-export class TurnProcess {
+export class TurnProcess implements TurnTarget {
   private readonly child: ChildProcess;
-  private onEnd: (sid: string) => void = () => {};
-  private failure: string | undefined;
-  private onFailure: (reason: string) => void = () => {};
+  private endListener: (sid: string) => void = () => {};
+  private requestId = 0;
+  private fail: (reason: string) => void = () => {};
+  /** Rejects once the program fails: a turn.error, or its exit while it was being driven. */
+  private readonly failed: Promise<never>;
   readonly hello: Promise<void>;
   stderr = '';
 
   constructor(command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}) {
     this.child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, TURNHOST_LOG_LEVEL: 'warn', ...env } });
+    this.failed = new Promise<never>((_, reject) => (this.fail = (reason) => reject(new Error(`${reason}\n${this.stderr.slice(-2000)}`))));
+    this.failed.catch(() => {}); // observed through guarded(); a failure nobody waits on is not an error
     let helloSeen: () => void = () => {};
-    this.hello = new Promise((resolve) => (helloSeen = resolve));
+    this.hello = this.guarded(new Promise((resolve) => (helloSeen = resolve)));
     const reader = new LineReader({
       line: (line) => {
-        if (line.startsWith(TURN_END)) this.onEnd(sidOf(line));
-        else if (line.startsWith(TURN_ERROR)) this.fail(line);
+        if (line.startsWith(TURN_END)) this.endListener(sidOf(line));
+        else if (line.startsWith(TURN_ERROR)) this.fail(`turn failed: ${line}`);
         else if (line.startsWith(HELLO)) helloSeen();
       },
       oversized: () => this.fail('oversized line'),
@@ -50,78 +118,22 @@ export class TurnProcess {
     this.child.stdout!.on('data', (chunk: Buffer) => reader.push(chunk));
     this.child.stderr!.on('data', (chunk: Buffer) => (this.stderr += chunk.toString()));
     this.child.once('exit', (code, signal) => this.fail(`${command} exited (code ${code}, signal ${signal})`));
-    this.hello = Promise.race([this.hello, new Promise<never>((_, reject) => (this.onFailure = (why) => reject(new Error(why))))]);
   }
 
-  /** A dead program fails whatever waits on it, instead of leaving the benchmark hanging. */
-  private fail(reason: string): void {
-    this.failure ??= reason;
-    this.onFailure(`${reason}\n${this.stderr.slice(-2000)}`);
+  submit(sid: string): void {
+    this.child.stdin!.write(`{"type":"turn.start","sid":"${sid}","request_id":"r${++this.requestId}","text":"hello"}\n`);
   }
 
-  private until<T>(work: (resolve: (value: T) => void) => void): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      if (this.failure) return reject(new Error(this.failure));
-      this.onFailure = (why) => reject(new Error(why));
-      work(resolve);
-    });
+  onEnd(listener: (sid: string) => void): void {
+    this.endListener = listener;
   }
 
-  private send(sid: string, requestId: number, text: string): void {
-    this.child.stdin!.write(`{"type":"turn.start","sid":"${sid}","request_id":"r${requestId}","text":"${text}"}\n`);
-  }
-
-  /** Closed loop: each session sends its next turn when its last one ended. */
-  async throughput(sessions: number, prefix: string, warmupMs: number, measureMs: number): Promise<Throughput> {
-    let requestId = 0;
-    let counted = 0;
-    let counting = false;
-    let sending = true;
-    let inFlight = 0;
-    let drained: () => void = () => {};
-    this.onEnd = (sid) => {
-      inFlight--;
-      if (counting) counted++;
-      if (sending) {
-        inFlight++;
-        this.send(sid, ++requestId, 'hello');
-      } else if (inFlight === 0) drained();
-    };
-    for (let i = 0; i < sessions; i++) {
-      inFlight++;
-      this.send(`${prefix}-${i}`, ++requestId, 'hello');
-    }
-    await sleep(warmupMs);
-    counting = true;
-    const started = performance.now();
-    await sleep(measureMs);
-    counting = false;
-    const seconds = (performance.now() - started) / 1000;
-    sending = false;
-    await this.until<void>((resolve) => {
-      drained = resolve;
-      if (inFlight === 0) resolve();
-    });
-    return { sessions, turns: counted, seconds, turnsPerSec: counted / seconds };
-  }
-
-  /** One session, turns back to back: turn.start written → turn.end read. */
-  async latency(sid: string, warmup: number, turns: number): Promise<Latency> {
-    const samples: number[] = [];
-    for (let i = 0; i < warmup + turns; i++) {
-      const ended = this.until<void>((resolve) => (this.onEnd = () => resolve()));
-      const t0 = performance.now();
-      this.send(sid, i, 'hello');
-      await ended;
-      if (i >= warmup) samples.push(performance.now() - t0);
-    }
-    samples.sort((a, b) => a - b);
-    const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
-    return { turns, p50Ms: at(0.5), p99Ms: at(0.99), meanMs: samples.reduce((a, b) => a + b, 0) / samples.length };
+  guarded<T>(promise: Promise<T>): Promise<T> {
+    return Promise.race([promise, this.failed]);
   }
 
   async close(): Promise<void> {
-    this.onFailure = () => {};
+    this.fail = () => {};
     if (this.child.exitCode !== null) return;
     const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
     this.child.stdin!.end();

@@ -1,7 +1,7 @@
 // `npm run bench -- host`: turnhost's compute host against two floors measured in the same run.
 import { join } from 'node:path';
 import { CLI, ROOT, printTable, round, verdict, withTempDir, writeResult } from './common.js';
-import { TurnProcess, type Latency, type Throughput } from './driver.js';
+import { backToBack, closedLoop, sessionIds, TurnProcess, type Latency, type Throughput } from './driver.js';
 
 const SESSION_COUNTS = [1, 8, 64];
 const WARMUP_MS = 500;
@@ -30,8 +30,8 @@ async function measure(program: Program): Promise<ProgramResult> {
     const proc = program.start(dir);
     await proc.hello;
     const throughput: Throughput[] = [];
-    for (const sessions of SESSION_COUNTS) throughput.push(await proc.throughput(sessions, `tp${sessions}`, WARMUP_MS, MEASURE_MS));
-    const latency = await proc.latency('lat', LATENCY_WARMUP, LATENCY_TURNS);
+    for (const sessions of SESSION_COUNTS) throughput.push(await closedLoop(proc, sessionIds(`tp${sessions}`, sessions), WARMUP_MS, MEASURE_MS));
+    const latency = await backToBack(proc, 'lat', LATENCY_WARMUP, LATENCY_TURNS);
     await proc.close();
     return { throughput, latency };
   });

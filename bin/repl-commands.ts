@@ -1,6 +1,7 @@
 // REPL commands that need only the database and the log: shared by the daemon's REPL and
 // `turnhost repl --offline`, for post-mortems with the daemon down.
 import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
+import type { REPLServer } from 'node:repl';
 import { MUTATOR_ROUTE_TABLE } from '../actors/routes.js';
 import type { ActorNode } from '../actors/runtime.js';
 import type { Reader } from '../persistence/reader.js';
@@ -11,6 +12,23 @@ export interface ReplOutput {
 }
 
 export type DefineCommand = (name: string, help: string, run: (arg: string) => Promise<void>) => void;
+
+/** Commands run async; a failure is printed in the REPL and never escapes into the process. */
+export function commandDefiner(r: REPLServer, out: ReplOutput): DefineCommand {
+  return (name, help, run) =>
+    r.defineCommand(name, {
+      help,
+      action(arg: string) {
+        run(arg.trim()).then(
+          () => r.displayPrompt(),
+          (err: unknown) => {
+            out.write(`error: ${(err as Error).message}\n`);
+            r.displayPrompt();
+          },
+        );
+      },
+    });
+}
 
 const LOG_TAIL_BYTES = 1024 * 1024;
 const DEFAULT_LOG_LINES = 20;

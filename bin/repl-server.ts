@@ -7,7 +7,7 @@ import repl, { type REPLServer } from 'node:repl';
 import { ask, type Ref, type SystemRef } from '../actors/runtime.js';
 import type { CallReply, GatewayMsg, HostStatus, SupervisorMsg } from '../actors/supervisor-messages.js';
 import type { Reader } from '../persistence/reader.js';
-import { defineDatabaseCommands, flattenActors, printRows, type ReplOutput } from './repl-commands.js';
+import { commandDefiner, defineDatabaseCommands, flattenActors, printRows, type ReplOutput } from './repl-commands.js';
 
 export interface ReplDeps {
   path: string;
@@ -75,20 +75,7 @@ function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): REPLSer
     status,
     process: guardedProcess(),
   });
-  // Each command runs async; its failure is printed here and never escapes into the daemon.
-  const command = (name: string, help: string, run: (arg: string) => Promise<void>) =>
-    r.defineCommand(name, {
-      help,
-      action(arg: string) {
-        run(arg.trim()).then(
-          () => r.displayPrompt(),
-          (err: unknown) => {
-            out.write(`error: ${(err as Error).message}\n`);
-            r.displayPrompt();
-          },
-        );
-      },
-    });
+  const command = commandDefiner(r, out);
   defineDatabaseCommands(command, out, deps.reader, deps.logPath);
   command('sessions', 'sessions: status, running, message count, age', async () => {
     const running = new Set((await status()).running_sids);

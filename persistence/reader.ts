@@ -29,16 +29,8 @@ export const SESSION_STATUSES: readonly SessionStatus[] = ['active', 'finalized'
 const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_reason, history_version, updated_at,
   (SELECT count(*) FROM messages WHERE messages.sid = sessions.sid) AS message_count`;
 
-interface SessionRow {
-  sid: string;
-  session_key: string;
-  status: SessionStatus;
-  end_reason: string | null;
-  retained_reason: string | null;
-  message_count: number;
-  history_version: number;
-  updated_at: number;
-}
+/** A summary as stored: the sid and the time in their column form. */
+type SessionRow = Omit<SessionSummary, 'session_id' | 'updated_at'> & { sid: string; updated_at: number };
 
 export class Reader {
   private constructor(readonly db: Database.Database) {}

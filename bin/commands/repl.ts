@@ -8,7 +8,7 @@ import repl from 'node:repl';
 import { Reader } from '../../persistence/reader.js';
 import { EXIT_NOT_RUNNING } from '../daemon-client.js';
 import { homePaths } from '../home.js';
-import { defineDatabaseCommands, defineOfflineSessions } from '../repl-commands.js';
+import { commandDefiner, defineDatabaseCommands, defineOfflineSessions } from '../repl-commands.js';
 
 const PROMPTS = ['turnhost> ', '... '];
 const LINE_TIMEOUT_MS = 30_000;
@@ -86,19 +86,7 @@ function offlineRepl(database: string, log: string): Promise<number> {
   const getReader = () => (reader ??= Reader.open(database));
   const r = repl.start({ prompt: 'turnhost (offline)> ', terminal: process.stdin.isTTY ?? false, useGlobal: false, ignoreUndefined: true });
   const out = { write: (text: string) => void process.stdout.write(text) };
-  const command = (name: string, help: string, run: (arg: string) => Promise<void>) =>
-    r.defineCommand(name, {
-      help,
-      action(arg: string) {
-        run(arg.trim()).then(
-          () => r.displayPrompt(),
-          (err: unknown) => {
-            out.write(`error: ${(err as Error).message}\n`);
-            r.displayPrompt();
-          },
-        );
-      },
-    });
+  const command = commandDefiner(r, out);
   defineDatabaseCommands(command, out, getReader, log);
   defineOfflineSessions(command, out, getReader);
   return new Promise((resolve) =>

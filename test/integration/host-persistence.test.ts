@@ -1,17 +1,11 @@
 import { expect } from 'chai';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { readDatabase } from '../helpers/database.js';
 import { Harness, type HostProcess } from '../helpers/processes.js';
 
 const STREAMING_AGENT = 'test/fixtures/streaming-agent.mjs';
 
 function turnRows(home: string, sid: string): { status: string }[] {
-  const db = new Database(join(home, 'turnhost.db'), { readonly: true });
-  try {
-    return db.prepare('SELECT status FROM turns WHERE sid = ? ORDER BY started_at').all(sid) as { status: string }[];
-  } finally {
-    db.close();
-  }
+  return readDatabase(home, (db) => db.prepare('SELECT status FROM turns WHERE sid = ? ORDER BY started_at').all(sid) as { status: string }[]);
 }
 
 async function killNow(host: HostProcess): Promise<void> {

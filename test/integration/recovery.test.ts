@@ -1,14 +1,9 @@
 import { expect } from 'chai';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { readDatabase } from '../helpers/database.js';
 import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
 import { seededRandom } from '../helpers/random.js';
 
 const HISTORY_AGENT = 'test/fixtures/history-agent.mjs';
-
-function db(home: string): Database.Database {
-  return new Database(join(home, 'turnhost.db'), { readonly: true });
-}
 
 async function turn(host: HostProcess, sid: string, request_id: string, text: string): Promise<Frame> {
   host.send({ type: 'turn.start', sid, request_id, text });
@@ -31,8 +26,7 @@ describe('recovery after a crash (real host processes)', function () {
     const second = await h.startHost(home);
     const hello = second.frames[0]!;
     expect((hello['recovered'] as { sid: string; reason: string }[]).map((r) => `${r.sid}:${r.reason}`).sort()).to.deep.equal(['asking:crash', 'done:crash']);
-    const d = db(home);
-    try {
+    readDatabase(home, (d) => {
       const boots = d.prepare('SELECT pid, ended_at IS NOT NULL AS ended, end_reason FROM boots ORDER BY started_at').all() as { pid: number; ended: number; end_reason: string | null }[];
       expect(boots.map((b) => [b.pid, b.ended, b.end_reason])).to.deep.equal([
         [first.pid, 1, 'crash'],
@@ -42,9 +36,7 @@ describe('recovery after a crash (real host processes)', function () {
       expect(d.prepare("SELECT status FROM turns WHERE sid = 'done'").get()).to.deep.equal({ status: 'completed' });
       expect(d.prepare('SELECT status, reason FROM server_requests').get()).to.deep.equal({ status: 'expired', reason: 'host died' });
       expect(d.prepare("SELECT status, retained_reason FROM sessions WHERE sid = 'done'").get()).to.deep.equal({ status: 'retained', retained_reason: 'crash' });
-    } finally {
-      d.close();
-    }
+    });
   });
 
   it('brings a recovered session back on first use with its whole history; the agent sees it; it is active again', async () => {
@@ -77,15 +69,12 @@ describe('recovery after a crash (real host processes)', function () {
     const checkRecovered = (host: HostProcess, round: number): void => {
       const recovered = (host.frames[0]!['recovered'] as { sid: string; reason: string }[]).map((r) => r.sid).sort();
       expect(recovered, `${context}, round ${round}: every session not finalized is recovered`).to.deep.equal([...known].sort());
-      const d = db(home);
-      try {
+      readDatabase(home, (d) => {
         for (const turnId of running) {
           expect((d.prepare('SELECT status FROM turns WHERE turn_id = ?').get(turnId) as { status: string }).status, `${context}: ${turnId}`).to.equal('lost');
         }
         expect(d.prepare("SELECT count(*) AS n FROM sessions WHERE status = 'finalized'").get(), context).to.deep.equal({ n: 0 });
-      } finally {
-        d.close();
-      }
+      });
     };
     for (let round = 0; round < 20; round++) {
       const host = await h.startHost(home, ['--workers', '20']);
@@ -101,8 +90,7 @@ describe('recovery after a crash (real host processes)', function () {
       for (const f of host.all('turn.started')) started.set(String(f['turn_id']), String(f['request_id']));
       for (const f of host.all('turn.end')) ended.set(String(f['turn_id']), String(f['sid']));
       known = new Set([...known, ...host.all('turn.started').map((f) => String(f['sid']))]);
-      const d = db(home);
-      try {
+      readDatabase(home, (d) => {
         for (const [turnId, sid] of ended) {
           const rows = d.prepare('SELECT role, content FROM messages WHERE sid = ? AND turn_id = ? ORDER BY seq').all(sid, turnId) as { role: string }[];
           expect(rows.map((r) => r.role), `${context}: turn ${turnId} was ended and must be whole`).to.deep.equal(['user', 'assistant']);
@@ -115,9 +103,7 @@ describe('recovery after a crash (real host processes)', function () {
         }
         running = (d.prepare("SELECT turn_id FROM turns WHERE status = 'running'").all() as { turn_id: string }[]).map((r) => r.turn_id);
         expect(d.pragma('integrity_check', { simple: true }), context).to.equal('ok');
-      } finally {
-        d.close();
-      }
+      });
     }
     const last = await h.startHost(home, ['--workers', '20']);
     checkRecovered(last, 20);
@@ -128,13 +114,10 @@ describe('recovery after a crash (real host processes)', function () {
     const finalized = (await last.next('shutdown.ack'))['finalized'] as string[];
     expect(finalized.slice().sort(), `${context}: each session finalized once`).to.deep.equal([...known].sort());
     expect((await last.waitExit()).code).to.equal(0);
-    const d = db(home);
-    try {
+    readDatabase(home, (d) => {
       const rows = d.prepare('SELECT status, end_reason, count(*) AS n FROM sessions GROUP BY status, end_reason').all();
       expect(rows, context).to.deep.equal([{ status: 'finalized', end_reason: 'compute_host_shutdown', n: known.size }]);
       expect(d.pragma('integrity_check', { simple: true }), context).to.equal('ok');
-    } finally {
-      d.close();
-    }
+    });
   });
 });

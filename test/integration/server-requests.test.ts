@@ -1,6 +1,5 @@
 import { expect } from 'chai';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { readDatabase } from '../helpers/database.js';
 import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
 import { seededRandom } from '../helpers/random.js';
 
@@ -41,12 +40,7 @@ async function reply(host: HostProcess, sid: string): Promise<string> {
 }
 
 function requestRow(home: string, id: string): { status: string; answers: string | null; reason: string | null } {
-  const db = new Database(join(home, 'turnhost.db'), { readonly: true });
-  try {
-    return db.prepare('SELECT status, answers, reason FROM server_requests WHERE id = ?').get(id) as { status: string; answers: string | null; reason: string | null };
-  } finally {
-    db.close();
-  }
+  return readDatabase(home, (db) => db.prepare('SELECT status, answers, reason FROM server_requests WHERE id = ?').get(id) as { status: string; answers: string | null; reason: string | null });
 }
 
 describe('server requests (real host process)', function () {

@@ -120,12 +120,18 @@ describe('shutdown triggers (real host process)', function () {
     expect(sessions['s1']).to.include({ status: 'finalized', end_reason: 'compute_host_orphan' });
   });
 
-  it('a second SIGTERM during the drain retains the laggards at once and still flushes', async () => {
-    const home = h.tempDir();
+  /** A host with one idle and one sleeping session, in the drain of a SIGTERM shutdown. */
+  async function draining(home: string): Promise<HostProcess> {
     const host = await h.startHost(home, [], { TURNHOST_LOG_LEVEL: 'info' });
     await idleAndSleeping(host);
     host.kill('SIGTERM');
     await host.logged(/"msg":"shutdown started"/);
+    return host;
+  }
+
+  it('a second SIGTERM during the drain retains the laggards at once and still flushes', async () => {
+    const home = h.tempDir();
+    const host = await draining(home);
     const secondAt = performance.now();
     host.kill('SIGTERM');
     expect((await host.waitExit(5_000)).code).to.equal(0);
@@ -137,10 +143,7 @@ describe('shutdown triggers (real host process)', function () {
 
   it('during a shutdown: a new turn is refused; interrupt, respond, control and debug are answered', async () => {
     const home = h.tempDir();
-    const host = await h.startHost(home, [], { TURNHOST_LOG_LEVEL: 'info' });
-    await idleAndSleeping(host);
-    host.kill('SIGTERM');
-    await host.logged(/"msg":"shutdown started"/);
+    const host = await draining(home);
     host.send(turn('newcomer', 'hello?'));
     expect(await host.next('turn.error')).to.include({ sid: 'newcomer', message: 'host shutting down', reason: 'shutting_down' });
     host.send({ type: 'control', sid: 'idle', request_id: 'c1', route_name: 'slash.model', params: { model: 'm' } });

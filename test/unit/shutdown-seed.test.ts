@@ -73,6 +73,19 @@ describe('shutdown (the seed rules, in process)', () => {
     h = undefined;
   });
 
+  /** The seed's scene: session "idle" ran a turn; session "live" is stuck in one. */
+  async function stuckAndIdle(record: boolean): Promise<{ host: InProcessHost; events: string[] }> {
+    const events: string[] = [];
+    const seed = seedAgent(events);
+    release = seed.release;
+    const host = await startInProcessHost(seed.agent);
+    h = host;
+    if (record) recordSettlements(host, events);
+    await runQuickTurn(host, 'idle');
+    await startTurn(host, 'live', 'stuck');
+    return { host, events };
+  }
+
   it('drains a turn that ends after 0.3 s, then finalizes its session, in that order; no live turn is left', async () => {
     const events: string[] = [];
     const seed = seedAgent(events);
@@ -90,16 +103,10 @@ describe('shutdown (the seed rules, in process)', () => {
   });
 
   it('retains a stuck session at the drain deadline and finalizes the idle one in the same pass, within wait', async () => {
-    const events: string[] = [];
-    const seed = seedAgent(events);
-    release = seed.release;
-    h = await startInProcessHost(seed.agent);
-    recordSettlements(h, events);
-    await runQuickTurn(h, 'idle');
-    await startTurn(h, 'live', 'stuck');
+    const { host: rig, events } = await stuckAndIdle(true);
     const wait = 1.0;
     const started = performance.now();
-    const report = await h.host.shutdown('sigterm', wait);
+    const report = await rig.host.shutdown('sigterm', wait);
     const elapsedSec = (performance.now() - started) / 1000;
     expect(events.filter((e) => e.startsWith('finalize'))).to.deep.equal(['finalize:idle:compute_host_sigterm']);
     // One durable transaction holds the whole pass: the finalized and the retained session alike.
@@ -111,23 +118,17 @@ describe('shutdown (the seed rules, in process)', () => {
     ]);
     expect(report.retained).to.deep.equal(['live']);
     expect(elapsedSec).to.be.lessThan(wait);
-    const byId = Object.fromEntries(h.sessions().map((s) => [s.session_id, s]));
+    const byId = Object.fromEntries(rig.sessions().map((s) => [s.session_id, s]));
     expect(byId['live']).to.include({ status: 'retained', retained_reason: 'drain_deadline', end_reason: null });
     expect(byId['idle']).to.include({ status: 'finalized', end_reason: 'compute_host_sigterm' });
   });
 
   it('uses the whole drain budget of a stdin_closed shutdown (wait 2.0) and still returns before wait', async () => {
-    const events: string[] = [];
-    const seed = seedAgent(events);
-    release = seed.release;
-    h = await startInProcessHost(seed.agent);
-    recordSettlements(h, events);
-    await runQuickTurn(h, 'idle');
-    await startTurn(h, 'live', 'stuck');
+    const { host: rig, events } = await stuckAndIdle(true);
     const wait = 2.0;
     const drainBudget = wait - Math.min(1.0, wait / 2);
     const started = performance.now();
-    await h.host.shutdown('stdin_closed', wait);
+    await rig.host.shutdown('stdin_closed', wait);
     const elapsedSec = (performance.now() - started) / 1000;
     expect(events.filter((e) => e.startsWith('finalize'))).to.deep.equal(['finalize:idle:compute_host_stdin_closed']);
     expect(elapsedSec, 'the drain must use its full window').to.be.at.least(drainBudget - 1e-3);
