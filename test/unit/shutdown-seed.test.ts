@@ -137,15 +137,10 @@ describe('shutdown (the seed rules, in process)', () => {
 
   for (const wait of [0.34, 2, 10]) {
     it(`never asks for more waiting than the drain budget (wait = ${wait} s, injected clock)`, async () => {
-      const events: string[] = [];
-      const seed = seedAgent(events);
-      release = seed.release;
-      h = await startInProcessHost(seed.agent);
-      await runQuickTurn(h, 'idle');
-      await startTurn(h, 'live', 'stuck');
+      const { host: rig } = await stuckAndIdle(false);
       // The coordinator under test gets the recording clock; the long case runs 50× faster than real time.
       const clock = recordingClock(wait >= 10 ? 50 : 1);
-      const report = await runCoordinator(h, clock, wait);
+      const report = await runCoordinator(rig, clock, wait);
       const plan = drainPlan(0, wait);
       expect(clock.waits.length, 'the drain should have waited for the stuck turn').to.be.greaterThan(0);
       const asked = clock.waits.reduce((a, b) => a + b, 0);
