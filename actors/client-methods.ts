@@ -1,7 +1,7 @@
 // The client methods of PROTOCOL.md §2. Each checks its params (naming the bad field), then
 // answers from the database, the gateway or, through the supervisor, the host.
 import { randomBytes } from 'node:crypto';
-import type { Reader } from '../persistence/reader.js';
+import { SESSION_STATUSES, type Reader } from '../persistence/reader.js';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
 import { FieldError, Fields, type UnknownRecord } from '../protocol/fields.js';
 import { routeClass } from './routes.js';
@@ -107,12 +107,9 @@ const METHODS: Record<string, Method> = {
   },
 
   async 'session.list'(p, ctx) {
-    const status = p.optionalString('status');
-    if (status !== undefined && !['active', 'finalized', 'retained'].includes(status)) {
-      throw new RpcError(ErrorCodes.invalidParams, 'invalid params: status must be one of active, finalized, retained');
-    }
+    const status = p.has('status') ? p.oneOf('status', SESSION_STATUSES) : undefined;
     const running = new Set((await hostStatus(ctx)).running_sids);
-    const sessions = ctx.reader()?.sessions(status as 'active' | undefined) ?? [];
+    const sessions = ctx.reader()?.sessions(status) ?? [];
     return {
       sessions: sessions.map((s) => ({
         session_id: s.session_id,

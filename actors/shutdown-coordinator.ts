@@ -70,8 +70,9 @@ export interface CoordinatorSpec {
 /** Time kept between a stuck flush's safety net and the end of the budget. */
 const SAFETY_MARGIN_MS = 50;
 
-export function spawnShutdownCoordinator(system: SystemRef, spec: CoordinatorSpec): Ref<CoordinatorMsg> {
-  const log = spec.services.log.child({ actor: 'shutdown-coordinator', reason: spec.reason });
+export function spawnShutdownCoordinator(system: SystemRef, given: CoordinatorSpec): Ref<CoordinatorMsg> {
+  const log = given.services.log.child({ actor: 'shutdown-coordinator', reason: given.reason });
+  const spec: CoordinatorSpec = { ...given, services: { ...given.services, log } };
   return spawnActor<CoordinatorState, CoordinatorMsg>(system, `shutdown-${Date.now().toString(36)}`, (state, msg, ctx) => handle(state, msg, ctx, spec), {
     log,
     onCrash: 'resume',

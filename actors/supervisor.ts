@@ -356,6 +356,7 @@ function expireReply(s: SupervisorState, requestId: string, wiring: SupervisorWi
 
 function onExit(s: SupervisorState, code: number | null, signal: NodeJS.Signals | null, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
   const { config } = wiring;
+  const child = s.child!;
   for (const cancel of s.cancelTimers.splice(0)) cancel();
   removeRegistry(config.registryPath);
   s.child = null;
@@ -365,14 +366,16 @@ function onExit(s: SupervisorState, code: number | null, signal: NodeJS.Signals 
     finishStop(s, wiring);
     return;
   }
-  const message = `compute host exited (code ${code}, signal ${signal})`;
+  const lastWords = child.stderrTail.at(-1);
+  const message = `compute host exited (code ${code}, signal ${signal})${lastWords ? `: ${lastWords.slice(0, 300)}` : ''}`;
+  s.lastError = message;
   config.log.error({ code, signal }, message);
   failEverything(s, message, 'crash', wiring);
   const decision = afterCrash(s.restarts, config.clock.nowMs());
   s.restarts = decision.restarts;
   if (!decision.respawn) {
     s.phase = 'failed';
-    s.lastError = `crash loop: more than ${s.restarts.length} restarts in 300 s; not respawning (host.restart clears it)`;
+    s.lastError = `crash loop: more than ${s.restarts.length} restarts in 300 s; not respawning (host.restart clears it). Last: ${message}`;
     config.log.error(s.lastError);
     return;
   }

@@ -31,9 +31,15 @@ function hostOptions(command: Command): Command {
     .option('--heartbeat-secs <s>', 'heartbeat period; <= 0 turns heartbeat and parent guard off (default 5)', seconds);
 }
 
-/** Runs a command body and exits with its code once its output is written. */
-async function run(body: () => number | Promise<number>): Promise<void> {
-  const code = await body();
+/** Runs a command body and exits with its code; anything it throws is one line on stderr, exit 1. */
+async function run(name: string, body: () => number | Promise<number>): Promise<void> {
+  let code: number;
+  try {
+    code = await body();
+  } catch (err) {
+    process.stderr.write(`turnhost ${name}: ${(err as Error).message}\n`);
+    code = 1;
+  }
   process.exitCode = code;
   process.exit(code);
 }
@@ -45,36 +51,40 @@ const program = new Command('turnhost')
 
 hostOptions(program.command('host').description('run the compute host on stdin/stdout (the host protocol)'))
   .addOption(homeOption())
-  .action((opts) => run(() => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs })));
+  .action((opts) => run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs })));
 
 hostOptions(program.command('daemon').description('run the supervisor in the foreground (the options go to its host)'))
   .addOption(homeOption())
-  .action((opts) => run(() => daemonCommand({ home: homeFrom(opts.home), agent: opts.agent, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, echoLog: true })));
+  .action((opts) =>
+    run('daemon', () => daemonCommand({ home: homeFrom(opts.home), agent: opts.agent, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, echoLog: true })),
+  );
 
 hostOptions(program.command('start').description('start the daemon in the background; prints its pid once its socket answers'))
   .addOption(homeOption())
-  .action((opts) => run(() => startCommand(homeFrom(opts.home), hostArgs(opts))));
+  .action((opts) => run('start', () => startCommand(homeFrom(opts.home), hostArgs(opts))));
 
 program
   .command('stop')
   .description('stop the daemon gracefully; prints how many sessions were finalized and retained')
   .addOption(homeOption())
   .option('--wait <seconds>', 'drain budget of the host (default 10)', seconds)
-  .action((opts) => run(() => stopCommand(homeFrom(opts.home), opts.wait)));
+  .action((opts) => run('stop', () => stopCommand(homeFrom(opts.home), opts.wait)));
 
 program
   .command('status')
   .description('the supervisor, the host and the sessions')
   .addOption(homeOption())
   .option('--json', 'print one JSON document')
-  .action((opts) => run(() => statusCommand(homeFrom(opts.home), opts.json === true)));
+  .action((opts) => run('status', () => statusCommand(homeFrom(opts.home), opts.json === true)));
 
 hostOptions(program.command('chat').description('one turn (TEXT), or a prompt loop; starts the daemon when none runs'))
   .argument('[text]', 'the prompt; without it, prompts are read line by line')
   .addOption(homeOption())
   .option('--session <id>', 'the session to use (default: a new one)')
   .action((text: string | undefined, opts) =>
-    run(() => chatCommand(homeFrom(opts.home), { ...(opts.session ? { session: opts.session } : {}), ...(text !== undefined ? { text } : {}), hostArgs: hostArgs(opts) })),
+    run('chat', () =>
+      chatCommand(homeFrom(opts.home), { ...(opts.session ? { session: opts.session } : {}), ...(text !== undefined ? { text } : {}), hostArgs: hostArgs(opts) }),
+    ),
   );
 
 program
@@ -82,7 +92,7 @@ program
   .description("the debug REPL of the running daemon (or, with --offline, the database's commands)")
   .addOption(homeOption())
   .option('--offline', 'no daemon: the database and log commands only')
-  .action((opts) => run(() => replCommand(homeFrom(opts.home), { offline: opts.offline === true })));
+  .action((opts) => run('repl', () => replCommand(homeFrom(opts.home), { offline: opts.offline === true })));
 
 program
   .command('sessions')
@@ -90,7 +100,7 @@ program
   .addOption(homeOption())
   .option('--json', 'print one JSON array')
   .option('--status <status>', 'only sessions with this status: active, finalized or retained')
-  .action((opts) => run(() => sessionsCommand(homeFrom(opts.home), opts)));
+  .action((opts) => run('sessions', () => sessionsCommand(homeFrom(opts.home), opts)));
 
 program
   .command('history')
@@ -98,6 +108,6 @@ program
   .argument('<id>', 'the session id')
   .addOption(homeOption())
   .option('--json', 'print one JSON array')
-  .action((id: string, opts) => run(() => historyCommand(homeFrom(opts.home), id, opts)));
+  .action((id: string, opts) => run('history', () => historyCommand(homeFrom(opts.home), id, opts)));
 
 await program.parseAsync(process.argv);

@@ -42,9 +42,16 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
     return EXIT_CONFIG;
   }
   const home = ensureHome(options.home);
-  const store = Store.open(homePaths(home).database, {
-    onCheckpointError: (message) => log.error({ message }, 'background checkpoint failed; checkpointing inline'),
-  });
+  const database = homePaths(home).database;
+  let store: Store;
+  try {
+    store = Store.open(database, {
+      onCheckpointError: (message) => log.error({ message }, 'background checkpoint failed; checkpointing inline'),
+    });
+  } catch (err) {
+    process.stderr.write(`turnhost host: cannot open the database ${database}: ${(err as Error).message}\n`);
+    return 1;
+  }
   const bootId = randomBytes(16).toString('hex');
   const recovery = store.recoverCrashedBoots();
   if (recovery.boots + recovery.retainedSessions > 0) log.warn(recovery, 'recovered from a host that died');

@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { startDaemon } from '../helpers/daemon.js';
 import { Harness } from '../helpers/processes.js';
 
@@ -82,6 +85,13 @@ describe('the command line (real processes)', function () {
       const out = await h.runCli(args);
       expect(out.code, args.join(' ')).to.equal(code);
       expect(out.stderr.trim().split('\n'), args.join(' ')).to.have.length(1);
+    }
+    writeFileSync(join(home, 'turnhost.db'), randomBytes(8192));
+    for (const args of [['host', '--home', home], ['sessions', '--home', home], ['history', 'x', '--home', home]]) {
+      const corrupt = await h.runCli(args);
+      expect(corrupt.code, args.join(' ')).to.equal(1);
+      expect(corrupt.stderr.trim().split('\n'), args.join(' ')).to.have.length(1);
+      expect(corrupt.stderr, args.join(' ')).to.include('file is not a database');
     }
     const bad = await h.runCli(['host', '--workers', 'many', '--home', home]);
     expect(bad.code).to.not.equal(0);
