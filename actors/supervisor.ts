@@ -47,6 +47,8 @@ export interface SupervisorState {
   restarts: number[];
   restartCount: number;
   lastError: string | null;
+  /** Why the supervisor itself ended the current host (rejected hello, no hello, missed heartbeats). */
+  killedBecause: string | null;
   lastFrameMs: number;
   lastHeartbeatMs: number | null;
   heartbeatMs: number;
@@ -80,6 +82,7 @@ export function spawnSupervisor(system: SystemRef, wiring: SupervisorWiring): Re
       restarts: [],
       restartCount: 0,
       lastError: null,
+      killedBecause: null,
       lastFrameMs: config.clock.nowMs(),
       lastHeartbeatMs: null,
       heartbeatMs: 0,
@@ -112,8 +115,8 @@ async function handle(s: SupervisorState, msg: SupervisorMsg, ctx: ActorContext<
       return s;
     case 'hello-timeout':
       if (msg.child === s.child && s.hello === null) {
-        s.lastError = `compute host did not send hello within ${config.helloTimeoutMs} ms; stderr: ${msg.child.stderrTail.slice(-5).join(' | ')}`;
-        config.log.error({ pid: msg.child.pid }, s.lastError);
+        s.killedBecause = `compute host did not send hello within ${config.helloTimeoutMs} ms; stderr: ${msg.child.stderrTail.slice(-5).join(' | ')}`;
+        config.log.error({ pid: msg.child.pid }, s.killedBecause);
         msg.child.signalGroup('SIGKILL');
       }
       return s;
@@ -303,8 +306,8 @@ function acceptHello(s: SupervisorState, hello: HelloFrame, ctx: ActorContext<Su
         ? `hello from another build: ${hello.build_sha} (expected ${config.buildSha})`
         : null;
   if (mismatch !== null) {
-    s.lastError = `rejected the compute host: ${mismatch}`;
-    config.log.error({ pid: child.pid }, s.lastError);
+    s.killedBecause = `rejected the compute host: ${mismatch}`;
+    config.log.error({ pid: child.pid }, s.killedBecause);
     child.signalGroup('SIGTERM');
     s.cancelTimers.push(config.clock.after(KILL_WAIT_MS, () => tell(ctx.self, { kind: 'kill-deadline', child })));
     return;
@@ -339,7 +342,7 @@ function checkHeartbeat(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, wi
   if (s.phase !== 'running' || s.child === null || !s.child.alive) return;
   const silentMs = config.clock.nowMs() - s.lastFrameMs;
   if (silentMs > WATCHDOG_MISSES * s.heartbeatMs) {
-    s.lastError = `missed heartbeats: no frame for ${Math.round(silentMs)} ms`;
+    s.killedBecause = `missed heartbeats: no frame for ${Math.round(silentMs)} ms`;
     config.log.error({ pid: s.child.pid, silentMs: Math.round(silentMs) }, 'missed heartbeats: SIGKILL to the host group');
     s.child.signalGroup('SIGKILL');
     return;
@@ -367,9 +370,10 @@ function onExit(s: SupervisorState, code: number | null, signal: NodeJS.Signals 
     return;
   }
   const lastWords = child.stderrTail.at(-1);
-  const message = `compute host exited (code ${code}, signal ${signal})${lastWords ? `: ${lastWords.slice(0, 300)}` : ''}`;
+  const message = s.killedBecause ?? `compute host exited (code ${code}, signal ${signal})${lastWords ? `: ${lastWords.slice(0, 300)}` : ''}`;
+  s.killedBecause = null;
   s.lastError = message;
-  config.log.error({ code, signal }, message);
+  config.log.error({ code, signal, cause: message }, 'compute host exited');
   failEverything(s, message, 'crash', wiring);
   const decision = afterCrash(s.restarts, config.clock.nowMs());
   s.restarts = decision.restarts;
