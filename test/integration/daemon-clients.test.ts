@@ -158,6 +158,17 @@ describe('daemon: the client socket (real processes)', function () {
     expect(history.messages.map((m) => m.content)).to.deep.equal(['still runs\n/sleep 0.5', 'still runs']);
   });
 
+  it('refuses new work with 4010 while the daemon stops', async () => {
+    const client = await TestClient.connect(daemon);
+    await client.call('session.create', { session_id: 'slow' });
+    await client.call('prompt.submit', { session_id: 'slow', text: '/sleep 30' });
+    await client.nextEvent('turn.started', 'slow');
+    const stopping = client.call('daemon.shutdown', { wait: 2 });
+    await daemon.process.logged(/"msg":"stopping: coordinated shutdown of the host"/);
+    expect((await rpcError(client.call('prompt.submit', { session_id: 'other', text: 'too late' }))).code).to.equal(4010);
+    expect(await stopping).to.deep.equal({ finalized: 0, retained: 1 });
+  });
+
   it('daemon.shutdown answers with the counts, then the daemon exits 0', async () => {
     const client = await TestClient.connect(daemon);
     await client.call('session.create', { session_id: 's1' });

@@ -182,6 +182,17 @@ describe('late control acks (supervisor actor, manual clock)', () => {
     expect(r.lateEvents).to.have.length(1);
   });
 
+  it('answers a control still waiting when the host dies with 5019 (crash)', async () => {
+    const { reply } = await sendControl(r);
+    r.host.alive = false;
+    r.host.events.exit(r.host, null, 'SIGKILL');
+    const outcome = await reply;
+    expect(outcome.ok).to.equal(false);
+    expect(!outcome.ok && outcome.error).to.deep.include({ code: 5019, data: { reason: 'crash' } });
+    await settled();
+    expect(r.lateEvents).to.deep.equal([]);
+  });
+
   it('fails a late handler once with control.error when the host dies', async () => {
     const { reply } = await sendControl(r);
     r.clock.advance(CONTROL_TIMEOUT_MS);
