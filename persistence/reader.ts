@@ -35,11 +35,15 @@ type SessionRow = Omit<SessionSummary, 'session_id' | 'updated_at'> & { sid: str
 export class Reader {
   private constructor(readonly db: Database.Database) {}
 
-  /** Null when the home has no database yet. */
+  /** Null when the home has no database yet, or the host has created the file but not its schema. */
   static open(file: string): Reader | null {
     if (!existsSync(file)) return null;
     const db = new Database(file, { readonly: true, fileMustExist: true });
     db.pragma('busy_timeout = 5000');
+    if ((db.pragma('user_version', { simple: true }) as number) === 0) {
+      db.close();
+      return null;
+    }
     return new Reader(db);
   }
 
