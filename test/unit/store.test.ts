@@ -150,6 +150,8 @@ describe('store', () => {
     expect(() => reader.db.prepare('DELETE FROM sessions').run()).to.throw(/readonly/);
     reader.close();
     expect(Reader.open(join(dir, 'absent.db'))).to.equal(null);
+    new Database(join(dir, 'created-not-migrated.db')).close(); // what a host has made before it migrates
+    expect(Reader.open(join(dir, 'created-not-migrated.db'))).to.equal(null);
     expect(new Database(join(dir, 'turnhost.db'), { readonly: true }).prepare('SELECT 1 AS one').get()).to.deep.equal({ one: 1 });
   });
 });
