@@ -1,18 +1,17 @@
 // The host's database: one writer (this process), WAL, synchronous=NORMAL (a commit survives a
 // process crash; the shutdown flush runs with synchronous=FULL to survive power loss too).
-// Checkpoints run in a worker thread (checkpointer.ts), not on this connection: with NORMAL a
-// checkpoint is the only place SQLite fsyncs, and on the event loop it stalled one turn in a
-// hundred by milliseconds.
+// Checkpoints run inline on this connection, every WAL_AUTOCHECKPOINT_PAGES. They must: the WAL
+// restarts only when a write begins with every frame checkpointed, which a checkpointer on another
+// thread never achieves while turns keep committing (the WAL grew by gigabytes under load).
+// The threshold is large so that the checkpoint's two fsyncs hit one turn in several hundred.
 // Writes are units of work; `commit` groups units into one transaction, so concurrent turns share
-// their commits. A commit is the expensive part (~45 µs here, whatever it holds), so a group that
-// is still growing one event-loop turn after its first unit (other writers are busy) waits
-// GROUP_WAIT_MS for company on a timer, without spinning; otherwise it commits at once. A lone
-// writer pays one idle loop turn.
+// their commits. Units of one burst of frames reach the queue over a few event-loop turns, so a
+// group commits once the queue has not grown for IDLE_LOOKS_BEFORE_COMMIT turns of the loop, or
+// GROUP_WAIT_MS after its first unit. A lone writer pays two idle loop turns (microseconds).
 import { chmodSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { RecoveredSession, RetainReason } from '../protocol/outbound.js';
-import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { migrate } from './schema.js';
 import { StoreWriter } from './store-writer.js';
 
@@ -40,6 +39,10 @@ export type Work = (w: StoreWriter) => void;
 
 /** The longest a unit waits for company before its group is committed. */
 export const GROUP_WAIT_MS = 1;
+/** One idle look commits groups that are still filling (measured: groups of ~5 units, not ~40). */
+const IDLE_LOOKS_BEFORE_COMMIT = 2;
+/** 16 MiB of 4 KiB pages: the WAL's bound, and how many writes share one checkpoint's fsyncs. */
+export const WAL_AUTOCHECKPOINT_PAGES = 4000;
 
 interface Queued {
   work: Work;
@@ -51,12 +54,14 @@ export class Store {
   private queue: Queued[] = [];
   private flushScheduled = false;
   private queuedAtLastLook = 0;
+  private idleLooks = 0;
   private firstQueuedMs = 0;
   private readonly writer: StoreWriter;
   private readonly selectSession: Database.Statement<[string]>;
   private readonly selectMessages: Database.Statement<[string]>;
   private readonly flushWhenSettled = (): void => {
-    if (this.queue.length > this.queuedAtLastLook && performance.now() - this.firstQueuedMs < GROUP_WAIT_MS) {
+    this.idleLooks = this.queue.length > this.queuedAtLastLook ? 0 : this.idleLooks + 1;
+    if (this.idleLooks < IDLE_LOOKS_BEFORE_COMMIT && performance.now() - this.firstQueuedMs < GROUP_WAIT_MS) {
       this.queuedAtLastLook = this.queue.length;
       setImmediate(this.flushWhenSettled);
       return;
@@ -68,8 +73,6 @@ export class Store {
     this.flushQueued();
   };
 
-  private checkpointer: Checkpointer | undefined;
-
   private constructor(readonly db: Database.Database) {
     this.writer = new StoreWriter(db);
     this.selectSession = db.prepare(
@@ -78,27 +81,16 @@ export class Store {
     this.selectMessages = db.prepare('SELECT role, content FROM messages WHERE sid = ? ORDER BY seq');
   }
 
-  static open(file: string, options: { onCheckpointError?: (message: string) => void } = {}): Store {
+  static open(file: string): Store {
     const db = new Database(file);
     // Private like its home; SQLite gives the -wal and -shm files the database file's mode.
     chmodSync(file, 0o600);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('busy_timeout = 5000');
+    db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     migrate(db);
-    const store = new Store(db);
-    db.pragma('wal_autocheckpoint = 0');
-    store.checkpointer = startCheckpointer(file, (message) => {
-      // Without the worker, SQLite's own checkpoints on this connection keep the WAL bounded.
-      if (db.open) db.pragma('wal_autocheckpoint = 1000');
-      options.onCheckpointError?.(message);
-    });
-    return store;
-  }
-
-  /** Settles once background checkpoints run (or inline ones took over). */
-  get ready(): Promise<void> {
-    return this.checkpointer?.ready ?? Promise.resolve();
+    return new Store(db);
   }
 
   /** Queues a unit of work; resolves once the transaction holding it has committed. */
@@ -108,6 +100,7 @@ export class Store {
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         this.queuedAtLastLook = this.queue.length;
+        this.idleLooks = 0;
         this.firstQueuedMs = performance.now();
         setImmediate(this.flushWhenSettled);
       }
@@ -204,7 +197,6 @@ export class Store {
 
   close(): void {
     this.flushQueued();
-    this.checkpointer?.stop();
     this.db.close();
   }
 }

@@ -45,9 +45,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   const database = homePaths(home).database;
   let store: Store;
   try {
-    store = Store.open(database, {
-      onCheckpointError: (message) => log.error({ message }, 'background checkpoint failed; checkpointing inline'),
-    });
+    store = Store.open(database);
   } catch (err) {
     process.stderr.write(`turnhost host: cannot open the database ${database}: ${(err as Error).message}\n`);
     return 1;
@@ -56,7 +54,6 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   const recovery = store.recoverCrashedBoots();
   if (recovery.boots + recovery.retainedSessions > 0) log.warn(recovery, 'recovered from a host that died');
   store.commitNow((w) => w.startBoot(bootId, process.pid));
-  await store.ready;
 
   const clock = monotonicClock;
   const writer = new FrameWriter(fdSink(1), clock.hostNs);

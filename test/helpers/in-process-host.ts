@@ -29,7 +29,6 @@ export async function startInProcessHost(agent: Agent, options: { clock?: Clock;
   const dir = mkdtempSync(join(tmpdir(), 'turnhost-inproc-'));
   const file = join(dir, 'turnhost.db');
   const store = Store.open(file);
-  await store.ready;
   const clock = options.clock ?? monotonicClock;
   const frames: Frame[] = [];
   let waiters: { type: string; where: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = [];

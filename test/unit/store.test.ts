@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Reader } from '../../persistence/reader.js';
 import { SCHEMA_VERSION } from '../../persistence/schema.js';
-import { Store } from '../../persistence/store.js';
+import { Store, WAL_AUTOCHECKPOINT_PAGES } from '../../persistence/store.js';
 import type { SessionRow } from '../../persistence/store-writer.js';
 
 const row = (sid: string, _messages: number, historyVersion = 1, activate = true): SessionRow => ({
@@ -66,6 +66,24 @@ describe('store', () => {
     expect(transactions).to.equal(1);
     await store.commit((w) => w.saveSession(row('later', 0)));
     expect(transactions).to.equal(2);
+  });
+
+  it('keeps the WAL bounded while writes never pause (checkpoints complete between commits)', async () => {
+    const file = join(dir, 'turnhost.db');
+    // The threshold plus one group: 64 messages, each on a leaf page and overflow pages, and the tree above.
+    const walBound = (WAL_AUTOCHECKPOINT_PAGES + 512) * (4096 + 24);
+    const content = 'x'.repeat(2000);
+    let written = 0;
+    let largest = 0;
+    for (let group = 0; group < 800; group++) {
+      await Promise.all(
+        Array.from({ length: 64 }, (_, s) => store.commit((w) => w.appendMessages(`s${s}`, group, [{ role: 'user', content }], null))),
+      );
+      written += 64 * content.length;
+      largest = Math.max(largest, statSync(`${file}-wal`).size);
+    }
+    expect(written).to.be.greaterThan(2 * walBound);
+    expect(largest).to.be.at.most(walBound);
   });
 
   it('fails only the bad unit of a group, and commits the others', async () => {
