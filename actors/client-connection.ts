@@ -5,6 +5,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { ErrorCodes, errorLine, parseClientMessage, resultLine, RpcError } from '../protocol/client-rpc.js';
 import { LineReader, MAX_FRAME_BYTES } from '../protocol/line-reader.js';
+import { tickWrites } from '../protocol/tick-writes.js';
 import { answerServerRequest, callMethod, type ClientContext } from './client-methods.js';
 import { spawnActor, stopActor, tell, type AnyRef } from './runtime.js';
 import type { ClientMsg, ClientSink } from './supervisor-messages.js';
@@ -19,6 +20,7 @@ export type ConnectionContext = Omit<ClientContext, 'clientId' | 'cwds'>;
 export function acceptClient(parent: AnyRef, socket: Socket, shared: ConnectionContext, log: Logger): void {
   const id = ++lastClientId;
   const clientLog = log.child({ client: id });
+  const writeLine = tickWrites(socket);
   const sink: ClientSink = {
     id,
     write(line) {
@@ -28,7 +30,7 @@ export function acceptClient(parent: AnyRef, socket: Socket, shared: ConnectionC
         socket.destroy();
         return;
       }
-      socket.write(line);
+      writeLine(line);
     },
   };
   const ctx: ClientContext = { ...shared, clientId: id, cwds: new Map() };

@@ -62,6 +62,9 @@ function handle(state: GatewayState, msg: GatewayMsg, _ctx: ActorContext<Gateway
       tell(msg.replyTo, open);
       return state;
     }
+    case 'batch':
+      for (const message of msg.messages) handle(state, message, _ctx);
+      return state;
     case 'host-ready':
       for (const recovered of msg.recovered) {
         const text = `session recovered after ${recovered.reason === 'crash' ? 'a host crash' : 'a shutdown that outlasted its turn'}`;

@@ -3,6 +3,7 @@
 // for the log, and signals sent to the whole group (an agent's own children included).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { LineReader } from '../protocol/line-reader.js';
+import { tickWrites } from '../protocol/tick-writes.js';
 import { readStartTime } from '../persistence/proc.js';
 
 /** What the host may see of the supervisor's environment: no tokens, no keys, unless named. */
@@ -33,7 +34,8 @@ export interface HostHandle {
 }
 
 export interface HostChildEvents {
-  line(child: HostHandle, text: string): void;
+  /** The lines of one read from the host's stdout, in order (one batch per read, not per line). */
+  lines(child: HostHandle, texts: string[]): void;
   stderr(child: HostHandle, text: string): void;
   exit(child: HostHandle, code: number | null, signal: NodeJS.Signals | null): void;
 }
@@ -46,12 +48,15 @@ export class HostChild implements HostHandle {
   readonly startTime: number | null;
   readonly stderrTail: string[] = [];
   private exited = false;
+  private readonly writeStdin: (text: string) => void;
 
   private constructor(private readonly child: ChildProcess, argv: string[], events: HostChildEvents) {
     this.argv = argv;
+    this.writeStdin = child.stdin ? tickWrites(child.stdin) : () => {};
     this.pid = child.pid ?? -1;
     this.startTime = this.pid > 0 ? readStartTime(this.pid) : null;
-    const frames = new LineReader({ line: (text) => events.line(this, text), oversized: () => events.stderr(this, 'host wrote a frame over 8 MiB') });
+    let batch: string[] = [];
+    const frames = new LineReader({ line: (text) => batch.push(text), oversized: () => events.stderr(this, 'host wrote a frame over 8 MiB') });
     const stderr = new LineReader({
       line: (text) => {
         this.stderrTail.push(text);
@@ -60,7 +65,13 @@ export class HostChild implements HostHandle {
       },
       oversized: () => {},
     });
-    child.stdout?.on('data', (chunk: Buffer) => frames.push(chunk));
+    child.stdout?.on('data', (chunk: Buffer) => {
+      frames.push(chunk);
+      if (batch.length === 0) return;
+      const texts = batch;
+      batch = [];
+      events.lines(this, texts);
+    });
     child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk));
     child.stdin?.on('error', () => {}); // EPIPE after the host died: its exit is reported below
     let reported = false;
@@ -84,10 +95,10 @@ export class HostChild implements HostHandle {
     return !this.exited;
   }
 
-  /** One frame, one write. */
+  /** One frame, one line; the lines of one loop turn leave in one write. */
   send(frame: object): void {
     if (this.exited || !this.child.stdin?.writable) return;
-    this.child.stdin.write(`${JSON.stringify(frame)}\n`);
+    this.writeStdin(`${JSON.stringify(frame)}\n`);
   }
 
   signalGroup(signal: NodeJS.Signals): void {

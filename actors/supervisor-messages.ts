@@ -49,7 +49,8 @@ export type HostFrameIn = Record<string, unknown> & { type: string };
 
 export type SupervisorMsg =
   | { kind: 'spawn' }
-  | { kind: 'host-frame'; child: HostHandle; frame: HostFrameIn }
+  /** The frames of one read from the host, in order. */
+  | { kind: 'host-frames'; child: HostHandle; frames: HostFrameIn[] }
   | { kind: 'host-exit'; child: HostHandle; code: number | null; signal: NodeJS.Signals | null }
   | { kind: 'hello-timeout'; child: HostHandle }
   | { kind: 'watchdog' }
@@ -77,6 +78,8 @@ export type GatewayMsg =
   | { kind: 'request-closed'; requestId: string }
   | { kind: 'open-requests'; sid: string; replyTo: Ref<unknown[]> }
   | { kind: 'host-ready'; recovered: RecoveredSession[] }
-  | { kind: 'turn-ended'; sid: string };
+  | { kind: 'turn-ended'; sid: string }
+  /** What one read from the host holds for the clients, in order: one actor message, not one per line. */
+  | { kind: 'batch'; messages: GatewayMsg[] };
 
 export type ClientMsg = { kind: 'line'; text: string } | { kind: 'closed' };

@@ -105,10 +105,10 @@ async function handle(s: SupervisorState, msg: SupervisorMsg, ctx: ActorContext<
     case 'spawn':
       await spawnHost(s, ctx, wiring);
       return s;
-    case 'host-frame':
+    case 'host-frames':
       if (msg.child !== s.child) return s; // a replaced host's last words
       s.lastFrameMs = config.clock.nowMs();
-      onFrame(s, msg.frame, ctx, wiring);
+      for (const frame of msg.frames) onFrame(s, frame, ctx, wiring);
       return s;
     case 'host-exit':
       if (msg.child === s.child) onExit(s, msg.code, msg.signal, ctx, wiring);
@@ -192,7 +192,7 @@ async function spawnHost(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, w
   const outcome = await reconcile(config.registryPath, config.probe);
   config.log.info({ reconcile: outcome.result, pid: outcome.pid, detail: outcome.detail }, `reconcile: ${outcome.result}`);
   const events: HostChildEvents = {
-    line: (child, text) => routeHostLine(child, text, ctx.self, wiring.gateway, config.log),
+    lines: (child, texts) => routeHostLines(child, texts, ctx.self, wiring.gateway, config.log),
     stderr: (_child, text) => config.onHostStderr(text),
     exit: (child, code, signal) => tell(ctx.self, { kind: 'host-exit', child, code, signal }),
   };
@@ -208,26 +208,41 @@ async function spawnHost(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, w
 /**
  * Every host line is parsed once here. Client-visible messages and turn lifecycle frames go to the
  * gateway straight from here, in the order the host wrote them; the supervisor sees the rest
- * (and the turn frames too, for its own bookkeeping).
+ * (and the turn frames too, for its own bookkeeping). Each actor gets one message per read: nact
+ * handles one message per event-loop turn, so a message per line would spread one read over
+ * dozens of loop turns and one socket write each.
  */
-function routeHostLine(child: HostHandle, text: string, supervisor: Ref<SupervisorMsg>, gateway: Ref<GatewayMsg>, log: Logger): void {
-  let frame: HostFrameIn;
+function routeHostLines(child: HostHandle, texts: string[], supervisor: Ref<SupervisorMsg>, gateway: Ref<GatewayMsg>, log: Logger): void {
+  const forClients: GatewayMsg[] = [];
+  const forSupervisor: HostFrameIn[] = [];
+  for (const text of texts) {
+    const frame = parseHostLine(text, log);
+    if (frame !== null) routeHostFrame(frame, forClients, forSupervisor);
+  }
+  if (forClients.length > 0) tell(gateway, { kind: 'batch', messages: forClients });
+  if (forSupervisor.length > 0) tell(supervisor, { kind: 'host-frames', child, frames: forSupervisor });
+}
+
+function parseHostLine(text: string, log: Logger): HostFrameIn | null {
   try {
-    frame = JSON.parse(text) as HostFrameIn;
+    return JSON.parse(text) as HostFrameIn;
   } catch {
     log.warn({ line: text.slice(0, 200) }, 'host wrote a line that is not JSON');
-    return;
+    return null;
   }
+}
+
+function routeHostFrame(frame: HostFrameIn, forClients: GatewayMsg[], forSupervisor: HostFrameIn[]): void {
   if (frame.type === 'rpc') {
     const message = frame['message'] as { id?: unknown; method?: string; params?: { type?: string; payload?: { id?: string } } };
     const sid = String(frame['sid']);
     if (message.method === 'compute_host.activity') {
-      tell(supervisor, { kind: 'host-frame', child, frame });
+      forSupervisor.push(frame);
       return;
     }
     const request = typeof message.id === 'string' && typeof message.method === 'string' ? { id: message.id, method: message.method } : undefined;
     const cancelled = message.params?.type === 'request.cancel' ? message.params.payload?.id : undefined;
-    tell(gateway, {
+    forClients.push({
       kind: 'session-message',
       sid,
       json: JSON.stringify(message),
@@ -236,27 +251,27 @@ function routeHostLine(child: HostHandle, text: string, supervisor: Ref<Supervis
     });
     return;
   }
-  if (frame.type === 'turn.started' || frame.type === 'turn.end' || frame.type === 'turn.error') forwardTurnEvent(frame, gateway);
-  tell(supervisor, { kind: 'host-frame', child, frame });
+  if (frame.type === 'turn.started' || frame.type === 'turn.end' || frame.type === 'turn.error') turnEvents(frame, forClients);
+  forSupervisor.push(frame);
 }
 
-function forwardTurnEvent(frame: HostFrameIn, gateway: Ref<GatewayMsg>): void {
+function turnEvents(frame: HostFrameIn, forClients: GatewayMsg[]): void {
   const sid = frame['sid'];
   if (typeof sid !== 'string') return;
   const turn_id = String(frame['turn_id'] ?? frame['request_id']);
   if (frame.type === 'turn.started') {
-    tell(gateway, { kind: 'event', sid, type: 'turn.started', payload: { turn_id } });
+    forClients.push({ kind: 'event', sid, type: 'turn.started', payload: { turn_id } });
     return;
   }
   if (frame.type === 'turn.error') {
-    tell(gateway, { kind: 'event', sid, type: 'turn.error', payload: { turn_id, message: String(frame['message']), reason: String(frame['reason'] ?? 'exception') } });
+    forClients.push({ kind: 'event', sid, type: 'turn.error', payload: { turn_id, message: String(frame['message']), reason: String(frame['reason'] ?? 'exception') } });
   } else {
     const payload: { turn_id: string; interrupted: boolean; message_count?: number; history_version?: number } = { turn_id, interrupted: frame['interrupted'] === true };
     if (typeof frame['message_count'] === 'number') payload.message_count = frame['message_count'];
     if (typeof frame['history_version'] === 'number') payload.history_version = frame['history_version'];
-    tell(gateway, { kind: 'event', sid, type: 'turn.end', payload });
+    forClients.push({ kind: 'event', sid, type: 'turn.end', payload });
   }
-  tell(gateway, { kind: 'turn-ended', sid });
+  forClients.push({ kind: 'turn-ended', sid });
 }
 
 function onFrame(s: SupervisorState, frame: HostFrameIn, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {

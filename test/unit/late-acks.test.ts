@@ -53,7 +53,7 @@ class StandInHost implements HostHandle {
     return new Promise((resolve) => (this.onSent = resolve));
   }
   say(frame: object): void {
-    this.events.line(this, JSON.stringify(frame));
+    this.events.lines(this, [JSON.stringify(frame)]);
   }
 }
 
