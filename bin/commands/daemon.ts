@@ -14,7 +14,7 @@ import { LogFile } from '../../persistence/log.js';
 import { realProbe } from '../../persistence/proc.js';
 import { Reader } from '../../persistence/reader.js';
 import { buildSha, cliEntry } from '../build-info.js';
-import { acquireDaemonLock } from '../daemon-lock.js';
+import { acquireHomeLock } from '../home-lock.js';
 import { ensureHome, homePaths } from '../home.js';
 import { startRepl } from '../repl-server.js';
 
@@ -42,7 +42,7 @@ export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'workers' | 'hea
 export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const home = ensureHome(options.home);
   const paths = homePaths(home);
-  const lock = await acquireDaemonLock(home);
+  const lock = await acquireHomeLock(home, 'daemon');
   if (lock === null) {
     process.stderr.write(`turnhost daemon: a daemon is already running for ${home}\n`);
     return 1;

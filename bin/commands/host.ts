@@ -14,6 +14,7 @@ import { readFd } from '../../protocol/fd-reader.js';
 import { LineReader } from '../../protocol/line-reader.js';
 import { buildSha } from '../build-info.js';
 import { ensureHome, homePaths } from '../home.js';
+import { acquireHomeLock } from '../home-lock.js';
 import { resolveHeartbeatSecs, resolveWorkers } from '../host-options.js';
 import { createLogger, type Logger } from '../logger.js';
 
@@ -42,6 +43,11 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
     return EXIT_CONFIG;
   }
   const home = ensureHome(options.home);
+  const lock = await acquireHomeLock(home, 'host');
+  if (lock === null) {
+    process.stderr.write(`turnhost host: another compute host is running for ${home}\n`);
+    return 1;
+  }
   const database = homePaths(home).database;
   let store: Store;
   try {
@@ -87,6 +93,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   writer.flush();
   store.close();
   stopSystem(system);
+  lock.release();
   return 0;
 }
 

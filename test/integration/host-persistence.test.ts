@@ -74,6 +74,22 @@ describe('host: persistence', () => {
     expect(text.stdout).to.match(/^SESSION\s+STATUS/);
   });
 
+  it('refuses a second host on a home whose host runs, which keeps running; the home is free again once it exits', async () => {
+    const home = h.tempDir();
+    const first = await h.startHost(home);
+    first.send({ type: 'turn.start', sid: 's1', request_id: 'r1', text: 'still mine\n/sleep 30' });
+    await first.next('turn.started');
+    const second = await h.runCli(['host', '--home', home]);
+    expect(second.code).to.equal(1);
+    expect(second.stderr.trim()).to.equal(`turnhost host: another compute host is running for ${home}`);
+    expect(turnRows(home, 's1')).to.deep.equal([{ status: 'running' }]); // not declared lost
+    first.send({ type: 'interrupt', sid: 's1', request_id: 'i1' });
+    expect((await first.next('turn.end'))['interrupted']).to.equal(true);
+    await killNow(first);
+    const third = await h.startHost(home);
+    expect(third.frames[0]!['recovered']).to.deep.equal([{ sid: 's1', session_key: 's1', reason: 'crash' }]);
+  });
+
   it('exits 4 with a clear message for the history of an unknown session', async () => {
     const home = h.tempDir();
     const out = await h.runCli(['history', 'ghost', '--home', home, '--json']);
