@@ -3,7 +3,8 @@
 // Checkpoints run inline on this connection, every WAL_AUTOCHECKPOINT_PAGES. They must: the WAL
 // restarts only when a write begins with every frame checkpointed, which a checkpointer on another
 // thread never achieves while turns keep committing (the WAL grew by gigabytes under load).
-// The threshold is large so that the checkpoint's two fsyncs hit one turn in several hundred.
+// The threshold is large so that the checkpoint's two fsyncs hit one turn in several hundred;
+// between checkpoints the WAL is synced to disk in the background (wal-sync.ts).
 // Writes are units of work; `commit` groups units into one transaction, so concurrent turns share
 // their commits. Units of one burst of frames reach the queue over a few event-loop turns, so a
 // group commits once the queue has not grown for IDLE_LOOKS_BEFORE_COMMIT turns of the loop, or
@@ -14,6 +15,7 @@ import type { ChatMessage } from '../protocol/chat.js';
 import type { RecoveredSession, RetainReason } from '../protocol/outbound.js';
 import { migrate } from './schema.js';
 import { StoreWriter } from './store-writer.js';
+import { syncWalPeriodically, type WalSync } from './wal-sync.js';
 
 export type SessionStatus = 'active' | 'finalized' | 'retained';
 
@@ -73,8 +75,11 @@ export class Store {
     this.flushQueued();
   };
 
-  private constructor(readonly db: Database.Database) {
+  private readonly walSync: WalSync;
+
+  private constructor(readonly db: Database.Database, file: string) {
     this.writer = new StoreWriter(db);
+    this.walSync = syncWalPeriodically(`${file}-wal`);
     this.selectSession = db.prepare(
       'SELECT sid, session_key, status, history_version, overrides, cwd FROM sessions WHERE sid = ?',
     );
@@ -90,7 +95,7 @@ export class Store {
     db.pragma('busy_timeout = 5000');
     db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     migrate(db);
-    return new Store(db);
+    return new Store(db, file);
   }
 
   /** Queues a unit of work; resolves once the transaction holding it has committed. */
@@ -197,6 +202,7 @@ export class Store {
 
   close(): void {
     this.flushQueued();
+    this.walSync.stop();
     this.db.close();
   }
 }
