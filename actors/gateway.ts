@@ -2,7 +2,7 @@
 // the session's open server requests as the clients saw them. Every message and event of a
 // session goes to all of its attached clients, in the order the host wrote them.
 import type { Logger } from 'pino';
-import { spawnActor, tell, type ActorContext, type Ref, type SystemRef } from './runtime.js';
+import { spawnActor, tell, type Ref, type SystemRef } from './runtime.js';
 import type { ClientSink, GatewayMsg } from './supervisor-messages.js';
 
 interface OpenRequest {
@@ -17,13 +17,13 @@ interface GatewayState {
 }
 
 export function spawnGateway(system: SystemRef, log: Logger): Ref<GatewayMsg> {
-  return spawnActor<GatewayState, GatewayMsg>(system, 'gateway', (state, msg, ctx) => handle(state, msg, ctx), {
+  return spawnActor<GatewayState, GatewayMsg>(system, 'gateway', (state, msg) => handle(state, msg), {
     log: log.child({ actor: 'gateway' }),
     init: () => ({ clients: new Map(), attached: new Map(), requests: new Map() }),
   });
 }
 
-function handle(state: GatewayState, msg: GatewayMsg, _ctx: ActorContext<GatewayMsg>): GatewayState {
+function handle(state: GatewayState, msg: GatewayMsg): GatewayState {
   switch (msg.kind) {
     case 'client-open':
       state.clients.set(msg.sink.id, msg.sink);
@@ -63,7 +63,7 @@ function handle(state: GatewayState, msg: GatewayMsg, _ctx: ActorContext<Gateway
       return state;
     }
     case 'batch':
-      for (const message of msg.messages) handle(state, message, _ctx);
+      for (const message of msg.messages) handle(state, message);
       return state;
     case 'host-ready':
       for (const recovered of msg.recovered) {

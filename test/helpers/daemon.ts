@@ -2,6 +2,7 @@
 import { join } from 'node:path';
 import { RpcClient, type EventParams, type ServerRequest } from '../../bin/rpc-client.js';
 import { Harness, HostProcess } from './processes.js';
+import { Waiters } from './waiters.js';
 
 export interface Daemon {
   home: string;
@@ -20,7 +21,7 @@ export async function startDaemon(h: Harness, args: readonly string[] = [], env:
 export class TestClient {
   readonly events: EventParams[] = [];
   readonly requests: ServerRequest[] = [];
-  private waiters: { match: () => boolean; resolve: () => void }[] = [];
+  private readonly waiters = new Waiters<void>();
 
   private constructor(readonly rpc: RpcClient) {
     rpc.onEvent = (e) => {
@@ -42,22 +43,9 @@ export class TestClient {
   }
 
   /** Resolves once the condition holds on what this client has received. */
-  until(match: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-    if (match()) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const waiter = {
-        match,
-        resolve: () => {
-          clearTimeout(timer);
-          resolve();
-        },
-      };
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        reject(new Error(`no ${what} within ${timeoutMs} ms; events: ${this.events.map((e) => e.type).join(', ')}`));
-      }, timeoutMs);
-      this.waiters.push(waiter);
-    });
+  async until(match: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+    if (match()) return;
+    await this.waiters.wait(match, timeoutMs, () => `no ${what} within ${timeoutMs} ms; events: ${this.events.map((e) => e.type).join(', ')}`);
   }
 
   event(type: string, sid?: string): EventParams | undefined {
@@ -81,8 +69,6 @@ export class TestClient {
   }
 
   private check(): void {
-    const met = this.waiters.filter((w) => w.match());
-    this.waiters = this.waiters.filter((w) => !met.includes(w));
-    for (const w of met) w.resolve();
+    this.waiters.offer(undefined, 'all');
   }
 }

@@ -13,6 +13,10 @@ import { Reader, type SessionSummary } from '../../persistence/reader.js';
 import { Store } from '../../persistence/store.js';
 import { FrameWriter } from '../../protocol/frame-writer.js';
 import type { Frame } from './processes.js';
+import { Waiters } from './waiters.js';
+
+/** How long frame() waits for a frame the host has not written yet. */
+const FRAME_WAIT_MS = 10_000;
 
 export interface InProcessHost {
   host: HostHandle;
@@ -31,7 +35,7 @@ export async function startInProcessHost(agent: Agent, options: { clock?: Clock;
   const store = Store.open(file);
   const clock = options.clock ?? monotonicClock;
   const frames: Frame[] = [];
-  let waiters: { type: string; where: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = [];
+  const waiters = new Waiters<Frame>();
   const writer = new FrameWriter(
     {
       write(text) {
@@ -39,11 +43,7 @@ export async function startInProcessHost(agent: Agent, options: { clock?: Clock;
           if (line === '') continue;
           const frame = JSON.parse(line) as Frame;
           frames.push(frame);
-          const waiter = waiters.find((w) => w.type === frame.type && w.where(frame));
-          if (waiter) {
-            waiters = waiters.filter((w) => w !== waiter);
-            waiter.resolve(frame);
-          }
+          waiters.offer(frame, 'one');
         }
       },
     },
@@ -67,9 +67,10 @@ export async function startInProcessHost(agent: Agent, options: { clock?: Clock;
     services,
     frames,
     frame(type, where = () => true) {
-      const found = frames.find((f) => f.type === type && where(f));
+      const match = (f: Frame) => f.type === type && where(f);
+      const found = frames.find(match);
       if (found) return Promise.resolve(found);
-      return new Promise((resolve) => waiters.push({ type, where, resolve }));
+      return waiters.wait(match, FRAME_WAIT_MS, () => `no ${type} frame within ${FRAME_WAIT_MS} ms; saw: ${frames.map((f) => f.type).join(', ')}`);
     },
     sessions() {
       const reader = Reader.open(file)!;

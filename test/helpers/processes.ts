@@ -7,6 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitGone } from '../../persistence/proc.js';
 import { LineReader } from '../../protocol/line-reader.js';
+import { Waiters } from './waiters.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = join(REPO_ROOT, 'dist', 'bin', 'turnhost.js');
@@ -31,8 +32,8 @@ export class HostProcess {
   stderr = '';
   readonly exited: Promise<Exit>;
   private readonly taken = new Set<Frame>();
-  private waiters: { match: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = [];
-  private stderrWaiters: { pattern: RegExp; resolve: () => void }[] = [];
+  private readonly frameWaiters = new Waiters<Frame>();
+  private readonly stderrWaiters = new Waiters<string>();
 
   constructor(readonly child: ChildProcess) {
     const reader = new LineReader({
@@ -44,9 +45,7 @@ export class HostProcess {
     child.stdout!.on('data', (chunk: Buffer) => reader.push(chunk));
     child.stderr!.on('data', (chunk: Buffer) => {
       this.stderr += chunk.toString('utf8');
-      const met = this.stderrWaiters.filter((w) => w.pattern.test(this.stderr));
-      this.stderrWaiters = this.stderrWaiters.filter((w) => !met.includes(w));
-      for (const w of met) w.resolve();
+      this.stderrWaiters.offer(this.stderr, 'all');
     });
     child.stdin!.on('error', () => {}); // writes after the child died are the test's business
     // 'close', not 'exit': by then every byte the process wrote has been read.
@@ -84,40 +83,16 @@ export class HostProcess {
       return Promise.resolve(found);
     }
     const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_MS;
-    return new Promise((resolvePromise, reject) => {
-      const waiter = {
-        match,
-        resolve: (f: Frame) => {
-          clearTimeout(timer);
-          resolvePromise(f);
-        },
-      };
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        const seen = this.frames.map((f) => f.type).join(', ');
-        reject(new Error(`no ${type} frame within ${timeoutMs} ms; saw: ${seen}\nstderr: ${this.stderr.slice(-2000)}`));
-      }, timeoutMs);
-      this.waiters.push(waiter);
+    return this.frameWaiters.wait(match, timeoutMs, () => {
+      const seen = this.frames.map((f) => f.type).join(', ');
+      return `no ${type} frame within ${timeoutMs} ms; saw: ${seen}\nstderr: ${this.stderr.slice(-2000)}`;
     });
   }
 
   /** Resolves once the process's stderr (its log) matches the pattern. */
-  logged(pattern: RegExp, timeoutMs = DEFAULT_WAIT_MS): Promise<void> {
-    if (pattern.test(this.stderr)) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const waiter = {
-        pattern,
-        resolve: () => {
-          clearTimeout(timer);
-          resolve();
-        },
-      };
-      const timer = setTimeout(() => {
-        this.stderrWaiters = this.stderrWaiters.filter((w) => w !== waiter);
-        reject(new Error(`stderr did not match ${pattern} within ${timeoutMs} ms:\n${this.stderr.slice(-2000)}`));
-      }, timeoutMs);
-      this.stderrWaiters.push(waiter);
-    });
+  async logged(pattern: RegExp, timeoutMs = DEFAULT_WAIT_MS): Promise<void> {
+    if (pattern.test(this.stderr)) return;
+    await this.stderrWaiters.wait((text) => pattern.test(text), timeoutMs, () => `stderr did not match ${pattern} within ${timeoutMs} ms:\n${this.stderr.slice(-2000)}`);
   }
 
   /** Every frame of this type seen so far (taken or not). */
@@ -147,11 +122,7 @@ export class HostProcess {
 
   private onFrame(frame: Frame): void {
     this.frames.push(frame);
-    const waiter = this.waiters.find((w) => w.match(frame));
-    if (waiter === undefined) return;
-    this.waiters = this.waiters.filter((w) => w !== waiter);
-    this.taken.add(frame);
-    waiter.resolve(frame);
+    if (this.frameWaiters.offer(frame, 'one')) this.taken.add(frame);
   }
 }
 
