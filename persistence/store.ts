@@ -200,9 +200,19 @@ export class Store {
     return rows.map((r) => ({ sid: r.sid, session_key: r.session_key, reason: (r.retained_reason ?? 'crash') as RetainReason }));
   }
 
+  /**
+   * Leaves everything in the database file: SQLite checkpoints on close only when it is the last
+   * connection, and the daemon's reader usually is not gone yet, so a quiet home would otherwise
+   * keep its whole history in the WAL. A checkpoint a reader blocks is skipped, never fatal.
+   */
   close(): void {
     this.flushQueued();
     this.walSync.stop();
+    try {
+      this.db.pragma('wal_checkpoint(TRUNCATE)');
+    } catch {
+      // busy past busy_timeout: the WAL stays, and the next open replays it
+    }
     this.db.close();
   }
 }

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -84,6 +84,23 @@ describe('store', () => {
     }
     expect(written).to.be.greaterThan(2 * walBound);
     expect(largest).to.be.at.most(walBound);
+  });
+
+  it('leaves everything in the database file on close, even while a reader is connected', async () => {
+    const file = join(dir, 'turnhost.db');
+    await store.commit((w) => {
+      w.saveSession(row('s1', 1));
+      w.appendMessages('s1', 0, [{ role: 'user', content: 'kept' }], 't1');
+    });
+    const reader = new Database(file, { readonly: true });
+    expect(reader.prepare('SELECT count(*) AS n FROM messages').get()).to.deep.equal({ n: 1 }); // now attached to the WAL
+    store.close();
+    store = Store.open(join(dir, 'other.db'));
+    copyFileSync(file, join(dir, 'copy.db')); // the file alone, without its WAL
+    reader.close();
+    const copy = new Database(join(dir, 'copy.db'), { readonly: true });
+    expect(copy.prepare('SELECT content FROM messages').all()).to.deep.equal([{ content: 'kept' }]);
+    copy.close();
   });
 
   it('fails only the bad unit of a group, and commits the others', async () => {
