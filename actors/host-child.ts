@@ -12,8 +12,9 @@ const PASSED_PREFIXES = ['LC_', 'TURNHOST_'];
 /** A space-separated list of extra variables an agent needs (an API key, say). */
 const EXTRA_NAMES = 'TURNHOST_AGENT_ENV';
 
-export function hostEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const extra = (env[EXTRA_NAMES] ?? '').split(/\s+/).filter((n) => n !== '');
+/** `agentNames`: what the agent needs besides (the model agent's key variable, say). */
+export function hostEnvironment(env: NodeJS.ProcessEnv, agentNames: readonly string[] = []): NodeJS.ProcessEnv {
+  const extra = [...(env[EXTRA_NAMES] ?? '').split(/\s+/).filter((n) => n !== ''), ...agentNames];
   const passed: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;

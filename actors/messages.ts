@@ -1,7 +1,9 @@
 // Every message the host process's actors exchange. Requests carry a typed `replyTo`.
+import type { TurnResult } from '../agents/agent.js';
 import type { Work } from '../persistence/store.js';
+import type { ChatMessage } from '../protocol/chat.js';
 import type { ControlFrame, HostInFrame, InterruptFrame, ReloadMcpFrame, RespondFrame, TurnStartFrame } from '../protocol/frames.js';
-import type { RetainReason, ShutdownReport } from '../protocol/outbound.js';
+import type { RetainReason, ShutdownReport, TurnUsage } from '../protocol/outbound.js';
 import type { CancelReason, ServerRequestMethod } from '../protocol/rpc.js';
 import type { ControlRequest } from './routes.js';
 import type { Ref } from './runtime.js';
@@ -25,6 +27,8 @@ export interface FinishedTurn {
   outcome: TurnOutcome;
   startedAt: number;
   endedAt: number;
+  model?: string;
+  usage?: TurnUsage;
 }
 
 export interface HostStats {
@@ -105,7 +109,8 @@ export type SessionMsg =
   | FrameMsg
   | { kind: 'slot'; ticketId: number }
   | { kind: 'admission-refused'; ticketId: number }
-  | { kind: 'turn-done'; turnId: string; reply: string | null; error: Error | null }
+  | { kind: 'turn-done'; turnId: string; result: TurnResult | null; error: Error | null }
+  | { kind: 'compress-history'; turnId: string; summary: ChatMessage[]; replyTo: Ref<string | null> }
   | { kind: 'activity-tick'; turnId: string }
   | { kind: 'open-request'; method: ServerRequestMethod; params: Record<string, unknown>; timeoutMs: number; turnId: string; replyTo: Ref<unknown> }
   | { kind: 'request-closed'; id: string }

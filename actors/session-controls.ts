@@ -14,6 +14,8 @@ interface HistoryChange {
   /** Stored messages from this position on are replaced. */
   keepStored: number;
   rotateKey: boolean;
+  /** The running turn's messages (from `fromSeq` on) keep their turn id when rewritten. */
+  turnTail?: { fromSeq: number; turnId: string };
 }
 
 class ControlFailure extends Error {}
@@ -33,8 +35,8 @@ export async function runControl(s: SessionState, frame: ControlFrame, request: 
 export async function reloadTools(s: SessionState, frame: ControlFrame | ReloadMcpFrame, env: SessionEnv): Promise<void> {
   const { writer, agent } = env.services;
   try {
-    await agent.reloadTools?.();
-    writer.write({ type: 'reload_mcp.ack', sid: s.sid, request_id: frame.request_id, response: rpcResult(frame.request_id, { status: 'ok' }) });
+    const result = (await agent.reloadTools?.()) ?? { status: 'ok' };
+    writer.write({ type: 'reload_mcp.ack', sid: s.sid, request_id: frame.request_id, response: rpcResult(frame.request_id, result) });
   } catch (err) {
     writer.write({ type: 'control.error', sid: s.sid, request_id: frame.request_id, message: `reload failed: ${(err as Error).message}` });
   }
@@ -46,8 +48,13 @@ async function applyControl(s: SessionState, request: Exclude<ControlRequest, { 
       return { saved: await saveRunningTail(s, env) };
     case 'session.compress':
     case 'slash.compress': {
-      const compress = env.services.agent.compress ?? keepRecent;
-      const summary = await compress(s.history, request.focusTopic);
+      const agent = env.services.agent;
+      let summary: ChatMessage[];
+      try {
+        summary = agent.compress ? await agent.compress(s.history, request.focusTopic, { sid: s.sid, overrides: s.overrides }) : keepRecent(s.history, request.focusTopic);
+      } catch (err) {
+        throw new ControlFailure(`compression failed: ${(err as Error).message}`);
+      }
       const replaced = s.history.length;
       await changeHistory(s, { history: summary, keepStored: 0, rotateKey: true }, env);
       return { output: `compressed ${replaced} messages into ${summary.length}`, replaced };
@@ -106,9 +113,12 @@ async function changeHistory(s: SessionState, change: HistoryChange, env: Sessio
   const rewritten = change.history.slice(keep);
   const next: SessionState = { ...s, sessionKey, history: change.history, historyVersion: s.historyVersion + 1 };
   const row = sessionRow(next, env.services.bootId);
+  const tail = change.turnTail;
+  const untilTail = tail === undefined ? rewritten.length : Math.max(0, tail.fromSeq - keep);
   const work: Work = (w) => {
     w.truncateHistory(s.sid, keep);
-    w.appendMessages(s.sid, keep, rewritten, null);
+    w.appendMessages(s.sid, keep, rewritten.slice(0, untilTail), null);
+    if (tail !== undefined) w.appendMessages(s.sid, keep + untilTail, rewritten.slice(untilTail), tail.turnId);
     w.saveSession(row);
   };
   await env.services.store.commit(work);
@@ -119,6 +129,8 @@ async function changeHistory(s: SessionState, change: HistoryChange, env: Sessio
 }
 
 async function changeOverrides(s: SessionState, overrides: SessionState['overrides'], env: SessionEnv): Promise<void> {
+  const refusal = env.services.agent.checkOverrides?.(overrides) ?? null;
+  if (refusal !== null) throw new ControlFailure(refusal);
   const previous = { overrides: s.overrides, text: s.overridesText };
   setOverrides(s, overrides);
   const row = sessionRow(s, env.services.bootId);
@@ -130,4 +142,23 @@ async function changeOverrides(s: SessionState, overrides: SessionState['overrid
     s.overridesText = previous.text;
     throw err;
   }
+}
+
+/**
+ * The running turn's agent compressed the history before its prompt: that part becomes the
+ * summary, the prompt and what the turn saved since keep their place after it. Answers null,
+ * or why it could not (the turn is gone, the commit failed); the history is unchanged then.
+ */
+export async function compressDuringTurn(s: SessionState, turnId: string, summary: ChatMessage[], env: SessionEnv): Promise<string | null> {
+  if (s.activity.phase !== 'running' || s.activity.turn.turnId !== turnId || s.activity.turn.finished) return 'the turn has ended';
+  const turn = s.activity.turn;
+  const tail = s.history.slice(turn.promptSeq);
+  try {
+    await changeHistory(s, { history: [...summary, ...tail], keepStored: 0, rotateKey: true, turnTail: { fromSeq: summary.length, turnId } }, env);
+  } catch (err) {
+    env.services.log.error({ err, sid: s.sid, turnId }, 'could not store a compressed history');
+    return `could not store the compressed history: ${(err as Error).message}`;
+  }
+  turn.promptSeq = summary.length;
+  return null;
 }

@@ -18,6 +18,8 @@ export interface RunningTurn {
   ticketId: number;
   startedNs: bigint;
   startedAt: number;
+  /** The prompt's position in the history: what lies before it is what a compression may replace. */
+  promptSeq: number;
   controller: AbortController;
   /** Messages the agent appended that are not committed yet. */
   pending: ChatMessage[];

@@ -1,8 +1,11 @@
 // A session's turn, from turn.start to turn.end (PROTOCOL.md §1.3, durability rules 1 and 2).
 //   idle ──turn.start──▶ waiting ──slot──▶ (commit prompt + running row) ──▶ running ──turn-done──▶ (commit tail) ──▶ idle
+import { AgentFailure, type TurnResult } from '../agents/agent.js';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { TurnStartFrame } from '../protocol/frames.js';
 import { Nanos } from '../protocol/nanos.js';
+import type { TurnErrorReason } from '../protocol/outbound.js';
+import type { TurnReport } from '../persistence/store-writer.js';
 import { rpcEvent } from '../protocol/rpc.js';
 import type { FinishedTurn, HostMsg, SessionMsg, TurnOutcome } from './messages.js';
 import { tell, SECOND_MS, type Ref } from './runtime.js';
@@ -100,6 +103,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
     ticketId,
     startedNs: clock.hostNs(),
     startedAt: Date.now(),
+    promptSeq: historyLength,
     controller: new AbortController(),
     pending: [],
     lastEventNs: null,
@@ -141,7 +145,7 @@ function failBeforeStart(s: SessionState, frame: TurnStartFrame, turnId: string,
 }
 
 /** The agent finished (or threw): commit its messages, then say turn.end (or turn.error). */
-export async function finishTurn(s: SessionState, turnId: string, reply: string | null, error: Error | null, env: SessionEnv): Promise<void> {
+export async function finishTurn(s: SessionState, turnId: string, result: TurnResult | null, error: Error | null, env: SessionEnv): Promise<void> {
   if (s.activity.phase !== 'running' || s.activity.turn.turnId !== turnId) return;
   const turn = s.activity.turn;
   turn.finished = true;
@@ -149,25 +153,32 @@ export async function finishTurn(s: SessionState, turnId: string, reply: string 
   if (s.lifecycle === 'retained') return; // the shutdown already wrote this turn's partial tail
   const interrupted = turn.controller.signal.aborted;
   const outcome: TurnOutcome = interrupted ? 'interrupted' : error ? 'failed' : 'completed';
+  const reply = result?.reply ?? null;
   const messages = turn.pending.slice();
   if (reply !== null && (outcome === 'completed' || reply !== '')) messages.push({ role: 'assistant', content: reply });
   const failure = outcome === 'failed' ? (error?.message ?? 'agent failed') : null;
-  const persisted = await commitTurnEnd(s, turn, messages, outcome, failure, env);
+  const report = { ...(result?.model === undefined ? {} : { model: result.model }), ...(result?.usage === undefined ? {} : { usage: result.usage }) };
+  const persisted = await commitTurnEnd(s, turn, messages, { outcome, failure, report }, env);
   s.activity = { phase: 'idle' };
   s.lastActiveMs = env.services.clock.nowMs();
-  tell(env.host, { kind: 'release', ticketId: turn.ticketId, finished: finishedTurn(s, turn, outcome) });
-  if (persisted !== true) reportTurnError(s, turn, `could not persist the turn: ${persisted.message}`, env);
-  else if (outcome === 'failed') reportTurnError(s, turn, failure!, env);
-  else reportTurnEnd(s, turn, reply, interrupted, env);
+  tell(env.host, { kind: 'release', ticketId: turn.ticketId, finished: { ...finishedTurn(s, turn, outcome), ...report } });
+  if (persisted !== true) reportTurnError(s, turn, `could not persist the turn: ${persisted.message}`, 'exception', env);
+  else if (outcome === 'failed') reportTurnError(s, turn, failure!, error instanceof AgentFailure ? error.reason : 'exception', env);
+  else reportTurnEnd(s, turn, result, interrupted, env);
   ackDrainWaiters(s);
+}
+
+interface TurnEnding {
+  outcome: TurnOutcome;
+  failure: string | null;
+  report: TurnReport;
 }
 
 async function commitTurnEnd(
   s: SessionState,
   turn: RunningTurn,
   messages: ChatMessage[],
-  outcome: TurnOutcome,
-  failure: string | null,
+  ending: TurnEnding,
   env: SessionEnv,
 ): Promise<true | Error> {
   const { store } = env.services;
@@ -176,7 +187,7 @@ async function commitTurnEnd(
   try {
     await store.commit((w) => {
       w.appendMessages(s.sid, firstSeq, messages, turn.turnId);
-      w.endTurn(turn.turnId, outcome, failure);
+      w.endTurn(turn.turnId, ending.outcome, ending.failure, ending.report);
       w.touchSession(s.sid, version);
     });
   } catch (err) {
@@ -188,9 +199,9 @@ async function commitTurnEnd(
   return true;
 }
 
-function reportTurnEnd(s: SessionState, turn: RunningTurn, reply: string | null, interrupted: boolean, env: SessionEnv): void {
+function reportTurnEnd(s: SessionState, turn: RunningTurn, result: TurnResult | null, interrupted: boolean, env: SessionEnv): void {
   const { writer, clock, agent } = env.services;
-  if (reply !== null) writer.write({ type: 'rpc', sid: s.sid, message: rpcEvent(s.sid, 'message.complete', { text: reply }) });
+  if (result !== null) writer.write({ type: 'rpc', sid: s.sid, message: rpcEvent(s.sid, 'message.complete', { text: result.reply }) });
   writer.write({
     type: 'turn.end',
     sid: s.sid,
@@ -199,13 +210,14 @@ function reportTurnEnd(s: SessionState, turn: RunningTurn, reply: string | null,
     ...historyMeta(s),
     interrupted,
     ended_ns: Nanos.of(clock.hostNs()),
+    ...(result?.usage === undefined ? {} : { usage: result.usage }),
     session_info: sessionInfo(s, agent.name),
     session_info_emitted: true,
   });
 }
 
-function reportTurnError(s: SessionState, turn: RunningTurn, message: string, env: SessionEnv): void {
-  env.services.writer.write({ type: 'turn.error', sid: s.sid, request_id: turn.requestId, turn_id: turn.turnId, message, reason: 'exception' });
+function reportTurnError(s: SessionState, turn: RunningTurn, message: string, reason: TurnErrorReason, env: SessionEnv): void {
+  env.services.writer.write({ type: 'turn.error', sid: s.sid, request_id: turn.requestId, turn_id: turn.turnId, message, reason });
 }
 
 function finishedTurn(s: SessionState, turn: RunningTurn, outcome: TurnOutcome): FinishedTurn {

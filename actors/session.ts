@@ -8,7 +8,7 @@ import type { FrameMsg, HostMsg, SessionDescription, SessionMsg, Settled } from 
 import { actorName, spawnActor, tell, type ActorContext, type AnyRef, type Ref } from './runtime.js';
 import { spawnServerRequest } from './server-request.js';
 import type { HostServices } from './services.js';
-import { reloadTools, runControl } from './session-controls.js';
+import { compressDuringTurn, reloadTools, runControl } from './session-controls.js';
 import { newSessionState, type SessionState } from './session-state.js';
 import { retain } from './session-lifecycle.js';
 import {
@@ -56,7 +56,10 @@ async function handle(s: SessionState, msg: SessionMsg, env: SessionEnv, ctx: Ac
       refuseWaitingTurn(s, msg.ticketId, env);
       return s;
     case 'turn-done':
-      await finishTurn(s, msg.turnId, msg.reply, msg.error, env);
+      await finishTurn(s, msg.turnId, msg.result, msg.error, env);
+      return s;
+    case 'compress-history':
+      tell(msg.replyTo, await compressDuringTurn(s, msg.turnId, msg.summary, env));
       return s;
     case 'activity-tick':
       sampleActivity(s, msg.turnId, env);

@@ -4,7 +4,8 @@
 // exactly once: the mailbox orders the two.
 import type { Logger } from 'pino';
 import { removeRegistry, reconcile, writeRegistry, type ProcessProbe } from '../persistence/registry.js';
-import type { HelloFrame } from '../protocol/outbound.js';
+import type { HelloFrame, TurnUsage } from '../protocol/outbound.js';
+import type { EventPayloads } from '../protocol/rpc.js';
 import { RpcError } from '../protocol/client-rpc.js';
 import type { Clock } from './clock.js';
 import { HostChild, type HostChildEvents, type HostHandle } from './host-child.js';
@@ -266,9 +267,10 @@ function turnEvents(frame: HostFrameIn, forClients: GatewayMsg[]): void {
   if (frame.type === 'turn.error') {
     forClients.push({ kind: 'event', sid, type: 'turn.error', payload: { turn_id, message: String(frame['message']), reason: String(frame['reason'] ?? 'exception') } });
   } else {
-    const payload: { turn_id: string; interrupted: boolean; message_count?: number; history_version?: number } = { turn_id, interrupted: frame['interrupted'] === true };
+    const payload: EventPayloads['turn.end'] = { turn_id, interrupted: frame['interrupted'] === true };
     if (typeof frame['message_count'] === 'number') payload.message_count = frame['message_count'];
     if (typeof frame['history_version'] === 'number') payload.history_version = frame['history_version'];
+    if (typeof frame['usage'] === 'object' && frame['usage'] !== null) payload.usage = frame['usage'] as TurnUsage;
     forClients.push({ kind: 'event', sid, type: 'turn.end', payload });
   }
   forClients.push({ kind: 'turn-ended', sid });

@@ -1,6 +1,6 @@
 // What an agent sees of its turn, and how its promise reports back to the session actor.
-import type { Agent, AgentEvent, TurnContext } from '../agents/agent.js';
-import type { ChatMessage } from '../protocol/chat.js';
+import type { Agent, AgentEvent, TurnContext, TurnResult } from '../agents/agent.js';
+import { sanitizeMessage, type ChatMessage } from '../protocol/chat.js';
 import { rpcEvent, type RpcEvent, type ServerRequestMethod } from '../protocol/rpc.js';
 import type { SessionMsg } from './messages.js';
 import { ask, tell, SECOND_MS, type Ref } from './runtime.js';
@@ -9,6 +9,12 @@ import type { RunningTurn } from './session-state.js';
 
 /** The ask query outlives the request's own timeout by this much, so the request always answers first. */
 const ASK_MARGIN_MS = 5 * SECOND_MS;
+/** One commit of the session's history; far longer than any healthy commit takes. */
+const COMPRESS_TIMEOUT_MS = 30 * SECOND_MS;
+/** tool.start carries the arguments, cut here (AGENT.md §3). */
+const TOOL_ARGUMENTS_MAX = 2048;
+/** tool.complete carries the first characters of the result. */
+const TOOL_SUMMARY_MAX = 200;
 
 export interface TurnSpec {
   sid: string;
@@ -43,7 +49,17 @@ export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: Ho
     },
     append(message: ChatMessage): void {
       if (turn.finished) return;
-      turn.pending.push({ role: String(message.role), content: String(message.content) });
+      turn.pending.push(sanitizeMessage(message));
+    },
+    async compressHistory(summary: ChatMessage[]): Promise<void> {
+      if (turn.finished) throw new Error('the turn has ended');
+      const clean = summary.map(sanitizeMessage);
+      const failure = await ask(
+        self,
+        (replyTo: Ref<string | null>): SessionMsg => ({ kind: 'compress-history', turnId: turn.turnId, summary: clean, replyTo }),
+        COMPRESS_TIMEOUT_MS,
+      );
+      if (failure !== null) throw new Error(failure);
     },
     async ask(method: ServerRequestMethod, params: Record<string, unknown>, options = {}): Promise<unknown> {
       if (turn.finished || turn.controller.signal.aborted) return null;
@@ -66,10 +82,20 @@ function toRpcEvent(sid: string, event: AgentEvent): RpcEvent | undefined {
   switch (event.type) {
     case 'message.delta':
       return rpcEvent(sid, 'message.delta', { text: String(event.text) });
+    case 'reasoning.delta':
+      return rpcEvent(sid, 'reasoning.delta', { text: String(event.text) });
     case 'tool.start':
-      return rpcEvent(sid, 'tool.start', { id: String(event.id), name: String(event.name) });
+      return rpcEvent(sid, 'tool.start', {
+        id: String(event.id),
+        name: String(event.name),
+        ...(event.arguments === undefined ? {} : { arguments: String(event.arguments).slice(0, TOOL_ARGUMENTS_MAX) }),
+      });
     case 'tool.complete':
-      return rpcEvent(sid, 'tool.complete', { id: String(event.id), ok: event.ok === true });
+      return rpcEvent(sid, 'tool.complete', {
+        id: String(event.id),
+        ok: event.ok === true,
+        ...(event.summary === undefined ? {} : { summary: String(event.summary).slice(0, TOOL_SUMMARY_MAX) }),
+      });
     case 'status.update':
       return rpcEvent(sid, 'status.update', { kind: String(event.kind), text: String(event.text) });
     case 'error':
@@ -81,16 +107,28 @@ function toRpcEvent(sid: string, event: AgentEvent): RpcEvent | undefined {
 
 /** Runs the agent; its outcome comes back to the session as a `turn-done` message. */
 export function runAgent(agent: Agent, context: TurnContext, self: Ref<SessionMsg>): void {
-  const done = (reply: string | null, error: Error | null): void =>
-    tell(self, { kind: 'turn-done', turnId: context.turnId, reply, error });
-  let running: Promise<{ reply: unknown }>;
+  const done = (result: TurnResult | null, error: Error | null): void =>
+    tell(self, { kind: 'turn-done', turnId: context.turnId, result, error });
+  let running: Promise<Partial<TurnResult> | undefined>;
   try {
     running = Promise.resolve(agent.runTurn(context));
   } catch (err) {
     running = Promise.reject(err);
   }
   running.then(
-    (result) => done(typeof result?.reply === 'string' ? result.reply : String(result?.reply ?? ''), null),
+    (result) => done(checkedResult(result), null),
     (err: unknown) => done(null, err instanceof Error ? err : new Error(String(err))),
   );
+}
+
+/** Agents are user code: the reply becomes a string, usage only when it has the documented numbers. */
+function checkedResult(result: Partial<TurnResult> | undefined): TurnResult {
+  const reply = typeof result?.reply === 'string' ? result.reply : String(result?.reply ?? '');
+  const checked: TurnResult = { reply };
+  if (typeof result?.model === 'string') checked.model = result.model;
+  const u = result?.usage;
+  if (u && [u.prompt_tokens, u.completion_tokens, u.calls].every((n) => Number.isSafeInteger(n) && n >= 0)) {
+    checked.usage = { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, calls: u.calls };
+  }
+  return checked;
 }

@@ -1,9 +1,10 @@
 // The agent interface: an agent runs one turn of one session. The host owns history,
 // persistence and the wire; an agent only sees its turn.
 import type { ChatMessage } from '../protocol/chat.js';
+import type { TurnErrorReason, TurnUsage } from '../protocol/outbound.js';
 import type { ServerRequestMethod } from '../protocol/rpc.js';
 
-export type { ChatMessage };
+export type { ChatMessage, TurnUsage };
 
 /** Per-session settings changed by the slash routes; stored with the session. */
 export interface SessionOverrides {
@@ -14,8 +15,9 @@ export interface SessionOverrides {
 
 export type AgentEvent =
   | { type: 'message.delta'; text: string }
-  | { type: 'tool.start'; id: string; name: string }
-  | { type: 'tool.complete'; id: string; ok: boolean }
+  | { type: 'reasoning.delta'; text: string }
+  | { type: 'tool.start'; id: string; name: string; arguments?: string }
+  | { type: 'tool.complete'; id: string; ok: boolean; summary?: string }
   | { type: 'status.update'; kind: string; text: string }
   | { type: 'error'; message: string };
 
@@ -43,20 +45,50 @@ export interface TurnContext {
    * result object, or null when declined, cancelled or timed out.
    */
   ask(method: ServerRequestMethod, params: Record<string, unknown>, options?: AskOptions): Promise<unknown>;
+  /**
+   * Replaces the history before this turn's prompt with `summary` (a compression during the
+   * turn): committed, and the session gets a new session_key. Rejects when it could not be stored.
+   */
+  compressHistory(summary: ChatMessage[]): Promise<void>;
 }
 
 export interface TurnResult {
   /** The assistant's reply: added to the history as the turn's last message. */
   reply: string;
+  /** The model that answered, and the turn's usage: stored with the turn and sent on turn.end. */
+  model?: string;
+  usage?: TurnUsage;
+}
+
+/** The session a compress route runs for. */
+export interface SessionView {
+  readonly sid: string;
+  readonly overrides: Readonly<SessionOverrides>;
+}
+
+export type AgentFailureReason = Extract<TurnErrorReason, 'auth' | 'upstream' | 'stalled'>;
+
+/** A turn failure whose reason a client can act on (AGENT.md §4); any other throw is an `exception`. */
+export class AgentFailure extends Error {
+  constructor(
+    readonly reason: AgentFailureReason,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 export interface Agent {
   readonly name: string;
   runTurn(turn: TurnContext): Promise<TurnResult>;
   /** Summarizes a history for the compress routes; the host has a default when absent. */
-  compress?(history: readonly ChatMessage[], focusTopic: string | null): ChatMessage[] | Promise<ChatMessage[]>;
-  /** Reloads the agent's tools (the `reload.mcp` route). */
-  reloadTools?(): void | Promise<void>;
+  compress?(history: readonly ChatMessage[], focusTopic: string | null, session: SessionView): ChatMessage[] | Promise<ChatMessage[]>;
+  /** Reloads the agent's tools (the `reload.mcp` route); what it returns is the route's result. */
+  reloadTools?(): unknown;
+  /** A reason to refuse a session's new overrides (an unknown personality, say), or null. */
+  checkOverrides?(overrides: Readonly<SessionOverrides>): string | null;
+  /** Called once when the host stops: end the agent's own processes and connections. */
+  close?(): Promise<void>;
 }
 
 export function isAgent(value: unknown): value is Agent {

@@ -4,26 +4,32 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isAgent, type Agent } from './agent.js';
+import { AgentLoadError } from './loader-error.js';
+import { loadModelConfig, type ConfigSource } from './model/config.js';
+import { createModelAgent, type ModelAgentOptions } from './model/model-agent.js';
 import { scriptAgent } from './script.js';
 
-const BUILT_IN: Record<string, Agent> = { script: scriptAgent };
+/** What a built-in agent may need to start: the model agent reads its config (AGENT.md §1). */
+export interface AgentSetup extends ModelAgentOptions {}
 
-/** A configuration error: the process exits with EX_CONFIG (78). */
-export class AgentLoadError extends Error {
-  readonly exitCode = 78;
-}
+const BUILT_IN: Record<string, (setup: AgentSetup) => Agent> = {
+  script: () => scriptAgent,
+  openai: (setup) => createModelAgent(setup),
+};
+
+export { AgentLoadError };
 
 function looksLikePath(spec: string): boolean {
   return spec.includes('/') || spec.includes('\\') || /\.(c|m)?js$/.test(spec);
 }
 
-export async function loadAgent(spec: string, cwd = process.cwd()): Promise<Agent> {
+export async function loadAgent(spec: string, setup: AgentSetup, cwd = process.cwd()): Promise<Agent> {
   if (!looksLikePath(spec)) {
-    const agent = BUILT_IN[spec];
-    if (agent === undefined) {
+    const create = BUILT_IN[spec];
+    if (create === undefined) {
       throw new AgentLoadError(`unknown agent "${spec}" (built in: ${Object.keys(BUILT_IN).join(', ')}; or give a path to a module)`);
     }
-    return agent;
+    return create(setup);
   }
   const file = isAbsolute(spec) ? spec : resolve(cwd, spec);
   if (!existsSync(file)) throw new AgentLoadError(`agent module not found: ${file}`);
@@ -41,4 +47,14 @@ export async function loadAgent(spec: string, cwd = process.cwd()): Promise<Agen
     );
   }
   return agent;
+}
+
+/**
+ * The environment variables the agent needs beyond the host's allowlist (AGENT.md §1): the
+ * model agent's base URL and the variable its config names for the key. Reading them validates
+ * the config, so a daemon or `start` refuses a broken one (AgentLoadError) before any host runs.
+ */
+export function agentEnvironmentNames(spec: string, source: ConfigSource): string[] {
+  if (spec !== 'openai') return [];
+  return ['OPENAI_BASE_URL', loadModelConfig(source).api_key_env];
 }

@@ -26,7 +26,7 @@ export const scriptAgent: Agent = {
     if (outcomes) emitText(script, outcomes);
     return { reply: [...script.echoed, ...script.outcomes].join('\n') };
   },
-  compress: keepRecent,
+  compress: (history, focusTopic) => keepRecent(history, focusTopic),
 };
 
 async function runDirective(script: Script, line: string): Promise<void> {

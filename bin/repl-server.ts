@@ -1,6 +1,7 @@
 // The debug REPL of the running daemon, on <home>/repl.sock (0600): one node:repl per
 // connection with inspection commands that print aligned tables. A throw, a rejection or a bad
 // query stays inside the REPL; `.exit` ends only that connection; process.exit is refused.
+import type { FinishedTurn } from '../actors/messages.js';
 import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import repl, { type REPLServer } from 'node:repl';
@@ -83,11 +84,11 @@ function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): REPLSer
     printRows(out, ['SESSION', 'STATUS', 'RUNNING', 'MESSAGES', 'AGE'], sessions.map((s) => [s.session_id, s.status, running.has(s.session_id) ? 'yes' : '', s.message_count, age(Date.parse(s.updated_at))]));
   });
   command('turns', 'running and recent turns', async () => {
-    const turns = (await host('turns')) as { running: { sid: string; turn_id: string }[]; waiting: { sid: string; turn_id: string }[]; recent: { sid: string; turnId: string; outcome: string; startedAt: number; endedAt: number }[] };
-    printRows(out, ['SESSION', 'TURN', 'STATE', 'DURATION'], [
-      ...turns.running.map((t) => [t.sid, t.turn_id, 'running', '']),
-      ...turns.waiting.map((t) => [t.sid, t.turn_id, 'waiting', '']),
-      ...turns.recent.map((t) => [t.sid, t.turnId, t.outcome, `${t.endedAt - t.startedAt} ms`]),
+    const turns = (await host('turns')) as { running: { sid: string; turn_id: string }[]; waiting: { sid: string; turn_id: string }[]; recent: FinishedTurn[] };
+    printRows(out, ['SESSION', 'TURN', 'STATE', 'DURATION', 'MODEL', 'TOKENS (PROMPT+COMPLETION/CALLS)'], [
+      ...turns.running.map((t) => [t.sid, t.turn_id, 'running', '', '', '']),
+      ...turns.waiting.map((t) => [t.sid, t.turn_id, 'waiting', '', '', '']),
+      ...turns.recent.map((t) => [t.sid, t.turnId, t.outcome, `${t.endedAt - t.startedAt} ms`, t.model ?? '', t.usage ? `${t.usage.prompt_tokens}+${t.usage.completion_tokens}/${t.usage.calls}` : '']),
     ]);
   });
   command('requests', 'open server requests with their age', async () => {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The turnhost command line (PROTOCOL.md §3). Wiring only: each command's body is in commands/.
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { agentEnvironmentNames, AgentLoadError } from '../agents/loader.js';
 import { chatCommand } from './commands/chat.js';
 import { daemonCommand, hostArgs } from './commands/daemon.js';
 import { hostCommand } from './commands/host.js';
@@ -26,7 +27,8 @@ const homeOption = () => new Option('--home <dir>', 'home folder (default: $TURN
 
 function hostOptions(command: Command): Command {
   return command
-    .option('--agent <name|path>', 'the agent: a built-in name (script) or a path to an ES module', 'script')
+    .option('--agent <name|path>', 'the agent: a built-in name (script, openai) or a path to an ES module', 'script')
+    .option('--agent-config <file>', "the model agent's config (default: $TURNHOST_AGENT_CONFIG, else <home>/agent.json)")
     .option('--workers <n>', 'turns that may run at once (default: $TURNHOST_WORKERS, else 8)', positiveInteger)
     .option('--heartbeat-secs <s>', 'heartbeat period; <= 0 turns heartbeat and parent guard off (default 5)', seconds);
 }
@@ -38,10 +40,16 @@ async function run(name: string, body: () => number | Promise<number>): Promise<
     code = await body();
   } catch (err) {
     process.stderr.write(`turnhost ${name}: ${(err as Error).message}\n`);
-    code = 1;
+    code = err instanceof AgentLoadError ? err.exitCode : 1;
   }
   process.exitCode = code;
   process.exit(code);
+}
+
+/** A broken agent config fails here, in one line with exit 78, not later in a background daemon. */
+function checkAgentConfig(opts: { home?: string; agent: string; agentConfig?: string }): undefined {
+  agentEnvironmentNames(opts.agent, { home: homeFrom(opts.home), flag: opts.agentConfig, env: process.env });
+  return undefined;
 }
 
 const program = new Command('turnhost')
@@ -51,17 +59,22 @@ const program = new Command('turnhost')
 
 hostOptions(program.command('host').description('run the compute host on stdin/stdout (the host protocol)'))
   .addOption(homeOption())
-  .action((opts) => run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs })));
+  .action((opts) => run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs })));
 
 hostOptions(program.command('daemon').description('run the supervisor in the foreground (the options go to its host)'))
   .addOption(homeOption())
   .action((opts) =>
-    run('daemon', () => daemonCommand({ home: homeFrom(opts.home), agent: opts.agent, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, echoLog: true })),
+    run('daemon', () => daemonCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, echoLog: true })),
   );
 
 hostOptions(program.command('start').description('start the daemon in the background; prints its pid once its socket answers'))
   .addOption(homeOption())
-  .action((opts) => run('start', () => startCommand(homeFrom(opts.home), hostArgs(opts))));
+  .action((opts) =>
+    run('start', () => {
+      checkAgentConfig(opts);
+      return startCommand(homeFrom(opts.home), hostArgs(opts));
+    }),
+  );
 
 program
   .command('stop')
@@ -83,6 +96,7 @@ hostOptions(program.command('chat').description('one turn (TEXT), or a prompt lo
   .option('--session <id>', 'the session to use (default: a new one)')
   .action((text: string | undefined, opts) =>
     run('chat', () =>
+      checkAgentConfig(opts) ??
       chatCommand(homeFrom(opts.home), { ...(opts.session ? { session: opts.session } : {}), ...(text !== undefined ? { text } : {}), hostArgs: hostArgs(opts) }),
     ),
   );

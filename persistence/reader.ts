@@ -2,6 +2,8 @@
 // run while the host writes; nothing here ever writes.
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
+import type { ToolCall } from '../protocol/chat.js';
+import type { TurnUsage } from '../protocol/outbound.js';
 import type { SessionStatus } from './store.js';
 
 /** One row of `turnhost sessions --json` (PROTOCOL.md §3). */
@@ -16,13 +18,36 @@ export interface SessionSummary {
   updated_at: string;
 }
 
-/** One row of `turnhost history ID --json`. */
+/** One row of `turnhost history ID --json`; the tool fields only on messages that have them. */
 export interface HistoryEntry {
   seq: number;
   role: string;
   content: string;
   turn_id: string | null;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+  /** On a turn's last assistant message: the model that answered and the turn's usage. */
+  model?: string;
+  usage?: TurnUsage;
 }
+
+interface HistoryRow {
+  seq: number;
+  role: string;
+  content: string;
+  turn_id: string | null;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+}
+
+interface TurnUsageRow {
+  model: string | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  model_calls: number | null;
+}
+
+const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_call_id';
 
 export const SESSION_STATUSES: readonly SessionStatus[] = ['active', 'finalized', 'retained'];
 
@@ -70,18 +95,39 @@ export class Reader {
   /** The session's messages, oldest first (the last `limit` when given); undefined for an unknown session. */
   history(sid: string, limit?: number): HistoryEntry[] | undefined {
     if (this.session(sid) === undefined) return undefined;
-    if (limit === undefined) {
-      return this.db.prepare('SELECT seq, role, content, turn_id FROM messages WHERE sid = ? ORDER BY seq').all(sid) as HistoryEntry[];
+    const rows =
+      limit === undefined
+        ? (this.db.prepare(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = ? ORDER BY seq`).all(sid) as HistoryRow[])
+        : (this.db.prepare(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = ? ORDER BY seq DESC LIMIT ?`).all(sid, limit) as HistoryRow[]).reverse();
+    return this.withTurnUsage(rows.map(toHistoryEntry));
+  }
+
+  /** Each turn's model and usage go on its last assistant message. */
+  private withTurnUsage(entries: HistoryEntry[]): HistoryEntry[] {
+    const lastAssistant = new Map<string, HistoryEntry>();
+    for (const entry of entries) if (entry.role === 'assistant' && entry.turn_id !== null) lastAssistant.set(entry.turn_id, entry);
+    if (lastAssistant.size === 0) return entries;
+    const select = this.db.prepare('SELECT model, prompt_tokens, completion_tokens, model_calls FROM turns WHERE turn_id = ?');
+    for (const [turnId, entry] of lastAssistant) {
+      const turn = select.get(turnId) as TurnUsageRow | undefined;
+      if (turn?.model) entry.model = turn.model;
+      if (turn?.model_calls !== null && turn?.model_calls !== undefined) {
+        entry.usage = { prompt_tokens: turn.prompt_tokens ?? 0, completion_tokens: turn.completion_tokens ?? 0, calls: turn.model_calls };
+      }
     }
-    const newest = this.db
-      .prepare('SELECT seq, role, content, turn_id FROM messages WHERE sid = ? ORDER BY seq DESC LIMIT ?')
-      .all(sid, limit) as HistoryEntry[];
-    return newest.reverse();
+    return entries;
   }
 
   close(): void {
     this.db.close();
   }
+}
+
+function toHistoryEntry(row: HistoryRow): HistoryEntry {
+  const entry: HistoryEntry = { seq: row.seq, role: row.role, content: row.content, turn_id: row.turn_id };
+  if (row.tool_calls !== null) entry.tool_calls = JSON.parse(row.tool_calls) as ToolCall[];
+  if (row.tool_call_id !== null) entry.tool_call_id = row.tool_call_id;
+  return entry;
 }
 
 function toSummary(row: SessionRow): SessionSummary {

@@ -65,6 +65,16 @@ const MIGRATIONS: readonly string[] = [
     end_reason TEXT
   );
   `,
+  // The model agent (AGENT.md §3): tool calls and results in the Chat Completions shape, and each
+  // turn's model and token usage. Old databases gain the columns in place, NULL for old rows.
+  `
+  ALTER TABLE messages ADD COLUMN tool_calls TEXT;
+  ALTER TABLE messages ADD COLUMN tool_call_id TEXT;
+  ALTER TABLE turns ADD COLUMN model TEXT;
+  ALTER TABLE turns ADD COLUMN prompt_tokens INTEGER;
+  ALTER TABLE turns ADD COLUMN completion_tokens INTEGER;
+  ALTER TABLE turns ADD COLUMN model_calls INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,6 +1,7 @@
 // Every row the host writes is written here, inside a transaction the Store opened.
 import type Database from 'better-sqlite3';
 import type { ChatMessage } from '../protocol/chat.js';
+import type { TurnUsage } from '../protocol/outbound.js';
 
 export type TurnStatus = 'running' | 'completed' | 'interrupted' | 'failed' | 'lost';
 export type RequestStatus = 'open' | 'answered' | 'expired' | 'cancelled';
@@ -14,6 +15,11 @@ export interface SessionRow {
   overridesText: string;
   cwd: string | null;
   bootId: string;
+}
+
+export interface TurnReport {
+  model?: string;
+  usage?: TurnUsage;
 }
 
 export interface NewRequestRow {
@@ -52,13 +58,15 @@ export class StoreWriter {
         overrides = excluded.overrides, cwd = excluded.cwd, boot_id = excluded.boot_id, updated_at = excluded.updated_at`);
     this.touch = db.prepare('UPDATE sessions SET history_version = ?, updated_at = ? WHERE sid = ?');
     this.insertMessage = db.prepare(
-      'INSERT INTO messages (sid, seq, role, content, turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      'INSERT INTO messages (sid, seq, role, content, turn_id, created_at, tool_calls, tool_call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.deleteMessagesFrom = db.prepare('DELETE FROM messages WHERE sid = ? AND seq >= ?');
     this.insertTurn = db.prepare(
       "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at) VALUES (?, ?, ?, 'running', ?, ?)",
     );
-    this.updateTurn = db.prepare('UPDATE turns SET status = ?, ended_at = ?, error = ? WHERE turn_id = ?');
+    this.updateTurn = db.prepare(`
+      UPDATE turns SET status = ?, ended_at = ?, error = ?, model = ?, prompt_tokens = ?, completion_tokens = ?, model_calls = ?
+      WHERE turn_id = ?`);
     this.finalize = db.prepare(
       "UPDATE sessions SET status = 'finalized', end_reason = ?, retained_reason = NULL, updated_at = ? WHERE sid = ?",
     );
@@ -88,7 +96,10 @@ export class StoreWriter {
   /** Appends messages at positions firstSeq, firstSeq + 1, … of the session's history. */
   appendMessages(sid: string, firstSeq: number, messages: readonly ChatMessage[], turnId: string | null, now = Date.now()): void {
     let seq = firstSeq;
-    for (const m of messages) this.insertMessage.run(sid, seq++, m.role, m.content, turnId, now);
+    for (const m of messages) {
+      const toolCalls = m.tool_calls === undefined ? null : JSON.stringify(m.tool_calls);
+      this.insertMessage.run(sid, seq++, m.role, m.content, turnId, now, toolCalls, m.tool_call_id ?? null);
+    }
   }
 
   /** Cuts the stored history to its first `keep` messages. */
@@ -100,8 +111,10 @@ export class StoreWriter {
     this.insertTurn.run(turnId, sid, requestId, bootId, now);
   }
 
-  endTurn(turnId: string, status: Exclude<TurnStatus, 'running'>, error: string | null, now = Date.now()): void {
-    this.updateTurn.run(status, now, error, turnId);
+  /** A turn's outcome, with the model and token usage its agent reported (AGENT.md §3). */
+  endTurn(turnId: string, status: Exclude<TurnStatus, 'running'>, error: string | null, report: TurnReport = {}, now = Date.now()): void {
+    const u = report.usage;
+    this.updateTurn.run(status, now, error, report.model ?? null, u?.prompt_tokens ?? null, u?.completion_tokens ?? null, u?.calls ?? null, turnId);
   }
 
   finalizeSession(sid: string, endReason: string, now = Date.now()): void {

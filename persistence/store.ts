@@ -52,6 +52,21 @@ interface Queued {
   reject: (err: Error) => void;
 }
 
+interface MessageRow {
+  role: string;
+  content: string;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+}
+
+/** The API shape back from its columns: the tool fields only where a message has them. */
+export function toChatMessage(row: MessageRow): ChatMessage {
+  const message: ChatMessage = { role: row.role, content: row.content };
+  if (row.tool_calls !== null) message.tool_calls = JSON.parse(row.tool_calls) as ChatMessage['tool_calls'];
+  if (row.tool_call_id !== null) message.tool_call_id = row.tool_call_id;
+  return message;
+}
+
 export class Store {
   private queue: Queued[] = [];
   private flushScheduled = false;
@@ -83,7 +98,7 @@ export class Store {
     this.selectSession = db.prepare(
       'SELECT sid, session_key, status, history_version, overrides, cwd FROM sessions WHERE sid = ?',
     );
-    this.selectMessages = db.prepare('SELECT role, content FROM messages WHERE sid = ? ORDER BY seq');
+    this.selectMessages = db.prepare('SELECT role, content, tool_calls, tool_call_id FROM messages WHERE sid = ? ORDER BY seq');
   }
 
   static open(file: string): Store {
@@ -167,7 +182,7 @@ export class Store {
       historyVersion: row.history_version,
       overridesText: row.overrides,
       cwd: row.cwd,
-      messages: this.selectMessages.all(sid) as ChatMessage[],
+      messages: (this.selectMessages.all(sid) as MessageRow[]).map(toChatMessage),
     };
   }
 

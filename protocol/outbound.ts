@@ -2,7 +2,15 @@
 import type { Nanos } from './nanos.js';
 import type { RpcMessage, RpcResponse } from './rpc.js';
 
-export type TurnErrorReason = 'invalid' | 'busy' | 'shutting_down' | 'exception' | 'crash';
+/** `auth`, `upstream` and `stalled` come from the model agent (AGENT.md §4). */
+export type TurnErrorReason = 'invalid' | 'busy' | 'shutting_down' | 'exception' | 'crash' | 'auth' | 'upstream' | 'stalled';
+
+/** A turn's token usage, summed over its model calls (AGENT.md §3). */
+export interface TurnUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  calls: number;
+}
 
 export type RetainReason = 'crash' | 'drain_deadline';
 
@@ -61,6 +69,7 @@ export type TurnEndFrame = {
   turn_id?: string;
   interrupted: boolean;
   ended_ns: Nanos;
+  usage?: TurnUsage;
 } & Partial<HistoryMeta & { session_info: SessionInfo; session_info_emitted: true }>;
 
 export type ShutdownReport = {

@@ -1,5 +1,6 @@
 // JSON-RPC 2.0 messages a session's clients receive inside `rpc` frames (PROTOCOL.md §1.4).
 import type { Nanos } from './nanos.js';
+import type { TurnUsage } from './outbound.js';
 
 export type RequestId = string | number | null;
 
@@ -19,13 +20,14 @@ export interface RpcResponse {
 export type EventPayloads = {
   'message.delta': { text: string };
   'message.complete': { text: string };
-  'tool.start': { id: string; name: string };
-  'tool.complete': { id: string; ok: boolean };
+  'reasoning.delta': { text: string };
+  'tool.start': { id: string; name: string; arguments?: string };
+  'tool.complete': { id: string; ok: boolean; summary?: string };
   'status.update': { kind: string; text: string };
   'request.cancel': { id: string; method: string; reason: CancelReason };
   error: { message: string; reason?: string };
   'turn.started': { turn_id: string };
-  'turn.end': { turn_id: string; interrupted: boolean; message_count?: number; history_version?: number };
+  'turn.end': { turn_id: string; interrupted: boolean; message_count?: number; history_version?: number; usage?: TurnUsage };
   'turn.error': { turn_id: string; message: string; reason: string };
 };
 

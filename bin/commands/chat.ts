@@ -85,6 +85,10 @@ class Chat {
   private readonly questions = new Map<string, AbortController>();
   private leave: (code: number) => void = () => {};
   private atLineStart = true;
+  /** Reasoning is written to stderr between the reply's fragments; this notes that one is open. */
+  private inReasoning = false;
+  private readonly toolNames = new Map<string, string>();
+  private readonly styleErr = process.stderr.isTTY === true;
   /** A line break this client added (before a question): the reply's own next break is not doubled. */
   private addedBreak = false;
 
@@ -130,6 +134,7 @@ class Chat {
   }
 
   private write(text: string): void {
+    this.endReasoning();
     const out = this.addedBreak && text.startsWith('\n') ? text.slice(1) : text;
     this.addedBreak = false;
     if (out === '') return;
@@ -150,12 +155,20 @@ class Chat {
       case 'message.delta':
         this.write(String(p['text'] ?? ''));
         return;
+      case 'reasoning.delta':
+        this.reasoning(String(p['text'] ?? ''));
+        return;
       case 'tool.start':
-        process.stderr.write(`[tool ${String(p['name'])}…]\n`);
+        this.endLine();
+        this.toolNames.set(String(p['id']), String(p['name']));
+        this.note(`→ ${String(p['name'])}(${oneLine(String(p['arguments'] ?? ''))})`);
         return;
-      case 'tool.complete':
-        process.stderr.write(`[tool ${p['ok'] ? 'done' : 'failed'}]\n`);
+      case 'tool.complete': {
+        const name = this.toolNames.get(String(p['id'])) ?? 'tool';
+        this.toolNames.delete(String(p['id']));
+        this.note(`← ${name} ${p['ok'] ? 'ok' : 'failed'}${p['summary'] ? `: ${oneLine(String(p['summary']))}` : ''}`);
         return;
+      }
       case 'status.update':
         process.stderr.write(`[${String(p['kind'])}] ${String(p['text'])}\n`);
         return;
@@ -169,6 +182,7 @@ class Chat {
       case 'turn.end':
         this.endLine();
         if (p['interrupted']) process.stderr.write('(interrupted)\n');
+        if (typeof p['usage'] === 'object' && p['usage'] !== null) this.note(usageLine(p['usage'] as Record<string, number>));
         this.current?.done();
         return;
       case 'turn.error':
@@ -177,6 +191,29 @@ class Chat {
         this.current?.done();
         return;
     }
+  }
+
+  /** Dimmed at a terminal; marked `[reasoning]` where stderr is a file or a pipe. */
+  private reasoning(text: string): void {
+    if (text === '') return;
+    if (!this.inReasoning) {
+      this.endLine();
+      process.stderr.write(this.styleErr ? '\x1b[2m' : '[reasoning] ');
+      this.inReasoning = true;
+    }
+    process.stderr.write(text);
+  }
+
+  private endReasoning(): void {
+    if (!this.inReasoning) return;
+    this.inReasoning = false;
+    process.stderr.write(this.styleErr ? '\x1b[22m\n' : '\n');
+  }
+
+  /** A line about the turn (a tool call, usage) on stderr, never inside the reply's text. */
+  private note(text: string): void {
+    this.endReasoning();
+    process.stderr.write(`${text}\n`);
   }
 
   private async answer(request: ServerRequest): Promise<void> {
@@ -212,6 +249,18 @@ class Chat {
     const reply = await this.input.next(`${String(params['question'])}${choices} `, signal);
     return reply === null ? null : { answer: reply };
   }
+}
+
+const NOTE_MAX = 200;
+
+function oneLine(text: string): string {
+  const flat = text.replace(/\s*\n\s*/g, ' ');
+  return flat.length > NOTE_MAX ? `${flat.slice(0, NOTE_MAX - 1)}…` : flat;
+}
+
+function usageLine(u: Record<string, number>): string {
+  const calls = u['calls'] ?? 0;
+  return `[usage] ${u['prompt_tokens'] ?? 0} prompt + ${u['completion_tokens'] ?? 0} completion tokens, ${calls} model call${calls === 1 ? '' : 's'}`;
 }
 
 function terminalInput(): Input {
@@ -252,11 +301,17 @@ function pipeInput(): Input {
     for (const waiter of waiters.splice(0)) waiter(null);
   });
   return {
-    next(_prompt, signal) {
-      if (lines.length > 0) return Promise.resolve(lines.shift()!);
+    next(prompt, signal) {
+      // Answers from a pipe: each question is still shown with the answer it got, so that a
+      // log of the run reads as a conversation.
+      const echo = (line: string | null): string | null => {
+        if (line !== null) process.stderr.write(`${prompt}${line}\n`);
+        return line;
+      };
+      if (lines.length > 0) return Promise.resolve(echo(lines.shift()!));
       if (ended) return Promise.resolve(null);
       return new Promise((resolve) => {
-        const waiter = (line: string | null) => resolve(line);
+        const waiter = (line: string | null) => resolve(echo(line));
         waiters.push(waiter);
         signal?.addEventListener(
           'abort',

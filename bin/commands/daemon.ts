@@ -2,6 +2,7 @@
 // the log, the sockets and signals; the behaviour lives in actors/supervisor.ts and friends.
 import { chmodSync, fstatSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
+import { resolve } from 'node:path';
 import pino from 'pino';
 import { acceptClient } from '../../actors/client-connection.js';
 import { monotonicClock } from '../../actors/clock.js';
@@ -10,6 +11,7 @@ import { hostEnvironment } from '../../actors/host-child.js';
 import { spawnActor, startSystem, stopSystem, tell, SECOND_MS } from '../../actors/runtime.js';
 import { spawnSupervisor } from '../../actors/supervisor.js';
 import type { StopReport } from '../../actors/supervisor-messages.js';
+import { agentEnvironmentNames, AgentLoadError } from '../../agents/loader.js';
 import { LogFile } from '../../persistence/log.js';
 import { realProbe } from '../../persistence/proc.js';
 import { Reader } from '../../persistence/reader.js';
@@ -21,6 +23,7 @@ import { startRepl } from '../repl-server.js';
 export interface DaemonOptions {
   home: string;
   agent?: string;
+  agentConfig?: string;
   workers?: number;
   heartbeatSecs?: number;
   /** Also log to stderr (the foreground daemon), unless stderr is the log file itself (`turnhost start`). */
@@ -31,9 +34,11 @@ const DEFAULT_STOP_WAIT_SEC = 10;
 const TERMINATE_GRACE_MS = 10 * SECOND_MS;
 const TERMINATE_KILL_WAIT_MS = 2 * SECOND_MS;
 
-export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'workers' | 'heartbeatSecs'>): string[] {
+export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'agentConfig' | 'workers' | 'heartbeatSecs'>): string[] {
   const args: string[] = [];
   if (options.agent) args.push('--agent', options.agent);
+  // Absolute: the host may run in another directory than the command that named the file.
+  if (options.agentConfig) args.push('--agent-config', resolve(options.agentConfig));
   if (options.workers !== undefined) args.push('--workers', String(options.workers));
   if (options.heartbeatSecs !== undefined) args.push('--heartbeat-secs', String(options.heartbeatSecs));
   return args;
@@ -42,6 +47,14 @@ export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'workers' | 'hea
 export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const home = ensureHome(options.home);
   const paths = homePaths(home);
+  let agentNames: string[];
+  try {
+    agentNames = agentEnvironmentNames(options.agent ?? 'script', { home, flag: options.agentConfig, env: process.env });
+  } catch (err) {
+    if (!(err instanceof AgentLoadError)) throw err;
+    process.stderr.write(`turnhost daemon: ${err.message}\n`);
+    return err.exitCode;
+  }
   const lock = await acquireHomeLock(home, 'daemon');
   if (lock === null) {
     process.stderr.write(`turnhost daemon: a daemon is already running for ${home}\n`);
@@ -65,7 +78,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       buildSha: buildSha(),
       hostEntry: process.env['TURNHOST_HOST_ENTRY'] ?? cliEntry(),
       hostArgs: hostArgs(options),
-      hostEnv: hostEnvironment(process.env),
+      hostEnv: hostEnvironment(process.env, agentNames),
       registryPath: paths.registry,
       probe: realProbe({ graceMs: TERMINATE_GRACE_MS, killWaitMs: TERMINATE_KILL_WAIT_MS }),
       clock: monotonicClock,

@@ -21,6 +21,7 @@ import { createLogger, type Logger } from '../logger.js';
 export interface HostCommandOptions {
   home: string;
   agent?: string;
+  agentConfig?: string;
   workers?: number;
   heartbeatSecs?: number;
 }
@@ -34,18 +35,19 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   const log = createLogger('host');
   const workers = resolveWorkers(process.env, options.workers);
   const heartbeatSecs = resolveHeartbeatSecs(process.env, options.heartbeatSecs);
+  const home = ensureHome(options.home);
   let agent;
   try {
-    agent = await loadAgent(options.agent ?? 'script');
+    agent = await loadAgent(options.agent ?? 'script', { home, flag: options.agentConfig, env: process.env, log });
   } catch (err) {
     if (!(err instanceof AgentLoadError)) throw err;
     process.stderr.write(`turnhost host: ${err.message}\n`);
     return EXIT_CONFIG;
   }
-  const home = ensureHome(options.home);
   const lock = await acquireHomeLock(home, 'host');
   if (lock === null) {
     process.stderr.write(`turnhost host: another compute host is running for ${home}\n`);
+    await agent.close?.();
     return 1;
   }
   const database = homePaths(home).database;
@@ -54,6 +56,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
     store = Store.open(database);
   } catch (err) {
     process.stderr.write(`turnhost host: cannot open the database ${database}: ${(err as Error).message}\n`);
+    await agent.close?.();
     return 1;
   }
   const bootId = randomBytes(16).toString('hex');
@@ -92,6 +95,8 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   stopGuard();
   writer.flush();
   store.close();
+  // After the flush: ending the agent's MCP servers may take seconds, and nothing waits on it.
+  await agent.close?.().catch((err: unknown) => log.warn({ err }, 'the agent did not close cleanly'));
   stopSystem(system);
   lock.release();
   return 0;

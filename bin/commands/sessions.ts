@@ -37,6 +37,40 @@ export function historyCommand(home: string, sid: string, options: { json?: bool
     process.stdout.write(`${JSON.stringify(history)}\n`);
     return 0;
   }
-  for (const m of history) process.stdout.write(`[${m.seq}] ${m.role}: ${m.content}\n`);
+  process.stdout.write(formatHistory(history));
   return 0;
+}
+
+/** Longest line the plain history prints for a tool call or result (AGENT.md §3). */
+const TOOL_LINE_MAX = 200;
+
+/** Plain text: a call as `→ name(arguments)`, a result as `← name: result`, each on one line. */
+export function formatHistory(history: readonly HistoryEntry[]): string {
+  const toolNames = new Map<string, string>();
+  const lines: string[] = [];
+  for (const m of history) {
+    const prefix = `[${m.seq}] ${m.role}: `;
+    if (m.role === 'tool') {
+      const name = toolNames.get(m.tool_call_id ?? '') ?? 'tool';
+      lines.push(prefix + oneLine(`← ${name}: ${m.content}`));
+      continue;
+    }
+    if (m.content !== '' || m.tool_calls === undefined) lines.push(prefix + m.content + usageNote(m));
+    for (const call of m.tool_calls ?? []) {
+      toolNames.set(call.id, call.function.name);
+      lines.push(prefix + oneLine(`→ ${call.function.name}(${call.function.arguments})`));
+    }
+  }
+  return lines.map((line) => `${line}\n`).join('');
+}
+
+function oneLine(text: string): string {
+  const flat = text.replace(/\s*\n\s*/g, ' ');
+  return flat.length > TOOL_LINE_MAX ? `${flat.slice(0, TOOL_LINE_MAX - 1)}…` : flat;
+}
+
+function usageNote(m: HistoryEntry): string {
+  if (m.usage === undefined) return '';
+  const u = m.usage;
+  return `  [${m.model ?? 'model'}: ${u.prompt_tokens} prompt + ${u.completion_tokens} completion tokens, ${u.calls} call${u.calls === 1 ? '' : 's'}]`;
 }

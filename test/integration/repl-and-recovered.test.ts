@@ -75,7 +75,7 @@ describe('recovered sessions through the supervisor, and the debug REPL (real pr
     expect(out.code, out.stderr).to.equal(0);
     const o = out.stdout;
     expect(o).to.match(/SESSION\s+STATUS\s+RUNNING\s+MESSAGES\s+AGE\n\s*busy\s+active\s+yes\s+1\s+\d+ s/);
-    expect(o).to.match(/SESSION\s+TURN\s+STATE\s+DURATION\n\s*busy\s+turn-\S+\s+running/);
+    expect(o).to.match(/SESSION\s+TURN\s+STATE\s+DURATION\s+MODEL\s+TOKENS[^\n]*\n\s*busy\s+turn-\S+\s+running/);
     expect(o).to.match(new RegExp(`REQUEST\\s+SESSION\\s+METHOD\\s+AGE\\n\\s*${client.requests[0]!.id}\\s+busy\\s+clarify\\.request`));
     expect(o).to.match(/ACTOR\s+MAILBOX\s+BUSY\n[^]*sessions[^]*shard-00/);
     expect(o).to.match(/host state\s+running/);

@@ -16,6 +16,7 @@ function turn(prompt: string, answers: Record<string, unknown> = {}) {
     signal: controller.signal,
     emit: (e) => events.push(e),
     append: () => {},
+    compressHistory: async () => {},
     ask: async (method, params) => {
       asked.push({ method, params });
       return answers[method] ?? null;
@@ -79,7 +80,7 @@ describe('script agent', () => {
 
   it('keeps the last four messages behind one system message when compressing', async () => {
     const history = Array.from({ length: 7 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `m${i}` }));
-    const compressed = await scriptAgent.compress!(history, 'plans');
+    const compressed = await scriptAgent.compress!(history, 'plans', { sid: 's', overrides: {} });
     expect(compressed).to.deep.equal([{ role: 'system', content: '[compressed 3 earlier messages (focus: plans)]' }, ...history.slice(3)]);
   });
 });

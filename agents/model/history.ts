@@ -1,0 +1,76 @@
+// The history in the Chat Completions shape (AGENT.md §3), and its repair: every request the
+// agent sends pairs each assistant tool call with a `tool` result. A turn interrupted or killed
+// during its tool calls leaves calls without results; an API rejects such a request, so each
+// missing result is filled in, and a result that answers no call is left out.
+import type { ChatMessage, ToolCall } from '../../protocol/chat.js';
+
+export type ApiMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+export const MISSING_RESULT = '(no result: the turn was interrupted)';
+
+export function toApiMessages(history: readonly ChatMessage[]): ApiMessage[] {
+  const out: ApiMessage[] = [];
+  let awaiting: ToolCall[] = [];
+  let answered = new Set<string>();
+  const closeCallBlock = (): void => {
+    for (const call of awaiting) {
+      if (!answered.has(call.id)) out.push({ role: 'tool', tool_call_id: call.id, content: MISSING_RESULT });
+    }
+    awaiting = [];
+    answered = new Set();
+  };
+  for (const message of history) {
+    if (message.role === 'tool') {
+      const id = message.tool_call_id;
+      if (id !== undefined && awaiting.some((call) => call.id === id) && !answered.has(id)) {
+        answered.add(id);
+        out.push({ role: 'tool', tool_call_id: id, content: message.content });
+      }
+      continue;
+    }
+    closeCallBlock();
+    if (message.role === 'assistant') {
+      if (message.tool_calls && message.tool_calls.length > 0) {
+        out.push({ role: 'assistant', content: message.content === '' ? null : message.content, tool_calls: message.tool_calls });
+        awaiting = message.tool_calls;
+      } else {
+        out.push({ role: 'assistant', content: message.content });
+      }
+    } else if (message.role === 'system') {
+      out.push({ role: 'system', content: message.content });
+    } else {
+      out.push({ role: 'user', content: message.content });
+    }
+  }
+  closeCallBlock();
+  return out;
+}
+
+/** Characters a history sends, for the ~4-characters-a-token estimate. */
+export function characterCount(messages: readonly ApiMessage[]): number {
+  let count = 0;
+  for (const m of messages) {
+    count += (m.content ?? '').length;
+    if (m.role === 'assistant' && m.tool_calls) for (const call of m.tool_calls) count += call.function.name.length + call.function.arguments.length;
+  }
+  return count;
+}
+
+/**
+ * Where a compression cuts: everything before it is summarized, the last `keep` messages stay,
+ * moved earlier so that a kept tool result never loses the call it answers.
+ */
+export function compressionCut(history: readonly ChatMessage[], keep: number): number {
+  let cut = Math.max(0, history.length - keep);
+  while (cut > 0 && history[cut]?.role === 'tool') cut--;
+  return cut;
+}
+
+/** One line for a person: `→ name(args)` for a call, `← name: result` for a result. */
+export function describeToolCall(call: ToolCall): string {
+  return `→ ${call.function.name}(${call.function.arguments})`;
+}

@@ -1,0 +1,195 @@
+// The model agent (AGENT.md): each turn is a loop of streamed model calls and the tool calls
+// they ask for, up to `max_tool_rounds` calls. It owns no history: what it adds goes to the
+// session through `append`, and the host stores it.
+import type { ChatMessage } from '../../protocol/chat.js';
+import type { Agent, SessionOverrides, SessionView, TurnContext, TurnResult, TurnUsage } from '../agent.js';
+import { approvalPolicy } from './approval.js';
+import { PromptSizes, summarize } from './compression.js';
+import { loadModelConfig, type ConfigSource, type ModelConfig } from './config.js';
+import { toApiMessages, type ApiMessage } from './history.js';
+import { McpServers, type McpLog } from './mcp.js';
+import { ContextTooLong, ModelApi, type ChatRequest, type StreamHandlers } from './openai-api.js';
+import { offeredTools, runToolCalls, type ToolSet } from './tools.js';
+
+/** A turn that begins while a server is still starting waits this long for its tools (AGENT.md §2). */
+const MCP_START_WAIT_MS = 10_000;
+/** Sessions remembered as told about an MCP failure; the oldest are forgotten past this. */
+const REMEMBERED_SESSIONS = 10_000;
+
+export interface ModelAgentOptions extends ConfigSource {
+  log: McpLog;
+}
+
+export function createModelAgent(options: ModelAgentOptions): Agent {
+  return new ModelAgent(options, loadModelConfig(options));
+}
+
+class ModelAgent implements Agent {
+  readonly name = 'openai';
+  private api: ModelApi;
+  private readonly mcp: McpServers;
+  private readonly promptSizes = new PromptSizes();
+  /** Per session, the MCP failures it has been told about. */
+  private readonly toldFailures = new Map<string, Set<number>>();
+
+  constructor(
+    private readonly source: ModelAgentOptions,
+    private config: ModelConfig,
+  ) {
+    this.api = newApi(config, source.env);
+    this.mcp = new McpServers(source.log);
+    this.mcp.start(config.mcp_servers);
+  }
+
+  async runTurn(turn: TurnContext): Promise<TurnResult> {
+    await this.mcp.whenStarted(MCP_START_WAIT_MS);
+    this.tellMcpFailures(turn);
+    const config = this.config;
+    const model = turn.overrides.model ?? config.model;
+    const tools = this.toolSet();
+    const system: ApiMessage = { role: 'system', content: systemPrompt(config, turn.overrides) };
+    const usage: TurnUsage = { prompt_tokens: 0, completion_tokens: 0, calls: 0 };
+    const done = (reply: string): TurnResult => ({ reply, model, usage });
+    let prior: ChatMessage[] = [...turn.history];
+    const added: ChatMessage[] = [{ role: 'user', content: turn.prompt }];
+    let compressed = false;
+    while (usage.calls < config.max_tool_rounds) {
+      const request = (): ChatRequest => ({
+        model,
+        messages: [system, ...toApiMessages([...prior, ...added])],
+        tools: offeredTools(tools),
+        temperature: config.temperature,
+        max_tokens: config.max_tokens,
+      });
+      if (!compressed && this.promptSizes.estimate(turn.sid, request().messages) > config.compress_at * config.context_tokens) {
+        compressed = true;
+        prior = (await this.compressDuringTurn(turn, prior, model, 'the conversation is close to the context limit')) ?? prior;
+      }
+      let sent = request();
+      let reply;
+      try {
+        reply = await this.api.stream(sent, turn.signal, streamHandlers(turn));
+      } catch (err) {
+        if (!(err instanceof ContextTooLong) || compressed) throw err;
+        compressed = true;
+        const smaller = await this.compressDuringTurn(turn, prior, model, 'the model said the conversation is too long');
+        if (smaller === null) throw err;
+        prior = smaller;
+        sent = request();
+        reply = await this.api.stream(sent, turn.signal, streamHandlers(turn));
+      }
+      usage.calls++;
+      if (reply.usage) {
+        usage.prompt_tokens += reply.usage.prompt_tokens;
+        usage.completion_tokens += reply.usage.completion_tokens;
+        this.promptSizes.record(turn.sid, reply.usage.prompt_tokens, sent.messages);
+      }
+      if (reply.aborted || reply.toolCalls.length === 0) return done(reply.content);
+      const call: ChatMessage = { role: 'assistant', content: reply.content, tool_calls: reply.toolCalls };
+      turn.append(call);
+      added.push(call);
+      for (const result of await runToolCalls(reply.toolCalls, turn, tools)) {
+        turn.append(result);
+        added.push(result);
+      }
+      if (turn.signal.aborted) return done('');
+    }
+    const limit = `(stopped: this turn reached its limit of ${config.max_tool_rounds} model calls; send another message to continue)`;
+    turn.emit({ type: 'status.update', kind: 'limit', text: `max_tool_rounds (${config.max_tool_rounds}) reached` });
+    turn.emit({ type: 'message.delta', text: limit });
+    return done(limit);
+  }
+
+  async compress(history: readonly ChatMessage[], focusTopic: string | null, session: SessionView): Promise<ChatMessage[]> {
+    const model = session.overrides.model ?? this.config.model;
+    const signal = AbortSignal.timeout(this.config.request_timeout_s * 1000);
+    return (await summarize(this.api, model, history, this.config.keep_recent, focusTopic, signal)) ?? [...history];
+  }
+
+  checkOverrides(overrides: Readonly<SessionOverrides>): string | null {
+    const name = overrides.personality;
+    const known = Object.keys(this.config.personalities);
+    if (name === undefined || name === '' || known.includes(name)) return null;
+    return `unknown personality "${name}" (${known.length > 0 ? `known: ${known.join(', ')}` : 'none configured in the agent config'})`;
+  }
+
+  /** Re-reads the config, restarts every MCP server and counts their tools (the reload.mcp result). */
+  async reloadTools(): Promise<unknown> {
+    const next = loadModelConfig(this.source);
+    this.config = next;
+    this.api = newApi(next, this.source.env);
+    this.toldFailures.clear();
+    return { status: 'ok', servers: await this.mcp.reload(next.mcp_servers) };
+  }
+
+  close(): Promise<void> {
+    return this.mcp.close();
+  }
+
+  private toolSet(): ToolSet {
+    return {
+      mcp: this.mcp,
+      mcpTools: new Map(this.mcp.tools().map((tool) => [tool.name, tool])),
+      policy: approvalPolicy(this.config.approval),
+    };
+  }
+
+  /** Each MCP server failure reaches each session once, at its next turn. */
+  private tellMcpFailures(turn: TurnContext): void {
+    const failures = this.mcp.currentFailures();
+    if (failures.length === 0) return;
+    let told = this.toldFailures.get(turn.sid);
+    if (told === undefined) {
+      told = new Set();
+      this.toldFailures.set(turn.sid, told);
+      if (this.toldFailures.size > REMEMBERED_SESSIONS) this.toldFailures.delete(this.toldFailures.keys().next().value!);
+    }
+    for (const failure of failures) {
+      if (told.has(failure.id)) continue;
+      told.add(failure.id);
+      turn.emit({ type: 'status.update', kind: 'mcp', text: `${failure.text}; its tools are not available` });
+    }
+  }
+
+  /** Summarizes the history before the prompt and has the session store it; null (history untouched) when that fails. */
+  private async compressDuringTurn(turn: TurnContext, prior: ChatMessage[], model: string, why: string): Promise<ChatMessage[] | null> {
+    turn.emit({ type: 'status.update', kind: 'compress', text: `compressing the history: ${why}` });
+    try {
+      const summary = await summarize(this.api, model, prior, this.config.keep_recent, null, turn.signal);
+      if (summary === null) return null;
+      await turn.compressHistory(summary);
+      this.promptSizes.forget(turn.sid);
+      turn.emit({ type: 'status.update', kind: 'compress', text: `compressed ${prior.length} messages into ${summary.length}` });
+      return summary;
+    } catch (err) {
+      turn.emit({ type: 'status.update', kind: 'compress', text: `compression failed, the history is unchanged: ${(err as Error).message}` });
+      return null;
+    }
+  }
+}
+
+function newApi(config: ModelConfig, env: ConfigSource['env']): ModelApi {
+  return new ModelApi({
+    baseUrl: config.base_url,
+    apiKey: env[config.api_key_env] || undefined,
+    apiKeyEnv: config.api_key_env,
+    requestTimeoutMs: config.request_timeout_s * 1000,
+    idleTimeoutMs: config.idle_timeout_s * 1000,
+    maxRetries: config.max_retries,
+  });
+}
+
+/** The config's prompt, the session's personality, then the session's own prompt (slash.prompt). */
+function systemPrompt(config: ModelConfig, overrides: Readonly<SessionOverrides>): string {
+  const personality = overrides.personality ? config.personalities[overrides.personality] : undefined;
+  return [config.system_prompt, personality, overrides.systemPrompt].filter((part) => part !== undefined && part !== '').join('\n\n');
+}
+
+function streamHandlers(turn: TurnContext): StreamHandlers {
+  return {
+    content: (text) => turn.emit({ type: 'message.delta', text }),
+    reasoning: (text) => turn.emit({ type: 'reasoning.delta', text }),
+    retry: (attempt, delayMs, why) =>
+      turn.emit({ type: 'status.update', kind: 'retry', text: `retry ${attempt} in ${(delayMs / 1000).toFixed(1)} s: ${why}` }),
+  };
+}
