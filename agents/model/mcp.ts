@@ -131,8 +131,9 @@ export class McpServers {
         if (link.stderrTail.length > STDERR_TAIL) link.stderrTail.shift();
       }
     });
+    // While starting, a close fails the connect instead, reported as a failed start.
     client.onclose = () => {
-      if (link.state === 'ready' || link.state === 'starting') this.fail(link, `the MCP server "${server}" exited${this.lastWords(link)}`);
+      if (link.state === 'ready') this.fail(link, `the MCP server "${server}" exited${this.lastWords(link)}`);
     };
     const include = config.tools.include === undefined ? () => true : globList(config.tools.include);
     const exclude = globList(config.tools.exclude);
