@@ -110,6 +110,7 @@ export type SessionMsg =
   | { kind: 'slot'; ticketId: number }
   | { kind: 'admission-refused'; ticketId: number }
   | { kind: 'turn-done'; turnId: string; result: TurnResult | null; error: Error | null }
+  | { kind: 'save-tail'; turnId: string; replyTo: Ref<string | null> }
   | { kind: 'compress-history'; turnId: string; summary: ChatMessage[]; replyTo: Ref<string | null> }
   | { kind: 'activity-tick'; turnId: string }
   | { kind: 'open-request'; method: ServerRequestMethod; params: Record<string, unknown>; timeoutMs: number; turnId: string; replyTo: Ref<unknown> }

@@ -144,6 +144,18 @@ async function changeOverrides(s: SessionState, overrides: SessionState['overrid
   }
 }
 
+/** The running turn's agent asked to commit what it appended so far: null, or why it could not. */
+export async function saveDuringTurn(s: SessionState, turnId: string, env: SessionEnv): Promise<string | null> {
+  if (s.activity.phase !== 'running' || s.activity.turn.turnId !== turnId || s.activity.turn.finished) return 'the turn has ended';
+  try {
+    await saveRunningTail(s, env);
+  } catch (err) {
+    env.services.log.error({ err, sid: s.sid, turnId }, 'could not save the running turn');
+    return `could not save the turn: ${(err as Error).message}`;
+  }
+  return null;
+}
+
 /**
  * The running turn's agent compressed the history before its prompt: that part becomes the
  * summary, the prompt and what the turn saved since keep their place after it. Answers null,

@@ -8,7 +8,7 @@ import type { FrameMsg, HostMsg, SessionDescription, SessionMsg, Settled } from 
 import { actorName, spawnActor, tell, type ActorContext, type AnyRef, type Ref } from './runtime.js';
 import { spawnServerRequest } from './server-request.js';
 import type { HostServices } from './services.js';
-import { compressDuringTurn, reloadTools, runControl } from './session-controls.js';
+import { compressDuringTurn, reloadTools, runControl, saveDuringTurn } from './session-controls.js';
 import { newSessionState, type SessionState } from './session-state.js';
 import { retain } from './session-lifecycle.js';
 import {
@@ -57,6 +57,9 @@ async function handle(s: SessionState, msg: SessionMsg, env: SessionEnv, ctx: Ac
       return s;
     case 'turn-done':
       await finishTurn(s, msg.turnId, msg.result, msg.error, env);
+      return s;
+    case 'save-tail':
+      tell(msg.replyTo, await saveDuringTurn(s, msg.turnId, env));
       return s;
     case 'compress-history':
       tell(msg.replyTo, await compressDuringTurn(s, msg.turnId, msg.summary, env));

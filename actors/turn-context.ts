@@ -10,7 +10,7 @@ import type { RunningTurn } from './session-state.js';
 /** The ask query outlives the request's own timeout by this much, so the request always answers first. */
 const ASK_MARGIN_MS = 5 * SECOND_MS;
 /** One commit of the session's history; far longer than any healthy commit takes. */
-const COMPRESS_TIMEOUT_MS = 30 * SECOND_MS;
+const COMMIT_TIMEOUT_MS = 30 * SECOND_MS;
 /** tool.start carries the arguments, cut here (AGENT.md §3). */
 const TOOL_ARGUMENTS_MAX = 2048;
 /** tool.complete carries the first characters of the result. */
@@ -51,13 +51,18 @@ export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: Ho
       if (turn.finished) return;
       turn.pending.push(sanitizeMessage(message));
     },
+    async save(): Promise<void> {
+      if (turn.finished) return;
+      const failure = await ask(self, (replyTo: Ref<string | null>): SessionMsg => ({ kind: 'save-tail', turnId: turn.turnId, replyTo }), COMMIT_TIMEOUT_MS);
+      if (failure !== null) throw new Error(failure);
+    },
     async compressHistory(summary: ChatMessage[]): Promise<void> {
       if (turn.finished) throw new Error('the turn has ended');
       const clean = summary.map(sanitizeMessage);
       const failure = await ask(
         self,
         (replyTo: Ref<string | null>): SessionMsg => ({ kind: 'compress-history', turnId: turn.turnId, summary: clean, replyTo }),
-        COMPRESS_TIMEOUT_MS,
+        COMMIT_TIMEOUT_MS,
       );
       if (failure !== null) throw new Error(failure);
     },

@@ -46,6 +46,11 @@ export interface TurnContext {
    */
   ask(method: ServerRequestMethod, params: Record<string, unknown>, options?: AskOptions): Promise<unknown>;
   /**
+   * Commits what the agent has appended so far, so that a crash keeps it (a tool call before it
+   * runs, say); otherwise appended messages are committed with the turn's end.
+   */
+  save(): Promise<void>;
+  /**
    * Replaces the history before this turn's prompt with `summary` (a compression during the
    * turn): committed, and the session gets a new session_key. Rejects when it could not be stored.
    */

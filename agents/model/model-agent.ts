@@ -88,6 +88,8 @@ class ModelAgent implements Agent {
       const call: ChatMessage = { role: 'assistant', content: reply.content, tool_calls: reply.toolCalls };
       turn.append(call);
       added.push(call);
+      // Stored before the tools run: after a crash the history still says what was called.
+      await turn.save();
       for (const result of await runToolCalls(reply.toolCalls, turn, tools)) {
         turn.append(result);
         added.push(result);

@@ -17,6 +17,19 @@ export async function startDaemon(h: Harness, args: readonly string[] = [], env:
   return { home, process, socket: join(home, 'turnhost.sock') };
 }
 
+export interface HostStatus {
+  host: { pid: number | null; state: string; restarts: number; last_error: string | null };
+}
+
+export async function hostPid(client: TestClient): Promise<number> {
+  return (await client.call<HostStatus>('host.status')).host.pid!;
+}
+
+/** Resolves once the daemon has logged "host ready" `times` times in all (the first start counts). */
+export async function hostReady(daemon: Daemon, times: number): Promise<void> {
+  await daemon.process.logged(new RegExp(`(?:"msg":"host ready"[^]*){${times}}`), 15_000);
+}
+
 /** A socket client that keeps every event and server request it receives. */
 export class TestClient {
   readonly events: EventParams[] = [];

@@ -1,20 +1,8 @@
 import { expect } from 'chai';
 import { RpcError } from '../../protocol/client-rpc.js';
-import { startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
+import { hostPid, hostReady, startDaemon, TestClient, type Daemon, type HostStatus } from '../helpers/daemon.js';
 import { Harness } from '../helpers/processes.js';
 
-interface HostStatus {
-  host: { pid: number | null; state: string; restarts: number; last_error: string | null };
-}
-
-async function hostPid(client: TestClient): Promise<number> {
-  return (await client.call<HostStatus>('host.status')).host.pid!;
-}
-
-/** Resolves once the daemon has logged "host ready" `times` times in all (the first start counts). */
-async function hostReady(daemon: Daemon, times: number): Promise<void> {
-  await daemon.process.logged(new RegExp(`(?:"msg":"host ready"[^]*){${times}}`), 15_000);
-}
 
 /** Returns how long after turn.started the crash reached the client. */
 async function crashDuringTurn(client: TestClient, daemon: Daemon, sid: string, text: string, kill: (pid: number) => void): Promise<number> {

@@ -16,6 +16,7 @@ function turn(prompt: string, answers: Record<string, unknown> = {}) {
     signal: controller.signal,
     emit: (e) => events.push(e),
     append: () => {},
+    save: async () => {},
     compressHistory: async () => {},
     ask: async (method, params) => {
       asked.push({ method, params });

@@ -1,0 +1,101 @@
+import { expect } from 'chai';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { hostPid, hostReady, startDaemon, TestClient } from '../helpers/daemon.js';
+import { fixtureServer, modelScene, type ModelScene } from '../helpers/model-agent.js';
+import { Harness } from '../helpers/processes.js';
+
+const KEY = 'sk-test-LEAKCANARY-7f3a9c2e41';
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    const stat = statSync(path, { throwIfNoEntry: false });
+    if (stat === undefined) return [];
+    return stat.isDirectory() ? filesUnder(path) : stat.isFile() ? [path] : [];
+  });
+}
+
+function environOf(pid: number): Record<string, string> {
+  const entries = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter((e) => e !== '');
+  return Object.fromEntries(entries.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+}
+
+describe('model agent through the daemon (real processes, fake model server, MCP fixture)', function () {
+  this.timeout(40_000);
+  const h = new Harness();
+  const scenes: ModelScene[] = [];
+  afterEach(async () => {
+    await Promise.all(scenes.splice(0).map((s) => s.fake.close()));
+    await h.cleanup();
+  });
+  const scene = async () => {
+    const s = await modelScene(h);
+    scenes.push(s);
+    return s;
+  };
+
+  it('two clients: both get the approval question, the first answer wins; the key reaches the host and nothing else', async () => {
+    const s = await scene();
+    // No base_url in the file: it comes from $OPENAI_BASE_URL, which the daemon passes on.
+    s.writeConfig({ base_url: undefined, mcp_servers: { t: fixtureServer(s) } });
+    const env = { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: s.fake.baseUrl, UNRELATED_SECRET: 'do-not-pass' };
+    const daemon = await startDaemon(h, ['--agent', 'openai'], env, s.home);
+    const a = await TestClient.connect(daemon);
+    const b = await TestClient.connect(daemon);
+    await a.call('session.create', { session_id: 'm' });
+    await b.call('session.resume', { session_id: 'm' }).catch(() => b.call('session.create', { session_id: 'm' }));
+    s.fake.reply({ toolCalls: [{ id: 'c1', name: 'mcp_t_add', args: ['{"a":2,"b":2}'] }] }, { text: ['four'] });
+    await a.call('prompt.submit', { session_id: 'm', text: 'add' });
+    await a.until(() => a.requests.length === 1, 'the approval on a');
+    await b.until(() => b.requests.length === 1, 'the approval on b');
+    expect(a.requests[0]!.method).to.equal('approval.request');
+    expect(a.requests[0]!.params).to.deep.include({ tool: 'mcp_t_add', arguments: { a: 2, b: 2 } });
+    a.rpc.respond(a.requests[0]!.id, { result: { approved: true } });
+    const end = await b.nextEvent('turn.end', 'm');
+    expect(end.payload['usage']).to.deep.equal({ prompt_tokens: 22, completion_tokens: 14, calls: 2 });
+    expect(await b.call('request.answer', { request_id: b.requests[0]!.id, result: { approved: false } })).to.deep.equal({ status: 'expired' });
+    expect(b.reply('m')).to.equal('four');
+    expect(s.fake.requests[0]!.headers['authorization']).to.equal(`Bearer ${KEY}`);
+
+    const hostEnv = environOf(await hostPid(a));
+    expect(hostEnv['OPENAI_API_KEY']).to.equal(KEY);
+    expect(hostEnv['OPENAI_BASE_URL']).to.equal(s.fake.baseUrl);
+    expect(hostEnv).to.not.have.property('UNRELATED_SECRET');
+
+    s.fake.reply({ status: 401, message: `Incorrect API key provided: ${KEY}` });
+    await a.call('prompt.submit', { session_id: 'm', text: 'fail' });
+    const failed = await a.nextEvent('turn.error', 'm');
+    expect(failed.payload).to.include({ reason: 'auth' });
+    const repl = await h.runCli(['repl', '--home', s.home, '--offline'], {}, 15_000);
+    const stop = await h.runCli(['stop', '--home', s.home]);
+    expect(stop.code).to.equal(0);
+    await daemon.process.waitExit(15_000);
+    const outputs = [JSON.stringify(a.events), JSON.stringify(b.events), JSON.stringify(a.requests), daemon.process.stderr, repl.stdout, repl.stderr, stop.stdout];
+    for (const output of outputs) expect(output).to.not.include(KEY);
+    const files = filesUnder(s.home);
+    expect(files.some((f) => f.endsWith('turnhost.db'))).to.equal(true);
+    for (const file of files) expect(readFileSync(file).includes(KEY), file).to.equal(false);
+  });
+
+  it('kill -9 of the host during a slow MCP tool: the turn fails as a crash, and the next turn sends a valid request', async () => {
+    const s = await scene();
+    s.writeConfig({ approval: { default: 'allow' }, mcp_servers: { t: fixtureServer(s) } });
+    const daemon = await startDaemon(h, ['--agent', 'openai'], {}, s.home);
+    const client = await TestClient.connect(daemon);
+    await client.call('session.create', { session_id: 'k' });
+    s.fake.reply({ toolCalls: [{ id: 'slow', name: 'mcp_t_slow', args: ['{"seconds": 60}'] }] });
+    await client.call('prompt.submit', { session_id: 'k', text: 'wait a minute' });
+    await client.nextEvent('tool.start', 'k');
+    process.kill(await hostPid(client), 'SIGKILL');
+    expect((await client.nextEvent('turn.error', 'k')).payload).to.include({ reason: 'crash' });
+    await hostReady(daemon, 2);
+    s.fake.reply({ text: ['back again'] });
+    await client.call('prompt.submit', { session_id: 'k', text: 'are you there?' });
+    const end = await client.nextEvent('turn.end', 'k');
+    expect(end.payload['interrupted']).to.equal(false);
+    const sent = s.fake.requests.at(-1)!.body.messages.slice(1);
+    expect(sent.map((m) => m.role)).to.deep.equal(['user', 'assistant', 'tool', 'user']);
+    expect(sent[2]).to.deep.equal({ role: 'tool', tool_call_id: 'slow', content: '(no result: the turn was interrupted)' });
+  });
+});
