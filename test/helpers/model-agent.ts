@@ -90,3 +90,19 @@ export function text(host: HostProcess, sid: string, type = 'message.delta'): st
     .map((e) => String(e.payload['text']))
     .join('');
 }
+
+/** Scenes for one describe block: `cleanup` closes their fake servers, then the harness's processes and folders. */
+export function modelScenes(h: Harness): { scene(config?: object): Promise<ModelScene>; cleanup(): Promise<void> } {
+  const scenes: ModelScene[] = [];
+  return {
+    async scene(config = {}) {
+      const s = await modelScene(h, config);
+      scenes.push(s);
+      return s;
+    },
+    async cleanup() {
+      await Promise.all(scenes.splice(0).map((s) => s.fake.close()));
+      await h.cleanup();
+    },
+  };
+}

@@ -42,6 +42,8 @@ describe('the command line (real processes)', function () {
     const out = await collect(child);
     expect(out.code, out.stderr).to.equal(0);
     expect(out.stdout).to.equal('choose\nanswer: teal\napproved: deploy\nanswers: q0=first, q1=second\n');
+    // Each question is still shown, with the answer read for it: the log reads as a conversation.
+    expect(out.stderr).to.include('colour? teal\n').and.include('approve: deploy? [y/N] y\n').and.include('a? first\n').and.include('b? second\n');
   });
 
   it('chat: without TEXT, runs one turn per stdin line', async () => {

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostPid, hostReady, startDaemon, TestClient } from '../helpers/daemon.js';
-import { fixtureServer, modelScene, type ModelScene } from '../helpers/model-agent.js';
+import { fixtureServer, modelScenes } from '../helpers/model-agent.js';
 import { Harness } from '../helpers/processes.js';
 
 const KEY = 'sk-test-LEAKCANARY-7f3a9c2e41';
@@ -24,16 +24,8 @@ function environOf(pid: number): Record<string, string> {
 describe('model agent through the daemon (real processes, fake model server, MCP fixture)', function () {
   this.timeout(40_000);
   const h = new Harness();
-  const scenes: ModelScene[] = [];
-  afterEach(async () => {
-    await Promise.all(scenes.splice(0).map((s) => s.fake.close()));
-    await h.cleanup();
-  });
-  const scene = async () => {
-    const s = await modelScene(h);
-    scenes.push(s);
-    return s;
-  };
+  const { scene, cleanup } = modelScenes(h);
+  afterEach(cleanup);
 
   it('two clients: both get the approval question, the first answer wins; the key reaches the host and nothing else', async () => {
     const s = await scene();
@@ -97,5 +89,45 @@ describe('model agent through the daemon (real processes, fake model server, MCP
     const sent = s.fake.requests.at(-1)!.body.messages.slice(1);
     expect(sent.map((m) => m.role)).to.deep.equal(['user', 'assistant', 'tool', 'user']);
     expect(sent[2]).to.deep.equal({ role: 'tool', tool_call_id: 'slow', content: '(no result: the turn was interrupted)' });
+  });
+});
+
+describe('turnhost chat with the model agent (real processes)', function () {
+  this.timeout(40_000);
+  const h = new Harness();
+  const { scene, cleanup } = modelScenes(h);
+  afterEach(cleanup);
+
+  it('prints reasoning marked, each tool call and its outcome, asks the approval on stdin, and ends with the usage line', async () => {
+    const s = await scene();
+    s.writeConfig({ mcp_servers: { t: fixtureServer(s) } });
+    s.fake.reply(
+      { reasoning: ['I should ', 'add.'], text: [], toolCalls: [{ id: 'c1', name: 'mcp_t_add', args: ['{"a":40,"b":2}'] }], usage: { prompt_tokens: 30, completion_tokens: 3 } },
+      { text: ['It is ', '42.'], usage: { prompt_tokens: 50, completion_tokens: 4 } },
+    );
+    const chat = h.spawnCli(['chat', '--agent', 'openai', '--home', s.home, 'what is 40+2?']);
+    chat.stdin!.end('y\n');
+    let stdout = '';
+    let stderr = '';
+    chat.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+    chat.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const code = await new Promise<number | null>((resolve) => chat.once('close', resolve));
+    expect(code, stderr).to.equal(0);
+    expect(stdout).to.equal('It is 42.\n');
+    expect(stderr).to.include('[reasoning] I should add.\n');
+    expect(stderr).to.include('→ mcp_t_add({"a":40,"b":2})\n');
+    expect(stderr).to.include('approve: mcp_t_add({"a":40,"b":2})? [y/N] y\n');
+    expect(stderr).to.include('← mcp_t_add ok: 42\n');
+    expect(stderr).to.include('[usage] 80 prompt + 7 completion tokens, 2 model calls\n');
+  });
+
+  it('a broken agent config stops chat and start before any daemon runs: one line, exit 78', async () => {
+    const s = await scene();
+    s.writeConfig({ temperature: 'hot' });
+    for (const command of [['chat', 'hi'], ['start']]) {
+      const out = await h.runCli([...command, '--agent', 'openai', '--home', s.home]);
+      expect(out.code, out.stderr).to.equal(78);
+      expect(out.stderr.trim()).to.equal(`turnhost ${command[0]}: ${join(s.home, 'agent.json')}: temperature: expected a number`);
+    }
   });
 });

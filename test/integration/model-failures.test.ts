@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readDatabase } from '../helpers/database.js';
 import { MISSING_RESULT } from '../../agents/model/history.js';
-import { eventsOf, fixtureServer, modelScene, runTurn, startModelHost, type ModelScene } from '../helpers/model-agent.js';
+import { eventsOf, fixtureServer, modelScenes, runTurn, startModelHost } from '../helpers/model-agent.js';
 import { Harness, type HostProcess } from '../helpers/processes.js';
 
 /** An interrupt's ack and the turn's end arrive within this of the interrupt being sent (AGENT.md §3). */
@@ -21,16 +21,8 @@ async function interruptWithin(host: HostProcess, sid: string, requestId: string
 
 describe('model agent: interrupts, failures and compression (real host, fake model server)', () => {
   const h = new Harness();
-  const scenes: ModelScene[] = [];
-  const scene = async (config: object = {}) => {
-    const s = await modelScene(h, config);
-    scenes.push(s);
-    return s;
-  };
-  afterEach(async () => {
-    await Promise.all(scenes.splice(0).map((s) => s.fake.close()));
-    await h.cleanup();
-  });
+  const { scene, cleanup } = modelScenes(h);
+  afterEach(cleanup);
   const statuses = (host: HostProcess, sid: string, kind: string) => eventsOf(host, sid, 'status.update').filter((e) => e.payload['kind'] === kind);
 
   it('an interrupt mid-stream aborts the request: ack, then turn.end interrupted within 1 s; what was seen is kept', async () => {

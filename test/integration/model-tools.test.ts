@@ -4,7 +4,7 @@ import {
   answerRequest,
   eventsOf,
   fixtureServer,
-  modelScene,
+  modelScenes,
   nextServerRequest,
   runTurn,
   startModelHost,
@@ -24,17 +24,13 @@ function mcpCalls(s: ModelScene): { event: string; tool: string; args?: Record<s
 
 describe('model agent: tools, approvals and clarify (real host, fake model server, MCP fixture)', () => {
   const h = new Harness();
-  const scenes: ModelScene[] = [];
+  const scenes = modelScenes(h);
+  afterEach(scenes.cleanup);
   const scene = async (config: (s: ModelScene) => object) => {
-    const s = await modelScene(h);
+    const s = await scenes.scene();
     s.writeConfig(config(s));
-    scenes.push(s);
     return s;
   };
-  afterEach(async () => {
-    await Promise.all(scenes.splice(0).map((s) => s.fake.close()));
-    await h.cleanup();
-  });
 
   const toolScene = (approval: object = allowAll, more: object = {}) =>
     scene((s) => ({ approval, mcp_servers: { t: fixtureServer(s) }, ...more }));
@@ -86,6 +82,12 @@ describe('model agent: tools, approvals and clarify (real host, fake model serve
     // The next turn replays the stored calls and results exactly.
     await runTurn(host, 's1', 'r2', 'again');
     expect(s.fake.requests[2]!.body.messages.slice(1, 6)).to.deep.equal([...second.slice(1), { role: 'assistant', content: 'The sum is 5.' }]);
+    // And after a restart, from the database.
+    host.closeStdin();
+    await host.waitExit();
+    const restarted = await startModelHost(h, s);
+    await runTurn(restarted, 's1', 'r3', 'third');
+    expect(s.fake.requests[3]!.body.messages).to.deep.equal([...s.fake.requests[2]!.body.messages, { role: 'assistant', content: 'Again.' }, { role: 'user', content: 'third' }]);
     const json = JSON.parse((await h.runCli(['history', 's1', '--home', s.home, '--json'])).stdout) as Record<string, unknown>[];
     expect(json[1]!['tool_calls']).to.have.length(2);
     expect(json[2]).to.include({ role: 'tool', tool_call_id: 'call_a', content: '5' });
@@ -93,6 +95,15 @@ describe('model agent: tools, approvals and clarify (real host, fake model serve
     expect(plain).to.include('[1] assistant: → mcp_t_add({"a": 2, "b": 3})');
     expect(plain).to.include('[2] tool: ← mcp_t_add: 5');
     expect(plain).to.include('[3] tool: ← mcp_t_echo: hi');
+  });
+
+  it('starts every call of a response before any of them ends (they run concurrently)', async () => {
+    const s = await toolScene();
+    const slow = (id: string) => ({ id, name: 'mcp_t_slow', args: ['{"seconds": 0.3}'] });
+    s.fake.reply({ toolCalls: [slow('s1'), slow('s2'), slow('s3')] }, { text: ['rested'] });
+    const host = await startModelHost(h, s);
+    await runTurn(host, 's1', 'r1', 'rest');
+    expect(mcpCalls(s).map((c) => c.event)).to.deep.equal(['start', 'start', 'start', 'end', 'end', 'end']);
   });
 
   it('tells calls apart by id when a server reuses index 0 for each call of a batch', async () => {
@@ -202,14 +213,10 @@ describe('model agent: tools, approvals and clarify (real host, fake model serve
 
 describe('model agent: MCP servers (real host, fixture server)', () => {
   const h = new Harness();
-  const scenes: ModelScene[] = [];
-  afterEach(async () => {
-    await Promise.all(scenes.splice(0).map((s) => s.fake.close()));
-    await h.cleanup();
-  });
+  const scenes = modelScenes(h);
+  afterEach(scenes.cleanup);
   const scene = async () => {
-    const s = await modelScene(h);
-    scenes.push(s);
+    const s = await scenes.scene();
     s.fake.fallback = () => ({ text: ['ok'] });
     return s;
   };

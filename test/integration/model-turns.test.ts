@@ -1,20 +1,12 @@
 import { expect } from 'chai';
 import { readDatabase } from '../helpers/database.js';
-import { eventsOf, modelScene, runTurn, startModelHost, text, type ModelScene } from '../helpers/model-agent.js';
+import { eventsOf, modelScenes, runTurn, startModelHost, text } from '../helpers/model-agent.js';
 import { Harness } from '../helpers/processes.js';
 
 describe('model agent: streamed turns against an OpenAI-compatible server (real host process)', () => {
   const h = new Harness();
-  const scenes: ModelScene[] = [];
-  const scene = async (config: object = {}) => {
-    const s = await modelScene(h, config);
-    scenes.push(s);
-    return s;
-  };
-  afterEach(async () => {
-    await Promise.all(scenes.splice(0).map((s) => s.fake.close()));
-    await h.cleanup();
-  });
+  const { scene, cleanup } = modelScenes(h);
+  afterEach(cleanup);
 
   it('streams each fragment as message.delta and reasoning as reasoning.delta; turn.end carries the usage; model and usage are stored', async () => {
     const s = await scene({ system_prompt: 'You are a test.' });

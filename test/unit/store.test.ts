@@ -32,6 +32,31 @@ describe('store', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('upgrades a version-1 database in place: old messages read back without tool fields, new ones keep theirs', async () => {
+    const file = join(dir, 'turnhost.db');
+    await store.commit((w) => {
+      w.saveSession(row('old', 1));
+      w.appendMessages('old', 0, [{ role: 'user', content: 'from before' }], 't0');
+    });
+    store.close();
+    const raw = new Database(file);
+    for (const column of ['messages.tool_calls', 'messages.tool_call_id', 'turns.model', 'turns.prompt_tokens', 'turns.completion_tokens', 'turns.model_calls']) {
+      const [table, name] = column.split('.');
+      raw.exec(`ALTER TABLE ${table} DROP COLUMN ${name}`);
+    }
+    raw.pragma('user_version = 1');
+    raw.close();
+    store = Store.open(file);
+    expect(store.db.pragma('user_version', { simple: true })).to.equal(SCHEMA_VERSION);
+    const call = { id: 'c1', type: 'function' as const, function: { name: 'f', arguments: '{}' } };
+    await store.commit((w) => w.appendMessages('old', 1, [{ role: 'assistant', content: '', tool_calls: [call] }, { role: 'tool', content: 'r', tool_call_id: 'c1' }], 't1'));
+    expect(store.loadSession('old')!.messages).to.deep.equal([
+      { role: 'user', content: 'from before' },
+      { role: 'assistant', content: '', tool_calls: [call] },
+      { role: 'tool', content: 'r', tool_call_id: 'c1' },
+    ]);
+  });
+
   it('migrates a new database to the current schema version, in WAL mode', () => {
     expect(store.db.pragma('user_version', { simple: true })).to.equal(SCHEMA_VERSION);
     expect(store.db.pragma('journal_mode', { simple: true })).to.equal('wal');

@@ -1,0 +1,120 @@
+import { expect } from 'chai';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AgentLoadError } from '../../agents/loader-error.js';
+import { approvalPolicy } from '../../agents/model/approval.js';
+import { loadModelConfig } from '../../agents/model/config.js';
+import { compressionCut, MISSING_RESULT, toApiMessages } from '../../agents/model/history.js';
+import { ToolCallStream } from '../../agents/model/tool-call-stream.js';
+import { cutResult, RESULT_MAX_BYTES } from '../../agents/model/tools.js';
+import type { ChatMessage } from '../../protocol/chat.js';
+import { pairingProblem } from '../helpers/fake-openai.js';
+
+const call = (id: string, name = 'f') => ({ id, type: 'function' as const, function: { name, arguments: '{}' } });
+
+describe('model agent parts', () => {
+  it('accumulates tool-call fragments by index, and by id where a server reuses an index', () => {
+    const stream = new ToolCallStream();
+    stream.add({ index: 0, id: 'a', function: { name: 'one', arguments: '{"x"' } });
+    stream.add({ index: 1, id: 'b', function: { name: 'two', arguments: '' } });
+    stream.add({ index: 0, function: { arguments: ': 1}' } });
+    stream.add({ index: 1, function: { arguments: '{}' } });
+    stream.add({ index: 0, id: 'c', function: { name: 'three', arguments: '{}' } });
+    expect(stream.finish('gen').map((c) => [c.id, c.function.name, c.function.arguments])).to.deep.equal([
+      ['a', 'one', '{"x": 1}'],
+      ['b', 'two', '{}'],
+      ['c', 'three', '{}'],
+    ]);
+    const anonymous = new ToolCallStream();
+    anonymous.add({ index: 0, function: { name: 'n', arguments: '{}' } });
+    expect(anonymous.finish('gen')[0]!.id).to.equal('gen-0');
+  });
+
+  it('repairs a history before a request: a missing result is filled in, a stray result left out', () => {
+    const history: ChatMessage[] = [
+      { role: 'user', content: 'u1' },
+      { role: 'assistant', content: '', tool_calls: [call('c1'), call('c2')] },
+      { role: 'tool', tool_call_id: 'c2', content: 'r2' },
+      { role: 'user', content: 'u2' },
+      { role: 'tool', tool_call_id: 'stray', content: 'lost' },
+      { role: 'assistant', content: 'a', tool_calls: [call('c3')] },
+    ];
+    const api = toApiMessages(history);
+    expect(api).to.deep.equal([
+      { role: 'user', content: 'u1' },
+      { role: 'assistant', content: null, tool_calls: [call('c1'), call('c2')] },
+      { role: 'tool', tool_call_id: 'c2', content: 'r2' },
+      { role: 'tool', tool_call_id: 'c1', content: MISSING_RESULT },
+      { role: 'user', content: 'u2' },
+      { role: 'assistant', content: 'a', tool_calls: [call('c3')] },
+      { role: 'tool', tool_call_id: 'c3', content: MISSING_RESULT },
+    ]);
+    expect(pairingProblem(api)).to.equal(null);
+    expect(pairingProblem(history.map((m) => ({ ...m, content: m.content })))).to.not.equal(null);
+  });
+
+  it('never cuts a compression between a tool call and its results', () => {
+    const history: ChatMessage[] = [
+      { role: 'user', content: 'u' },
+      { role: 'assistant', content: '', tool_calls: [call('c1'), call('c2')] },
+      { role: 'tool', tool_call_id: 'c1', content: '1' },
+      { role: 'tool', tool_call_id: 'c2', content: '2' },
+      { role: 'assistant', content: 'done' },
+    ];
+    expect(compressionCut(history, 2)).to.equal(1);
+    expect(compressionCut(history, 1)).to.equal(4);
+    expect(compressionCut(history, 10)).to.equal(0);
+  });
+
+  it('applies the approval lists most specific first: deny, ask, allow, then the default; clarify never asks', () => {
+    const policy = approvalPolicy({ default: 'ask', allow: ['mcp_fs_*'], ask: ['mcp_fs_write*'], deny: ['mcp_fs_write_secret', 'clarify'] });
+    expect(policy('mcp_fs_read')).to.equal('allow');
+    expect(policy('mcp_fs_write_file')).to.equal('ask');
+    expect(policy('mcp_fs_write_secret')).to.equal('deny');
+    expect(policy('mcp_web_get')).to.equal('ask');
+    expect(policy('clarify')).to.equal('allow');
+    expect(approvalPolicy({ default: 'allow', allow: [], ask: [], deny: [] })('anything')).to.equal('allow');
+  });
+
+  it('cuts a result over 64 KiB on a character boundary, saying how much was left out', () => {
+    expect(cutResult('short')).to.equal('short');
+    const long = 'é'.repeat(RESULT_MAX_BYTES);
+    const cut = cutResult(long);
+    const [kept, note] = cut.split('\n');
+    expect(Buffer.byteLength(kept!)).to.be.at.most(RESULT_MAX_BYTES);
+    expect(kept!.endsWith('é')).to.equal(true);
+    expect(note).to.equal(`[result cut: ${RESULT_MAX_BYTES} of ${RESULT_MAX_BYTES * 2} bytes left out]`);
+  });
+
+  it('reads the config with every default, the model from $TURNHOST_MODEL and the base URL from $OPENAI_BASE_URL', () => {
+    const home = mkdtempSync(join(tmpdir(), 'turnhost-config-'));
+    try {
+      const config = loadModelConfig({ home, env: { TURNHOST_MODEL: 'env-model', OPENAI_BASE_URL: 'http://127.0.0.1:1/v1/' } });
+      expect(config).to.deep.include({
+        model: 'env-model',
+        base_url: 'http://127.0.0.1:1/v1',
+        api_key_env: 'OPENAI_API_KEY',
+        context_tokens: 128000,
+        compress_at: 0.75,
+        keep_recent: 6,
+        max_tool_rounds: 25,
+        request_timeout_s: 600,
+        idle_timeout_s: 60,
+        max_retries: 2,
+        approval: { default: 'ask', allow: [], ask: [], deny: [] },
+        mcp_servers: {},
+        personalities: {},
+        file: null,
+      });
+      writeFileSync(join(home, 'agent.json'), JSON.stringify({ model: 'm', mcp_servers: { fs: { command: 'x' } } }));
+      const withServer = loadModelConfig({ home, env: {} });
+      expect(withServer.base_url).to.equal('https://api.openai.com/v1');
+      expect(withServer.mcp_servers['fs']).to.deep.equal({ command: 'x', args: [], env: {}, enabled: true, timeout_s: 60, tools: { exclude: [] } });
+      writeFileSync(join(home, 'agent.json'), JSON.stringify({ model: 'm', approval: { default: 'never' } }));
+      expect(() => loadModelConfig({ home, env: {} })).to.throw(AgentLoadError, /approval\.default: /);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
