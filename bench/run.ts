@@ -1,4 +1,5 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, or all.
+import { benchAgent } from './agent.js';
 import { benchDaemon } from './daemon.js';
 import { benchHost } from './host.js';
 import { benchRecovery } from './recovery.js';
@@ -9,6 +10,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   shutdown: benchShutdown,
   daemon: benchDaemon,
   recovery: benchRecovery,
+  agent: benchAgent,
 };
 
 const names = process.argv.slice(2);

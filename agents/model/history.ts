@@ -12,8 +12,9 @@ export type ApiMessage =
 
 export const MISSING_RESULT = '(no result: the turn was interrupted)';
 
-export function toApiMessages(history: readonly ChatMessage[]): ApiMessage[] {
-  const out: ApiMessage[] = [];
+/** The API messages of the history's parts, in order, repaired; `system` first when given. */
+export function toApiMessages(parts: readonly (readonly ChatMessage[])[], system?: ApiMessage): ApiMessage[] {
+  const out: ApiMessage[] = system === undefined ? [] : [system];
   let awaiting: ToolCall[] = [];
   let answered = new Set<string>();
   const closeCallBlock = (): void => {
@@ -23,7 +24,7 @@ export function toApiMessages(history: readonly ChatMessage[]): ApiMessage[] {
     awaiting = [];
     answered = new Set();
   };
-  for (const message of history) {
+  for (const message of parts.flat()) {
     if (message.role === 'tool') {
       const id = message.tool_call_id;
       if (id !== undefined && awaiting.some((call) => call.id === id) && !answered.has(id)) {

@@ -50,22 +50,26 @@ class ModelAgent implements Agent {
     const system: ApiMessage = { role: 'system', content: systemPrompt(config, turn.overrides) };
     const usage: TurnUsage = { prompt_tokens: 0, completion_tokens: 0, calls: 0 };
     const done = (reply: string): TurnResult => ({ reply, model, usage });
-    let prior: ChatMessage[] = [...turn.history];
+    let prior: readonly ChatMessage[] = turn.history;
     const added: ChatMessage[] = [{ role: 'user', content: turn.prompt }];
     let compressed = false;
+    const request = (): ChatRequest => ({
+      model,
+      messages: toApiMessages([prior, added], system),
+      tools: offeredTools(tools),
+      temperature: config.temperature,
+      max_tokens: config.max_tokens,
+    });
     while (usage.calls < config.max_tool_rounds) {
-      const request = (): ChatRequest => ({
-        model,
-        messages: [system, ...toApiMessages([...prior, ...added])],
-        tools: offeredTools(tools),
-        temperature: config.temperature,
-        max_tokens: config.max_tokens,
-      });
-      if (!compressed && this.promptSizes.estimate(turn.sid, request().messages) > config.compress_at * config.context_tokens) {
-        compressed = true;
-        prior = (await this.compressDuringTurn(turn, prior, model, 'the conversation is close to the context limit')) ?? prior;
-      }
       let sent = request();
+      if (!compressed && this.promptSizes.estimate(turn.sid, sent.messages) > config.compress_at * config.context_tokens) {
+        compressed = true;
+        const smaller = await this.compressDuringTurn(turn, prior, model, 'the conversation is close to the context limit');
+        if (smaller !== null) {
+          prior = smaller;
+          sent = request();
+        }
+      }
       let reply;
       try {
         reply = await this.api.stream(sent, turn.signal, streamHandlers(turn));
@@ -154,7 +158,7 @@ class ModelAgent implements Agent {
   }
 
   /** Summarizes the history before the prompt and has the session store it; null (history untouched) when that fails. */
-  private async compressDuringTurn(turn: TurnContext, prior: ChatMessage[], model: string, why: string): Promise<ChatMessage[] | null> {
+  private async compressDuringTurn(turn: TurnContext, prior: readonly ChatMessage[], model: string, why: string): Promise<ChatMessage[] | null> {
     turn.emit({ type: 'status.update', kind: 'compress', text: `compressing the history: ${why}` });
     try {
       const summary = await summarize(this.api, model, prior, this.config.keep_recent, null, turn.signal);

@@ -40,7 +40,7 @@ describe('model agent parts', () => {
       { role: 'tool', tool_call_id: 'stray', content: 'lost' },
       { role: 'assistant', content: 'a', tool_calls: [call('c3')] },
     ];
-    const api = toApiMessages(history);
+    const api = toApiMessages([history.slice(0, 2), history.slice(2)]);
     expect(api).to.deep.equal([
       { role: 'user', content: 'u1' },
       { role: 'assistant', content: null, tool_calls: [call('c1'), call('c2')] },

@@ -1,0 +1,85 @@
+// `npm run bench -- agent`: the model agent (`turnhost host --agent openai`) against a floor
+// measured in the same run: a minimal program making the same `openai` SDK calls to the same
+// fake server, writing nothing. Replies are 20 fragments; the fake server runs in this process.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEFAULT_SYSTEM_PROMPT } from '../agents/model/config.js';
+import { FakeOpenAI } from '../test/helpers/fake-openai.js';
+import { CLI, ROOT, printTable, round, verdict, withTempDir, writeResult } from './common.js';
+import { backToBack, closedLoop, sessionIds, TurnProcess, type Latency, type Throughput } from './driver.js';
+
+const SESSION_COUNTS = [1, 64];
+const WARMUP_MS = 500;
+const MEASURE_MS = 3000;
+const LATENCY_WARMUP = 100;
+const LATENCY_TURNS = 1000;
+const FRAGMENTS = Array.from({ length: 20 }, (_, i) => `word${i} `);
+const MODEL = 'bench-model';
+
+interface Program {
+  name: string;
+  start(dir: string, baseUrl: string): TurnProcess;
+}
+
+const PROGRAMS: Program[] = [
+  {
+    name: 'turnhost --agent openai',
+    start(dir, baseUrl) {
+      writeFileSync(join(dir, 'agent.json'), JSON.stringify({ model: MODEL, base_url: baseUrl }));
+      return new TurnProcess(process.execPath, [CLI, 'host', '--home', dir, '--agent', 'openai', '--workers', '64']);
+    },
+  },
+  {
+    name: 'SDK floor',
+    start: (_dir, baseUrl) => new TurnProcess(process.execPath, [join(ROOT, 'bench/floors/openai-floor.mjs'), baseUrl, MODEL, DEFAULT_SYSTEM_PROMPT]),
+  },
+];
+
+interface ProgramResult {
+  throughput: Throughput[];
+  latency: Latency;
+}
+
+async function measure(program: Program, fake: FakeOpenAI): Promise<ProgramResult> {
+  return withTempDir(async (dir) => {
+    const proc = program.start(dir, fake.baseUrl);
+    await proc.hello;
+    const throughput: Throughput[] = [];
+    for (const sessions of SESSION_COUNTS) throughput.push(await closedLoop(proc, sessionIds(`tp${sessions}`, sessions), WARMUP_MS, MEASURE_MS));
+    const latency = await backToBack(proc, 'lat', LATENCY_WARMUP, LATENCY_TURNS);
+    await proc.close();
+    return { throughput, latency };
+  });
+}
+
+export async function benchAgent(): Promise<void> {
+  const fake = await FakeOpenAI.start();
+  fake.keepRequests = false;
+  fake.fallback = () => ({ text: FRAGMENTS });
+  const results: Record<string, ProgramResult> = {};
+  try {
+    for (const program of PROGRAMS) {
+      process.stdout.write(`measuring ${program.name}…\n`);
+      results[program.name] = await measure(program, fake);
+    }
+  } finally {
+    await fake.close();
+  }
+  const turnhost = results['turnhost --agent openai']!;
+  const floor = results['SDK floor']!;
+  const at64 = (r: ProgramResult) => r.throughput.find((t) => t.sessions === 64)!.turnsPerSec;
+  const ratio = at64(turnhost) / at64(floor);
+  const p50Gap = turnhost.latency.p50Ms - floor.latency.p50Ms;
+  printTable(
+    'turns per second (closed loop, 20-fragment replies from a fake server on 127.0.0.1)',
+    ['program', ...SESSION_COUNTS.map((n) => `${n} session${n > 1 ? 's' : ''}`), 'p50 ms', 'p99 ms'],
+    Object.entries(results).map(([name, r]) => [name, ...r.throughput.map((t) => round(t.turnsPerSec)), round(r.latency.p50Ms, 3), round(r.latency.p99Ms, 3)]),
+  );
+  const targets = {
+    vsFloorAt64: { value: round(ratio, 2), target: '>= 0.60', met: ratio >= 0.6 },
+    oneSessionP50GapMs: { value: round(p50Gap, 3), target: '<= 1.5', met: p50Gap <= 1.5 },
+  };
+  printTable('targets', ['measure', 'value', 'target', 'verdict'], Object.entries(targets).map(([k, t]) => [k, t.value, t.target, verdict(t.met)]));
+  const file = writeResult('agent', { results, targets });
+  process.stdout.write(`\nwrote ${file}\n`);
+}
