@@ -106,6 +106,16 @@ describe('model agent: tools, approvals and clarify (real host, fake model serve
     expect(mcpCalls(s).map((c) => c.event)).to.deep.equal(['start', 'start', 'start', 'end', 'end', 'end']);
   });
 
+  it("a call past its server's timeout_s comes back to the model as an error result", async () => {
+    const s = await scene((sc) => ({ approval: allowAll, mcp_servers: { t: fixtureServer(sc, { timeout_s: 0.3 }) } }));
+    s.fake.reply({ toolCalls: [{ id: 'late', name: 'mcp_t_slow', args: ['{"seconds": 5}'] }] }, { text: ['gave up'] });
+    const host = await startModelHost(h, s);
+    const end = await runTurn(host, 's1', 'r1', 'wait');
+    expect(end.type).to.equal('turn.end');
+    const result = s.fake.requests[1]!.body.messages.find((m) => m.role === 'tool')!;
+    expect(result.content).to.match(/^error: .*timed out/i);
+  });
+
   it('tells calls apart by id when a server reuses index 0 for each call of a batch', async () => {
     const s = await toolScene();
     s.fake.reply(
