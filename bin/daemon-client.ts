@@ -22,7 +22,28 @@ export async function connectDaemon(home: string): Promise<RpcClient | null> {
 
 export type Launch = { ok: true; pid: number } | { ok: false; message: string; alreadyRunning: boolean };
 
-/** Starts `turnhost daemon` in the background and waits until its socket answers. */
+interface HostState {
+  host: { state: string; last_error: string | null };
+}
+
+/**
+ * Resolves once the host has said hello; rejects with the host's own error when it failed (its
+ * agent cannot load, a crash loop) or did not come up within the bound.
+ */
+export async function waitForHost(client: RpcClient, timeoutMs = START_TIMEOUT_MS): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const { host } = await client.call<HostState>('host.status', {}, timeoutMs);
+    if (host.state === 'running') return;
+    if (host.state === 'failed') throw new Error(`the host did not come up: ${host.last_error ?? 'crash loop'}`);
+    if (performance.now() > deadline) {
+      throw new Error(`the host did not say hello within ${timeoutMs / 1000} s${host.last_error ? `: ${host.last_error}` : ''}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+}
+
+/** Starts `turnhost daemon` in the background and waits until its host has said hello. */
 export async function launchDaemon(home: string, hostArgs: string[]): Promise<Launch> {
   const paths = homePaths(home);
   mkdirSync(dirname(paths.log), { recursive: true, mode: 0o700 });
@@ -42,7 +63,12 @@ export async function launchDaemon(home: string, hostArgs: string[]): Promise<La
     if (client) {
       try {
         const status = await client.call<{ supervisor: { pid: number } }>('host.status', {}, START_TIMEOUT_MS);
+        await waitForHost(client, Math.max(0, deadline - performance.now()));
         return { ok: true, pid: status.supervisor.pid };
+      } catch (err) {
+        // Nothing half-started stays behind: the daemon of a host that cannot run is stopped.
+        await client.call('daemon.shutdown', { wait: 0 }, START_TIMEOUT_MS).catch(() => {});
+        return { ok: false, alreadyRunning: false, message: (err as Error).message };
       } finally {
         client.close();
       }

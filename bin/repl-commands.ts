@@ -2,7 +2,7 @@
 // `turnhost repl --offline`, for post-mortems with the daemon down.
 import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { REPLServer } from 'node:repl';
-import { MUTATOR_ROUTE_TABLE } from '../actors/routes.js';
+import { MUTATOR_ROUTE_TABLE } from '../actors/host/routes.js';
 import type { ActorNode } from '../actors/runtime.js';
 import type { Reader } from '../persistence/reader.js';
 import { formatTable, type Cell } from './table.js';
@@ -13,19 +13,23 @@ export interface ReplOutput {
 
 export type DefineCommand = (name: string, help: string, run: (arg: string) => Promise<void>) => void;
 
-/** Commands run async; a failure is printed in the REPL and never escapes into the process. */
-export function commandDefiner(r: REPLServer, out: ReplOutput): DefineCommand {
+/**
+ * Commands run async; a failure is printed in the REPL and never escapes into the process.
+ * `track` is handed each command's work, so a connection can wait for it before it closes.
+ */
+export function commandDefiner(r: REPLServer, out: ReplOutput, track: (work: Promise<void>) => void = () => {}): DefineCommand {
   return (name, help, run) =>
     r.defineCommand(name, {
       help,
       action(arg: string) {
-        run(arg.trim()).then(
+        const work = run(arg.trim()).then(
           () => r.displayPrompt(),
           (err: unknown) => {
             out.write(`error: ${(err as Error).message}\n`);
             r.displayPrompt();
           },
         );
+        track(work);
       },
     });
 }

@@ -1,12 +1,12 @@
 // The debug REPL of the running daemon, on <home>/repl.sock (0600): one node:repl per
 // connection with inspection commands that print aligned tables. A throw, a rejection or a bad
 // query stays inside the REPL; `.exit` ends only that connection; process.exit is refused.
-import type { FinishedTurn } from '../actors/messages.js';
+import type { FinishedTurn } from '../actors/host/messages.js';
 import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import repl, { type REPLServer } from 'node:repl';
 import { ask, type Ref, type SystemRef } from '../actors/runtime.js';
-import type { CallReply, GatewayMsg, HostStatus, SupervisorMsg } from '../actors/supervisor-messages.js';
+import type { CallReply, GatewayMsg, HostStatus, SupervisorMsg } from '../actors/daemon/supervisor-messages.js';
 import type { Reader } from '../persistence/reader.js';
 import { commandDefiner, defineDatabaseCommands, flattenActors, printRows, type ReplOutput } from './repl-commands.js';
 
@@ -21,6 +21,18 @@ export interface ReplDeps {
 }
 
 const ASK_TIMEOUT_MS = 10_000;
+/** The header line of `turnhost repl` is short; past this, the client sent no header. */
+const MAX_HEADER_BYTES = 256;
+
+function parseHeader(line: string): { terminal: boolean } | null {
+  try {
+    const value = JSON.parse(line) as unknown;
+    if (typeof value === 'object' && value !== null && 'terminal' in value) return { terminal: (value as { terminal: unknown }).terminal === true };
+  } catch {
+    // not a header: the first command
+  }
+  return null;
+}
 
 export async function startRepl(deps: ReplDeps): Promise<{ close(): Promise<void> }> {
   rmSync(deps.path, { force: true });
@@ -29,20 +41,34 @@ export async function startRepl(deps: ReplDeps): Promise<{ close(): Promise<void
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
-    // The client's first line says whether it is a terminal (raw keys, Tab completion) or a script.
-    let head = '';
-    const onData = (chunk: Buffer): void => {
-      head += chunk.toString('utf8');
-      const newline = head.indexOf('\n');
-      if (newline === -1) return;
+    // `turnhost repl` sends a first line saying whether it is a terminal (raw keys, Tab
+    // completion) or a script; any other client (socat, nc) is a script, and its first line is
+    // already a command, kept for the REPL with whatever came after it.
+    let head = Buffer.alloc(0);
+    const begin = (ended: boolean): void => {
       socket.off('data', onData);
-      const terminal = /"terminal"\s*:\s*true/.test(head.slice(0, newline));
-      const rest = head.slice(newline + 1);
-      const session = openSession(socket, terminal, deps);
-      if (rest) socket.unshift(Buffer.from(rest));
-      session.on('exit', () => socket.end());
+      socket.off('end', onEnd);
+      const newline = head.indexOf(0x0a);
+      const header = newline === -1 ? null : parseHeader(head.subarray(0, newline).toString('utf8'));
+      const rest = header === null ? head : head.subarray(newline + 1);
+      const { session, idle } = openSession(socket, header?.terminal === true, deps);
+      // Input ended: the commands still running finish and print before the connection closes.
+      session.on('exit', () => void idle().then(() => socket.end()));
+      if (!ended) {
+        if (rest.length > 0) socket.unshift(rest);
+        return;
+      }
+      // Everything came, and the input ended, before a newline: run it as the last line.
+      if (rest.length > 0) session.write(`${rest.toString('utf8')}\n`);
+      session.close();
     };
+    const onData = (chunk: Buffer): void => {
+      head = Buffer.concat([head, chunk]);
+      if (head.indexOf(0x0a) !== -1 || head.length >= MAX_HEADER_BYTES) begin(false);
+    };
+    const onEnd = (): void => begin(true);
     socket.on('data', onData);
+    socket.once('end', onEnd);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -60,7 +86,7 @@ async function closeServer(server: Server, sockets: Set<Socket>, path: string): 
   rmSync(path, { force: true });
 }
 
-function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): REPLServer {
+function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { session: REPLServer; idle: () => Promise<void> } {
   const r = repl.start({ prompt: 'turnhost> ', input: socket, output: socket, terminal, useGlobal: false, ignoreUndefined: true, preview: false });
   const out: ReplOutput = { write: (text) => socket.write(text) };
   const host = async (what: string): Promise<unknown> => {
@@ -76,7 +102,11 @@ function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): REPLSer
     status,
     process: guardedProcess(),
   });
-  const command = commandDefiner(r, out);
+  const running = new Set<Promise<void>>();
+  const command = commandDefiner(r, out, (work) => {
+    running.add(work);
+    void work.finally(() => running.delete(work));
+  });
   defineDatabaseCommands(command, out, deps.reader, deps.logPath);
   command('sessions', 'sessions: status, running, message count, age', async () => {
     const running = new Set((await status()).running_sids);
@@ -114,7 +144,10 @@ function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): REPLSer
       ['last error', s.host.last_error ?? ''],
     ]);
   });
-  return r;
+  const idle = async (): Promise<void> => {
+    while (running.size > 0) await Promise.allSettled([...running]);
+  };
+  return { session: r, idle };
 }
 
 function age(atMs: number): string {

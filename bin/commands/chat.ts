@@ -3,7 +3,7 @@
 // terminal, or reads the answers from stdin lines when stdin is not a terminal. Ctrl-C
 // interrupts the running turn; a second Ctrl-C leaves.
 import { createInterface, type Interface } from 'node:readline';
-import { connectDaemon, launchDaemon } from '../daemon-client.js';
+import { connectDaemon, launchDaemon, waitForHost } from '../daemon-client.js';
 import { ensureHome } from '../home.js';
 import type { EventParams, RpcClient, ServerRequest } from '../rpc-client.js';
 
@@ -14,8 +14,6 @@ export interface ChatOptions {
 }
 
 const EXIT_INTERRUPTED = 130;
-const HOST_WAIT_MS = 15_000;
-const HOST_POLL_MS = 100;
 
 /** Lines typed at a terminal, or read from a pipe, one consumer at a time. */
 interface Input {
@@ -36,7 +34,7 @@ export async function chatCommand(homeDir: string, options: ChatOptions): Promis
   }
   const input = process.stdin.isTTY ? terminalInput() : pipeInput();
   try {
-    await untilHostRuns(client);
+    await waitForHost(client);
     const sid = await openSession(client, options.session);
     const chat = new Chat(client, sid, input);
     if (options.text !== undefined) return await chat.turn(options.text);
@@ -54,18 +52,6 @@ export async function chatCommand(homeDir: string, options: ChatOptions): Promis
   } finally {
     input.close();
     client.close();
-  }
-}
-
-/** A daemon that just started (or is restarting its host) answers 5019 for a while: wait, bounded. */
-async function untilHostRuns(client: RpcClient): Promise<void> {
-  const deadline = performance.now() + HOST_WAIT_MS;
-  for (;;) {
-    const status = await client.call<{ host: { state: string; last_error: string | null } }>('host.status');
-    if (status.host.state === 'running') return;
-    if (status.host.state === 'failed') throw new Error(`the host is not running: ${status.host.last_error ?? 'crash loop'} (turnhost status; host.restart)`);
-    if (performance.now() > deadline) throw new Error(`the host did not start within ${HOST_WAIT_MS / 1000} s`);
-    await new Promise((resolve) => setTimeout(resolve, HOST_POLL_MS));
   }
 }
 

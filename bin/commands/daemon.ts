@@ -1,16 +1,16 @@
 // `turnhost daemon`: the supervisor in the foreground. Process-level wiring: the home, the lock,
-// the log, the sockets and signals; the behaviour lives in actors/supervisor.ts and friends.
+// the log, the sockets and signals; the behaviour lives in actors/daemon/.
 import { chmodSync, fstatSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { resolve } from 'node:path';
 import pino from 'pino';
-import { acceptClient } from '../../actors/client-connection.js';
+import { acceptClient } from '../../actors/daemon/client-connection.js';
 import { monotonicClock } from '../../actors/clock.js';
-import { spawnGateway } from '../../actors/gateway.js';
-import { hostEnvironment } from '../../actors/host-child.js';
+import { spawnGateway } from '../../actors/daemon/gateway.js';
+import { hostEnvironment } from '../../actors/daemon/host-child.js';
 import { spawnActor, startSystem, stopSystem, tell, SECOND_MS } from '../../actors/runtime.js';
-import { spawnSupervisor } from '../../actors/supervisor.js';
-import type { StopReport } from '../../actors/supervisor-messages.js';
+import { spawnSupervisor } from '../../actors/daemon/supervisor.js';
+import type { StopReport } from '../../actors/daemon/supervisor-messages.js';
 import { agentEnvironmentNames, AgentLoadError } from '../../agents/loader.js';
 import { LogFile } from '../../persistence/log.js';
 import { realProbe } from '../../persistence/proc.js';

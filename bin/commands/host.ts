@@ -1,11 +1,11 @@
 // `turnhost host`: the compute host on stdin/stdout. Process-level wiring only: options, the
 // database, hello, stdin, signals, the parent guard; the behaviour lives in actors/.
 import { randomBytes } from 'node:crypto';
-import { startHost, DEFAULT_SHUTDOWN_WAIT_SEC } from '../../actors/host.js';
-import type { ShutdownReason } from '../../actors/messages.js';
+import { startHost, DEFAULT_SHUTDOWN_WAIT_SEC } from '../../actors/host/host.js';
+import type { ShutdownReason } from '../../actors/host/messages.js';
 import { monotonicClock } from '../../actors/clock.js';
 import { startSystem, stopSystem, SECOND_MS } from '../../actors/runtime.js';
-import type { HostServices } from '../../actors/services.js';
+import type { HostServices } from '../../actors/host/services.js';
 import { AgentLoadError, loadAgent } from '../../agents/loader.js';
 import { Store } from '../../persistence/store.js';
 import { FrameWriter, fdSink } from '../../protocol/frame-writer.js';

@@ -2,6 +2,7 @@
 import { printTable } from '../table.js';
 import { connectDaemon, EXIT_NOT_RUNNING, launchDaemon } from '../daemon-client.js';
 import { ensureHome } from '../home.js';
+import { waitGone } from '../../persistence/proc.js';
 
 export async function startCommand(homeDir: string, hostArgs: string[]): Promise<number> {
   const home = ensureHome(homeDir);
@@ -27,11 +28,22 @@ export async function stopCommand(home: string, waitSec: number | undefined): Pr
     return EXIT_NOT_RUNNING;
   }
   const wait = waitSec ?? 10;
+  const status = await client.call<StatusResult>('host.status');
   const report = await client.call<{ finalized: number; retained: number }>('daemon.shutdown', { wait }, (wait + 30) * 1000);
-  process.stdout.write(`stopped: ${report.finalized} session(s) finalized, ${report.retained} retained\n`);
   await client.closed;
+  // Returns once the processes are gone, so that a `start` right after never meets the old daemon.
+  const pids = [status.supervisor.pid, status.host.pid].filter((pid): pid is number => pid !== null);
+  const gone = await Promise.all(pids.map((pid) => waitGone(pid, EXIT_WAIT_MS)));
+  if (gone.includes(false)) {
+    process.stderr.write(`turnhost stop: the daemon answered, but process ${pids.filter((_, i) => !gone[i]).join(', ')} is still running after ${EXIT_WAIT_MS / 1000} s\n`);
+    return 1;
+  }
+  process.stdout.write(`stopped: ${report.finalized} session(s) finalized, ${report.retained} retained\n`);
   return 0;
 }
+
+/** After its shutdown answer the daemon only closes its sockets and files; the host has exited already. */
+const EXIT_WAIT_MS = 15_000;
 
 interface StatusResult {
   supervisor: { pid: number; home: string; started_at: string };

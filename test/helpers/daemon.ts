@@ -47,7 +47,7 @@ export class TestClient {
     };
   }
 
-  static async connect(daemon: Daemon): Promise<TestClient> {
+  static async connect(daemon: Pick<Daemon, 'socket'>): Promise<TestClient> {
     return new TestClient(await RpcClient.connect(daemon.socket));
   }
 

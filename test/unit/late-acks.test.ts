@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { Clock } from '../../actors/clock.js';
-import type { HostChildEvents, HostHandle } from '../../actors/host-child.js';
+import type { HostChildEvents, HostHandle } from '../../actors/daemon/host-child.js';
 import { ask, spawnActor, startSystem, stopSystem, tell, type Ref, type SystemRef } from '../../actors/runtime.js';
-import { spawnSupervisor } from '../../actors/supervisor.js';
-import type { CallReply, GatewayMsg, HostStatus, SupervisorMsg } from '../../actors/supervisor-messages.js';
+import { spawnSupervisor } from '../../actors/daemon/supervisor.js';
+import type { CallReply, GatewayMsg, HostStatus, SupervisorMsg } from '../../actors/daemon/supervisor-messages.js';
 import { realProbe } from '../../persistence/proc.js';
 
 const CONTROL_TIMEOUT_MS = 30_000;

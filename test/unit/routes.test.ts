@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { MUTATOR_ROUTE_TABLE, parseControl, routeClass } from '../../actors/routes.js';
+import { MUTATOR_ROUTE_TABLE, parseControl, routeClass } from '../../actors/host/routes.js';
 import type { ControlFrame } from '../../protocol/frames.js';
 
 const control = (route_name: string, extra: Partial<ControlFrame> = {}): ControlFrame => ({

@@ -3,9 +3,9 @@
 import { expect } from 'chai';
 import type { Clock } from '../../actors/clock.js';
 import { monotonicClock } from '../../actors/clock.js';
-import type { HostMsg, SessionHandle, SessionMsg, Settled, ShardMsg } from '../../actors/messages.js';
+import type { HostMsg, SessionHandle, SessionMsg, Settled, ShardMsg } from '../../actors/host/messages.js';
 import { ask, spawnActor, type Ref } from '../../actors/runtime.js';
-import { drainPlan, spawnShutdownCoordinator } from '../../actors/shutdown-coordinator.js';
+import { drainPlan, spawnShutdownCoordinator } from '../../actors/host/shutdown-coordinator.js';
 import type { Agent } from '../../agents/agent.js';
 import type { Work } from '../../persistence/store.js';
 import type { StoreWriter } from '../../persistence/store-writer.js';

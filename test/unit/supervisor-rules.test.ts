@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { PendingControls } from '../../actors/pending-controls.js';
-import { afterCrash, RESTART_WINDOW_MS } from '../../actors/restart-policy.js';
+import { PendingControls } from '../../actors/daemon/pending-controls.js';
+import { afterCrash, RESTART_WINDOW_MS } from '../../actors/daemon/restart-policy.js';
 
 describe('restart policy', () => {
   it('backs off 0.25 s doubling and stops after 3 restarts in 300 s', () => {

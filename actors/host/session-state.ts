@@ -1,16 +1,16 @@
 // A session actor's state. Only the session actor reads or writes it; the running turn's
 // `pending` and `lastEventNs` are the one exception, written by the agent's emit/append
 // callbacks that the session handed to it for exactly that purpose.
-import type { SessionOverrides } from '../agents/agent.js';
-import { decodeOr, encode } from '../persistence/codec.js';
-import type { StoredSession } from '../persistence/store.js';
-import type { SessionRow } from '../persistence/store-writer.js';
-import type { ChatMessage } from '../protocol/chat.js';
-import type { TurnStartFrame } from '../protocol/frames.js';
-import type { HistoryMeta, SessionInfo } from '../protocol/outbound.js';
-import type { ServerRequestMethod } from '../protocol/rpc.js';
+import type { SessionOverrides } from '../../agents/agent.js';
+import { decodeOr, encode } from '../../persistence/codec.js';
+import type { StoredSession } from '../../persistence/store.js';
+import type { SessionRow } from '../../persistence/store-writer.js';
+import type { ChatMessage } from '../../protocol/chat.js';
+import type { TurnStartFrame } from '../../protocol/frames.js';
+import type { HistoryMeta, SessionInfo } from '../../protocol/outbound.js';
+import type { ServerRequestMethod } from '../../protocol/rpc.js';
 import type { ServerRequestMsg, Settled } from './messages.js';
-import type { Ref } from './runtime.js';
+import type { Ref } from '../runtime.js';
 
 export interface RunningTurn {
   turnId: string;

@@ -1,11 +1,11 @@
 // The client methods of PROTOCOL.md §2. Each checks its params (naming the bad field), then
 // answers from the database, the gateway or, through the supervisor, the host.
 import { randomBytes } from 'node:crypto';
-import { SESSION_STATUSES, type Reader } from '../persistence/reader.js';
-import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
-import { FieldError, Fields, type UnknownRecord } from '../protocol/fields.js';
-import { routeClass } from './routes.js';
-import { ask, tell, SECOND_MS, type Ref } from './runtime.js';
+import { SESSION_STATUSES, type Reader } from '../../persistence/reader.js';
+import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
+import { FieldError, Fields, type UnknownRecord } from '../../protocol/fields.js';
+import { routeClass } from '../host/routes.js';
+import { ask, tell, SECOND_MS, type Ref } from '../runtime.js';
 import type { CallReply, GatewayMsg, HostCall, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
 
 export interface ClientContext {

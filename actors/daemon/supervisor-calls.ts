@@ -1,30 +1,26 @@
 // What clients ask of the host, as the supervisor carries it: checked first (host state, route
 // class, a turn already running), then written as a frame and answered from the host's reply,
 // from a timeout, or, when the host dies, from the crash.
-import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
-import { isRecord } from '../protocol/fields.js';
-import type { RpcErrorObject } from '../protocol/rpc.js';
-import { routeClass } from './routes.js';
-import { tell, type ActorContext, type Ref } from './runtime.js';
-import type { SupervisorState, SupervisorWiring } from './supervisor.js';
+import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
+import { isRecord } from '../../protocol/fields.js';
+import type { RpcErrorObject } from '../../protocol/rpc.js';
+import { routeClass } from '../host/routes.js';
+import { tell, type ActorContext, type Ref } from '../runtime.js';
+import type { ReplyEntry, SupervisorState, SupervisorWiring } from './supervisor-state.js';
 import type { CallReply, HostCall, HostFrameIn, SupervisorMsg } from './supervisor-messages.js';
 
-export interface ReplyEntry {
-  replyTo: Ref<CallReply>;
-  kind: 'interrupt' | 'control' | 'respond' | 'debug';
-  what: string;
-  sid: string | null;
-  timeoutMs: number;
-}
 
-function unavailable(s: SupervisorState): RpcError | null {
+/** How long a call waits for a starting or restarting host before it gets 5019. */
+export const READY_WAIT_MS = 15_000;
+
+/** Null when the host can take the call now, 'wait' while it comes up, else the refusal. */
+function unavailable(s: SupervisorState): RpcError | 'wait' | null {
   switch (s.phase) {
     case 'running':
       return null;
     case 'starting':
-      return RpcError.hostUnavailable('starting');
     case 'restarting':
-      return RpcError.hostUnavailable('restarting');
+      return 'wait';
     case 'failed':
       return RpcError.hostUnavailable('crash_loop');
     case 'stopping':
@@ -37,6 +33,7 @@ const fail = (replyTo: Ref<CallReply>, error: RpcError): void => tell(replyTo, {
 
 export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<CallReply>, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
   const refused = unavailable(s);
+  if (refused === 'wait') return park(s, call, replyTo, ctx, wiring);
   if (refused) return fail(replyTo, refused);
   const child = s.child!;
   const requestId = `sv-${++s.nextRequest}`;
@@ -45,9 +42,10 @@ export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<Call
     case 'turn': {
       if (s.busy.has(call.sid)) return fail(replyTo, new RpcError(ErrorCodes.sessionBusy, 'session busy: a turn is running'));
       const turnId = `turn-${requestId}-${Date.now().toString(36)}`;
-      s.pendingTurns.set(requestId, { sid: call.sid, turnId });
+      const frame = { type: 'turn.start', sid: call.sid, request_id: requestId, turn_id: turnId, text: call.text, ...(call.cwd ? { cwd: call.cwd } : {}) };
+      s.pendingTurns.set(requestId, { sid: call.sid, turnId, frame, started: false });
       s.busy.set(call.sid, requestId);
-      child.send({ type: 'turn.start', sid: call.sid, request_id: requestId, turn_id: turnId, text: call.text, ...(call.cwd ? { cwd: call.cwd } : {}) });
+      child.send(frame);
       tell(replyTo, { ok: true, value: { status: 'streaming', turn_id: turnId } });
       return;
     }
@@ -72,6 +70,33 @@ export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<Call
       child.send({ type: 'debug', request_id: requestId, what: call.what });
       return waitReply(s, requestId, { replyTo, kind: 'debug', what: `debug ${call.what}`, sid: null, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
   }
+}
+
+function park(s: SupervisorState, call: HostCall, replyTo: Ref<CallReply>, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
+  const id = ++s.nextParked;
+  const cancelTimer = wiring.config.clock.after(READY_WAIT_MS, () => tell(ctx.self, { kind: 'parked-timeout', id }));
+  s.parkedCalls.set(id, { call, replyTo, cancelTimer });
+}
+
+/** The host said hello, failed for good, or the daemon stops: every parked call is answered now, in arrival order. */
+export function releaseParkedCalls(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
+  if (s.phase === 'running' && s.child !== null) {
+    for (const turn of s.pendingTurns.values()) if (!turn.started) s.child.send(turn.frame);
+  }
+  const parked = [...s.parkedCalls.values()];
+  s.parkedCalls.clear();
+  for (const { call, replyTo, cancelTimer } of parked) {
+    cancelTimer();
+    answerCall(s, call, replyTo, ctx, wiring);
+  }
+}
+
+/** A parked call's bound passed before the host came up. */
+export function expireParkedCall(s: SupervisorState, id: number): void {
+  const parked = s.parkedCalls.get(id);
+  if (parked === undefined) return;
+  s.parkedCalls.delete(id);
+  fail(parked.replyTo, RpcError.hostUnavailable(s.phase === 'restarting' ? 'restarting' : 'starting'));
 }
 
 function waitReply(s: SupervisorState, requestId: string, entry: ReplyEntry, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
@@ -136,13 +161,22 @@ function runLateHandler(entry: ReplyEntry, frame: HostFrameIn, wiring: Superviso
 /**
  * The host is gone (crashed, or stopped): every pending turn ends with an error event and a
  * turn.error, every waiter gets 5019, every late handler a control.error. The maps are swapped
- * out before anything is settled, so nothing settled here can be settled twice.
+ * out before anything is settled, so nothing settled here can be settled twice. With
+ * `keepUnstarted` (a crash the supervisor recovers from), a turn the dead host never said
+ * turn.started for stays pending, to be sent to the next host: a prompt submitted as the host
+ * died runs once it is back. Its turn id is kept, so a host that had committed it refuses it
+ * (the id is taken) instead of storing the prompt twice.
  */
-export function failEverything(s: SupervisorState, message: string, reason: 'crash' | 'shutting_down', wiring: SupervisorWiring): void {
+export function failEverything(s: SupervisorState, message: string, reason: 'crash' | 'shutting_down', wiring: SupervisorWiring, keepUnstarted = false): void {
   const turns = s.pendingTurns;
   s.pendingTurns = new Map();
   s.busy = new Map();
-  for (const turn of turns.values()) {
+  for (const [requestId, turn] of turns) {
+    if (keepUnstarted && !turn.started) {
+      s.pendingTurns.set(requestId, turn);
+      s.busy.set(turn.sid, requestId);
+      continue;
+    }
     tell(wiring.gateway, { kind: 'event', sid: turn.sid, type: 'error', payload: { message, reason } });
     tell(wiring.gateway, { kind: 'event', sid: turn.sid, type: 'turn.error', payload: { turn_id: turn.turnId, message, reason } });
     tell(wiring.gateway, { kind: 'turn-ended', sid: turn.sid });

@@ -1,7 +1,7 @@
 // Sessions live under 64 shard actors (hash of sid), so no actor that routes steady traffic has
 // more than a few hundred children: nact copies an actor's children map on every message.
 import type { HostMsg, SessionDescription, SessionFrame, SessionHandle, SessionMsg, ShardMsg } from './messages.js';
-import { actorName, ask, spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from './runtime.js';
+import { actorName, ask, spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';
 import type { HostServices } from './services.js';
 import { spawnSession } from './session.js';
 

@@ -1,5 +1,5 @@
 // The mutator route table (DESIGN.md "Routes") and the typed control requests its routes carry.
-import type { ControlFrame } from '../protocol/frames.js';
+import type { ControlFrame } from '../../protocol/frames.js';
 
 export type RouteClass = 'turn-path' | 'run-concurrent' | 'idle-gated';
 

@@ -1,11 +1,11 @@
 // Messages of the supervisor process's actors: the supervisor (the host child and everything
 // pending on it), the gateway (client connections and who is attached to which session) and one
 // client actor per connection.
-import type { RecoveredSession } from '../protocol/outbound.js';
-import type { EventPayloads, EventType, RpcErrorObject } from '../protocol/rpc.js';
-import type { UnknownRecord } from '../protocol/fields.js';
+import type { RecoveredSession } from '../../protocol/outbound.js';
+import type { EventPayloads, EventType, RpcErrorObject } from '../../protocol/rpc.js';
+import type { UnknownRecord } from '../../protocol/fields.js';
 import type { HostHandle } from './host-child.js';
-import type { Ref } from './runtime.js';
+import type { Ref } from '../runtime.js';
 
 export type HostPhase = 'starting' | 'running' | 'restarting' | 'failed' | 'stopping' | 'stopped';
 
@@ -55,6 +55,7 @@ export type SupervisorMsg =
   | { kind: 'hello-timeout'; child: HostHandle }
   | { kind: 'watchdog' }
   | { kind: 'reply-timeout'; requestId: string }
+  | { kind: 'parked-timeout'; id: number }
   | { kind: 'kill-deadline'; child: HostHandle }
   | { kind: 'call'; call: HostCall; replyTo: Ref<CallReply> }
   | { kind: 'status'; replyTo: Ref<HostStatus> }

@@ -2,11 +2,11 @@
 // most `workers` at once, FIFO), answers debug, and runs the coordinated shutdown. It never
 // waits on a turn, so interrupt, respond, control and shutdown are answered at once.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { HostInFrame } from '../protocol/frames.js';
-import type { DebugTopic, ShutdownReport } from '../protocol/outbound.js';
+import type { HostInFrame } from '../../protocol/frames.js';
+import type { DebugTopic, ShutdownReport } from '../../protocol/outbound.js';
 import type { CoordinatorMsg, FinishedTurn, HostMsg, HostStats, SessionDescription, ShardMsg, ShutdownReason } from './messages.js';
 import { parseControl } from './routes.js';
-import { ask, describeActors, spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from './runtime.js';
+import { ask, describeActors, spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';
 import type { HostServices } from './services.js';
 import { shardIndex, spawnShards } from './session-shard.js';
 import { spawnShutdownCoordinator } from './shutdown-coordinator.js';

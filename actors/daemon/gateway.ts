@@ -2,7 +2,7 @@
 // the session's open server requests as the clients saw them. Every message and event of a
 // session goes to all of its attached clients, in the order the host wrote them.
 import type { Logger } from 'pino';
-import { spawnActor, tell, type Ref, type SystemRef } from './runtime.js';
+import { spawnActor, tell, type Ref, type SystemRef } from '../runtime.js';
 import type { ClientSink, GatewayMsg } from './supervisor-messages.js';
 
 interface OpenRequest {

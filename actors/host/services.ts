@@ -1,9 +1,9 @@
 // What the host's actors share: each is a single owner of its own output or file.
 import type { Logger } from 'pino';
-import type { Agent } from '../agents/agent.js';
-import type { Store } from '../persistence/store.js';
-import type { FrameWriter } from '../protocol/frame-writer.js';
-import type { Clock } from './clock.js';
+import type { Agent } from '../../agents/agent.js';
+import type { Store } from '../../persistence/store.js';
+import type { FrameWriter } from '../../protocol/frame-writer.js';
+import type { Clock } from '../clock.js';
 
 export interface HostServices {
   store: Store;

@@ -3,74 +3,23 @@
 // handlers). One actor owns all of it, so a reply racing its waiter's timeout is consumed
 // exactly once: the mailbox orders the two.
 import type { Logger } from 'pino';
-import { removeRegistry, reconcile, writeRegistry, type ProcessProbe } from '../persistence/registry.js';
-import type { HelloFrame, TurnUsage } from '../protocol/outbound.js';
-import type { EventPayloads } from '../protocol/rpc.js';
-import { RpcError } from '../protocol/client-rpc.js';
-import type { Clock } from './clock.js';
+import { removeRegistry, reconcile, writeRegistry } from '../../persistence/registry.js';
+import type { HelloFrame, TurnUsage } from '../../protocol/outbound.js';
+import type { EventPayloads } from '../../protocol/rpc.js';
+import { RpcError } from '../../protocol/client-rpc.js';
 import { HostChild, type HostChildEvents, type HostHandle } from './host-child.js';
 import { PendingControls } from './pending-controls.js';
 import { afterCrash } from './restart-policy.js';
-import { spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from './runtime.js';
-import { answerCall, settleReply, failEverything, type ReplyEntry } from './supervisor-calls.js';
-import type { GatewayMsg, HostFrameIn, HostPhase, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
-
-export interface SupervisorConfig {
-  home: string;
-  buildSha: string;
-  hostEntry: string;
-  hostArgs: string[];
-  hostEnv: NodeJS.ProcessEnv;
-  registryPath: string;
-  probe: ProcessProbe;
-  clock: Clock;
-  log: Logger;
-  /** The host's stderr lines, for the log file. */
-  onHostStderr(line: string): void;
-  /** Once stopped: the daemon may close its sockets and exit. */
-  onStopped(report: StopReport): void;
-  helloTimeoutMs: number;
-  controlTimeoutMs: number;
-  respondTimeoutMs: number;
-  /** The seam for spawning the host; tests may give a stand-in. */
-  spawnHost?: (entry: string, args: readonly string[], env: NodeJS.ProcessEnv, events: HostChildEvents) => HostHandle;
-}
-
-export interface PendingTurn {
-  sid: string;
-  turnId: string;
-}
-
-export interface SupervisorState {
-  phase: HostPhase;
-  child: HostHandle | null;
-  hello: HelloFrame | null;
-  restarts: number[];
-  restartCount: number;
-  lastError: string | null;
-  /** Why the supervisor itself ended the current host (rejected hello, no hello, missed heartbeats). */
-  killedBecause: string | null;
-  lastFrameMs: number;
-  lastHeartbeatMs: number | null;
-  heartbeatMs: number;
-  activeTurns: number;
-  lastBeat: { rssMb: number; loopLagMs: number } | null;
-  pendingTurns: Map<string, PendingTurn>;
-  busy: Map<string, string>;
-  replies: PendingControls<ReplyEntry>;
-  nextRequest: number;
-  cancelTimers: (() => void)[];
-  stop: { waiters: Ref<StopReport>[]; report: StopReport } | null;
-  startedAt: string;
-}
+import { spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';
+import { answerCall, expireParkedCall, failEverything, releaseParkedCalls, settleReply } from './supervisor-calls.js';
+import type { ReplyEntry, SupervisorConfig, SupervisorState, SupervisorWiring } from './supervisor-state.js';
+import type { GatewayMsg, HostFrameIn, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
 
 const WATCHDOG_MISSES = 3;
+/** The exit code of a host that cannot load its agent or the agent's config (EX_CONFIG). */
+const EXIT_CONFIG = 78;
 const KILL_WAIT_MS = 2 * SECOND_MS;
 
-export interface SupervisorWiring {
-  config: SupervisorConfig;
-  gateway: Ref<GatewayMsg>;
-}
 
 export function spawnSupervisor(system: SystemRef, wiring: SupervisorWiring): Ref<SupervisorMsg> {
   const { config } = wiring;
@@ -95,6 +44,8 @@ export function spawnSupervisor(system: SystemRef, wiring: SupervisorWiring): Re
       nextRequest: 0,
       cancelTimers: [],
       stop: null,
+      parkedCalls: new Map(),
+      nextParked: 0,
       startedAt: new Date().toISOString(),
     }),
   });
@@ -127,6 +78,9 @@ async function handle(s: SupervisorState, msg: SupervisorMsg, ctx: ActorContext<
     case 'reply-timeout':
       expireReply(s, msg.requestId, wiring);
       return s;
+    case 'parked-timeout':
+      expireParkedCall(s, msg.id);
+      return s;
     case 'kill-deadline':
       if (msg.child === s.child && msg.child.alive) {
         config.log.warn({ pid: msg.child.pid }, 'host still running after its stop window: SIGKILL to its group');
@@ -154,7 +108,7 @@ async function handle(s: SupervisorState, msg: SupervisorMsg, ctx: ActorContext<
   }
 }
 
-export function stateName(s: SupervisorState): HostStatus['host']['state'] {
+function stateName(s: SupervisorState): HostStatus['host']['state'] {
   switch (s.phase) {
     case 'starting':
     case 'running':
@@ -287,8 +241,11 @@ function onFrame(s: SupervisorState, frame: HostFrameIn, ctx: ActorContext<Super
       s.activeTurns = Number(frame['active_turns'] ?? 0);
       s.lastBeat = { rssMb: Number(frame['rss_mb'] ?? 0), loopLagMs: Number(frame['loop_lag_ms'] ?? 0) };
       return;
-    case 'turn.started':
+    case 'turn.started': {
+      const pending = s.pendingTurns.get(String(frame['request_id']));
+      if (pending !== undefined) pending.started = true;
       return;
+    }
     case 'turn.end':
     case 'turn.error': {
       const pending = s.pendingTurns.get(String(frame['request_id']));
@@ -346,6 +303,7 @@ function acceptHello(s: SupervisorState, hello: HelloFrame, ctx: ActorContext<Su
   if (s.heartbeatMs > 0) scheduleWatchdog(s, ctx, config);
   tell(wiring.gateway, { kind: 'host-ready', recovered: hello.recovered });
   if (s.phase === 'stopping') child.send({ type: 'shutdown', request_id: 'daemon-stop', wait: 0 });
+  releaseParkedCalls(s, ctx, wiring);
 }
 
 function scheduleWatchdog(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, config: SupervisorConfig): void {
@@ -383,7 +341,7 @@ function onExit(s: SupervisorState, code: number | null, signal: NodeJS.Signals 
   s.hello = null;
   s.activeTurns = 0;
   if (s.phase === 'stopping') {
-    finishStop(s, wiring);
+    finishStop(s, ctx, wiring);
     return;
   }
   const lastWords = child.stderrTail.at(-1);
@@ -391,13 +349,22 @@ function onExit(s: SupervisorState, code: number | null, signal: NodeJS.Signals 
   s.killedBecause = null;
   s.lastError = message;
   config.log.error({ code, signal, cause: message }, 'compute host exited');
-  failEverything(s, message, 'crash', wiring);
+  if (code === EXIT_CONFIG) {
+    // The agent or its config cannot be loaded: every respawn would fail the same way.
+    s.phase = 'failed';
+    failEverything(s, message, 'crash', wiring);
+    config.log.error('the host cannot load its agent; not respawning (fix it, then host.restart)');
+    releaseParkedCalls(s, ctx, wiring);
+    return;
+  }
   const decision = afterCrash(s.restarts, config.clock.nowMs());
   s.restarts = decision.restarts;
+  failEverything(s, message, 'crash', wiring, decision.respawn);
   if (!decision.respawn) {
     s.phase = 'failed';
     s.lastError = `crash loop: more than ${s.restarts.length} restarts in 300 s; not respawning (host.restart clears it). Last: ${message}`;
     config.log.error(s.lastError);
+    releaseParkedCalls(s, ctx, wiring);
     return;
   }
   s.phase = 'restarting';
@@ -417,9 +384,10 @@ function beginStop(s: SupervisorState, waitSec: number, replyTo: Ref<StopReport>
   s.stop = { waiters: replyTo ? [replyTo] : [], report: { finalized: 0, retained: 0 } };
   const running = s.child !== null && s.child.alive;
   s.phase = 'stopping';
+  releaseParkedCalls(s, ctx, wiring);
   for (const cancel of s.cancelTimers.splice(0)) cancel();
   if (!running) {
-    finishStop(s, wiring);
+    finishStop(s, ctx, wiring);
     return;
   }
   const child = s.child!;
@@ -429,11 +397,12 @@ function beginStop(s: SupervisorState, waitSec: number, replyTo: Ref<StopReport>
   s.cancelTimers.push(config.clock.after((waitSec + 1) * SECOND_MS, () => tell(ctx.self, { kind: 'kill-deadline', child })));
 }
 
-function finishStop(s: SupervisorState, wiring: SupervisorWiring): void {
+function finishStop(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
   const { config } = wiring;
+  s.phase = 'stopped';
+  releaseParkedCalls(s, ctx, wiring);
   failEverything(s, 'the daemon stopped', 'shutting_down', wiring);
   removeRegistry(config.registryPath);
-  s.phase = 'stopped';
   const report = s.stop?.report ?? { finalized: 0, retained: 0 };
   for (const waiter of s.stop?.waiters ?? []) tell(waiter, report);
   config.log.info(report, 'stopped');

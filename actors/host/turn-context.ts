@@ -1,9 +1,9 @@
 // What an agent sees of its turn, and how its promise reports back to the session actor.
-import type { Agent, AgentEvent, TurnContext, TurnResult } from '../agents/agent.js';
-import { sanitizeMessage, type ChatMessage } from '../protocol/chat.js';
-import { rpcEvent, type RpcEvent, type ServerRequestMethod } from '../protocol/rpc.js';
+import type { Agent, AgentEvent, TurnContext, TurnResult } from '../../agents/agent.js';
+import { sanitizeMessage, type ChatMessage } from '../../protocol/chat.js';
+import { rpcEvent, type RpcEvent, type ServerRequestMethod } from '../../protocol/rpc.js';
 import type { SessionMsg } from './messages.js';
-import { ask, tell, SECOND_MS, type Ref } from './runtime.js';
+import { ask, tell, SECOND_MS, type Ref } from '../runtime.js';
 import type { HostServices } from './services.js';
 import type { RunningTurn } from './session-state.js';
 

@@ -1,11 +1,11 @@
 // The session actor: one per sid, a child of its shard. It owns the session's history, its
 // running turn, its open server requests and its one-shot finalize latch.
 import { randomBytes } from 'node:crypto';
-import type { StoredSession } from '../persistence/store.js';
-import { encode } from '../persistence/codec.js';
-import type { RespondFrame } from '../protocol/frames.js';
+import type { StoredSession } from '../../persistence/store.js';
+import { encode } from '../../persistence/codec.js';
+import type { RespondFrame } from '../../protocol/frames.js';
 import type { FrameMsg, HostMsg, SessionDescription, SessionMsg, Settled } from './messages.js';
-import { actorName, spawnActor, tell, type ActorContext, type AnyRef, type Ref } from './runtime.js';
+import { actorName, spawnActor, tell, type ActorContext, type AnyRef, type Ref } from '../runtime.js';
 import { spawnServerRequest } from './server-request.js';
 import type { HostServices } from './services.js';
 import { compressDuringTurn, reloadTools, runControl, saveDuringTurn } from './session-controls.js';

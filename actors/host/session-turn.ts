@@ -1,14 +1,14 @@
 // A session's turn, from turn.start to turn.end (PROTOCOL.md §1.3, durability rules 1 and 2).
 //   idle ──turn.start──▶ waiting ──slot──▶ (commit prompt + running row) ──▶ running ──turn-done──▶ (commit tail) ──▶ idle
-import { AgentFailure, type TurnResult } from '../agents/agent.js';
-import type { ChatMessage } from '../protocol/chat.js';
-import type { TurnStartFrame } from '../protocol/frames.js';
-import { Nanos } from '../protocol/nanos.js';
-import type { TurnErrorReason } from '../protocol/outbound.js';
-import type { TurnReport } from '../persistence/store-writer.js';
-import { rpcEvent } from '../protocol/rpc.js';
+import { AgentFailure, type TurnResult } from '../../agents/agent.js';
+import type { ChatMessage } from '../../protocol/chat.js';
+import type { TurnStartFrame } from '../../protocol/frames.js';
+import { Nanos } from '../../protocol/nanos.js';
+import type { TurnErrorReason } from '../../protocol/outbound.js';
+import type { TurnReport } from '../../persistence/store-writer.js';
+import { rpcEvent } from '../../protocol/rpc.js';
 import type { FinishedTurn, HostMsg, SessionMsg, TurnOutcome } from './messages.js';
-import { tell, SECOND_MS, type Ref } from './runtime.js';
+import { tell, SECOND_MS, type Ref } from '../runtime.js';
 import type { HostServices } from './services.js';
 import { historyMeta, rowSaved, sessionInfo, sessionRow, setOverrides, type RunningTurn, type SessionState } from './session-state.js';
 import { finalize } from './session-lifecycle.js';

@@ -2,12 +2,12 @@
 // Exactly once: the first resolution (answer, last lock, timeout, cancel) wins and every later
 // answer is told "expired". The actor stays alive, closed, until its session sends `close`,
 // so an answer the session forwarded before it learned of the resolution is still answered.
-import { encode } from '../persistence/codec.js';
-import type { RequestStatus } from '../persistence/store-writer.js';
-import { isRecord } from '../protocol/fields.js';
-import { rpcEvent, rpcError, rpcResult, type CancelReason, type ServerRequestMethod } from '../protocol/rpc.js';
+import { encode } from '../../persistence/codec.js';
+import type { RequestStatus } from '../../persistence/store-writer.js';
+import { isRecord } from '../../protocol/fields.js';
+import { rpcEvent, rpcError, rpcResult, type CancelReason, type ServerRequestMethod } from '../../protocol/rpc.js';
 import type { ServerRequestMsg, SessionMsg } from './messages.js';
-import { spawnActor, stopActor, tell, type ActorContext, type Ref } from './runtime.js';
+import { spawnActor, stopActor, tell, type ActorContext, type Ref } from '../runtime.js';
 import type { HostServices } from './services.js';
 
 export const BAD_QUESTION_ID = 4002;

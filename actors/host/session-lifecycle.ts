@@ -1,10 +1,10 @@
 // The end of a session's run in this process: finalized (its one-shot latch spent) or retained
 // for recovery (latch unspent). Each gives the rows for the shutdown's one flush transaction.
-import type { Work } from '../persistence/store.js';
-import type { RetainReason } from '../protocol/outbound.js';
-import { rpcEvent } from '../protocol/rpc.js';
+import type { Work } from '../../persistence/store.js';
+import type { RetainReason } from '../../protocol/outbound.js';
+import { rpcEvent } from '../../protocol/rpc.js';
 import type { Settled } from './messages.js';
-import { tell } from './runtime.js';
+import { tell } from '../runtime.js';
 import type { HostServices } from './services.js';
 import type { SessionState } from './session-state.js';
 

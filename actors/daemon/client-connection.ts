@@ -3,11 +3,11 @@
 // answer as one line. A client that stops reading is cut off before its buffer grows unbounded.
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { ErrorCodes, errorLine, parseClientMessage, resultLine, RpcError } from '../protocol/client-rpc.js';
-import { LineReader, MAX_FRAME_BYTES } from '../protocol/line-reader.js';
-import { tickWrites } from '../protocol/tick-writes.js';
+import { ErrorCodes, errorLine, parseClientMessage, resultLine, RpcError } from '../../protocol/client-rpc.js';
+import { LineReader, MAX_FRAME_BYTES } from '../../protocol/line-reader.js';
+import { tickWrites } from '../../protocol/tick-writes.js';
 import { answerServerRequest, callMethod, type ClientContext } from './client-methods.js';
-import { spawnActor, stopActor, tell, type AnyRef } from './runtime.js';
+import { spawnActor, stopActor, tell, type AnyRef } from '../runtime.js';
 import type { ClientMsg, ClientSink } from './supervisor-messages.js';
 
 /** Output a client has not read yet, past which it is disconnected. */

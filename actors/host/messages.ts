@@ -1,12 +1,12 @@
 // Every message the host process's actors exchange. Requests carry a typed `replyTo`.
-import type { TurnResult } from '../agents/agent.js';
-import type { Work } from '../persistence/store.js';
-import type { ChatMessage } from '../protocol/chat.js';
-import type { ControlFrame, HostInFrame, InterruptFrame, ReloadMcpFrame, RespondFrame, TurnStartFrame } from '../protocol/frames.js';
-import type { RetainReason, ShutdownReport, TurnUsage } from '../protocol/outbound.js';
-import type { CancelReason, ServerRequestMethod } from '../protocol/rpc.js';
+import type { TurnResult } from '../../agents/agent.js';
+import type { Work } from '../../persistence/store.js';
+import type { ChatMessage } from '../../protocol/chat.js';
+import type { ControlFrame, HostInFrame, InterruptFrame, ReloadMcpFrame, RespondFrame, TurnStartFrame } from '../../protocol/frames.js';
+import type { RetainReason, ShutdownReport, TurnUsage } from '../../protocol/outbound.js';
+import type { CancelReason, ServerRequestMethod } from '../../protocol/rpc.js';
 import type { ControlRequest } from './routes.js';
-import type { Ref } from './runtime.js';
+import type { Ref } from '../runtime.js';
 
 export type ShutdownReason = 'sigterm' | 'stdin_closed' | 'orphan' | 'shutdown';
 

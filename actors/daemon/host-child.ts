@@ -2,9 +2,9 @@
 // an allowlisted environment, frames read line by line from its stdout, its stderr lines kept
 // for the log, and signals sent to the whole group (an agent's own children included).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { LineReader } from '../protocol/line-reader.js';
-import { tickWrites } from '../protocol/tick-writes.js';
-import { readStartTime } from '../persistence/proc.js';
+import { LineReader } from '../../protocol/line-reader.js';
+import { tickWrites } from '../../protocol/tick-writes.js';
+import { readStartTime } from '../../persistence/proc.js';
 
 /** What the host may see of the supervisor's environment: no tokens, no keys, unless named. */
 const PASSED_NAMES = ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER', 'LANG', 'TZ', 'TMPDIR', 'HERMES_TUI_RPC_POOL_WORKERS', 'HERMES_COMPUTE_HOST_HEARTBEAT_SECS'];

@@ -5,10 +5,10 @@
 // transaction, together with the end of this boot.
 //
 //   collecting ──all acked / deadline / second signal──▶ flushing ──committed──▶ done
-import type { Work } from '../persistence/store.js';
-import type { ShutdownReport } from '../protocol/outbound.js';
+import type { Work } from '../../persistence/store.js';
+import type { ShutdownReport } from '../../protocol/outbound.js';
 import type { CoordinatorMsg, HostMsg, SessionHandle, Settled, ShardMsg, ShutdownReason } from './messages.js';
-import { ask, spawnActor, stopActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from './runtime.js';
+import { ask, spawnActor, stopActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';
 import type { HostServices } from './services.js';
 
 /** The flush reserve is min(1 s, budget / 2): the flush must never race the supervisor's SIGKILL. */

@@ -1,10 +1,10 @@
 // The control routes' meanings (PROTOCOL.md §1.3): each change is committed before it is acked.
 import { randomBytes } from 'node:crypto';
-import { keepRecent } from '../agents/agent.js';
-import type { Work } from '../persistence/store.js';
-import type { ChatMessage } from '../protocol/chat.js';
-import type { ControlFrame, ReloadMcpFrame } from '../protocol/frames.js';
-import { rpcResult } from '../protocol/rpc.js';
+import { keepRecent } from '../../agents/agent.js';
+import type { Work } from '../../persistence/store.js';
+import type { ChatMessage } from '../../protocol/chat.js';
+import type { ControlFrame, ReloadMcpFrame } from '../../protocol/frames.js';
+import { rpcResult } from '../../protocol/rpc.js';
 import type { ControlRequest } from './routes.js';
 import { historyMeta, rowSaved, sessionRow, setOverrides, type SessionState } from './session-state.js';
 import type { SessionEnv } from './session-turn.js';
