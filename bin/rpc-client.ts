@@ -14,6 +14,8 @@ export interface EventParams {
   type: string;
   session_id: string;
   payload: Record<string, unknown>;
+  /** Per session, increasing by one with each event (PROTOCOL.md §2). */
+  seq: number;
 }
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;

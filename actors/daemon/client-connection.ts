@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { ErrorCodes, errorLine, parseClientMessage, resultLine, RpcError } from '../../protocol/client-rpc.js';
 import { LineReader, MAX_FRAME_BYTES } from '../../protocol/line-reader.js';
 import { tickWrites } from '../../protocol/tick-writes.js';
-import { answerServerRequest, callMethod, type ClientContext } from './client-methods.js';
+import { ANSWERED_ELSEWHERE, answerServerRequest, callMethod, type ClientContext } from './client-methods.js';
 import { spawnActor, stopActor, tell, type AnyRef } from '../runtime.js';
 import type { ClientMsg, ClientSink } from './supervisor-messages.js';
 
@@ -72,8 +72,10 @@ function onLine(text: string, sink: ClientSink, ctx: ClientContext, log: Logger)
       }
       return;
     case 'request':
-      callMethod(message.method, message.params, ctx).then(
-        (result) => sink.write(resultLine(message.id, result)),
+      callMethod(message.method, message.params, ctx, message.id).then(
+        (result) => {
+          if (result !== ANSWERED_ELSEWHERE) sink.write(resultLine(message.id, result));
+        },
         (err: unknown) => sink.write(errorLine(message.id, asRpcError(err, log))),
       );
       return;

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { SESSION_STATUSES, type Reader } from '../../persistence/reader.js';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
 import { FieldError, Fields, type UnknownRecord } from '../../protocol/fields.js';
+import type { RequestId } from '../../protocol/rpc.js';
 import { routeClass } from '../host/routes.js';
 import { ask, tell, SECOND_MS, type Ref } from '../runtime.js';
 import type { CallReply, GatewayMsg, HostCall, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
@@ -23,15 +24,18 @@ const CALL_TIMEOUT_MS = 40 * SECOND_MS;
 const STOP_TIMEOUT_MS = 5 * 60 * SECOND_MS;
 const DEFAULT_STOP_WAIT_SEC = 10;
 
-type Method = (params: Fields, ctx: ClientContext) => Promise<unknown> | unknown;
+/** The request's answer; ANSWERED_ELSEWHERE when another actor wrote it (session.resume's gateway). */
+export const ANSWERED_ELSEWHERE: unique symbol = Symbol('answered elsewhere');
 
-export async function callMethod(method: string, params: UnknownRecord, ctx: ClientContext): Promise<unknown> {
+type Method = (params: Fields, ctx: ClientContext, id: RequestId) => Promise<unknown> | unknown;
+
+export async function callMethod(method: string, params: UnknownRecord, ctx: ClientContext, id: RequestId = null): Promise<unknown> {
   const known = Object.hasOwn(METHODS, method) ? METHODS[method] : undefined;
   const cls = routeClass(method);
   // Routes are checked against the table before any I/O.
   if (known === undefined && (cls === undefined || cls === 'turn-path')) throw new RpcError(ErrorCodes.methodNotFound, `method not found: ${method}`);
   try {
-    return known ? await known(new Fields(params), ctx) : await routeMethod(method, params, ctx);
+    return known ? await known(new Fields(params), ctx, id) : await routeMethod(method, params, ctx);
   } catch (err) {
     if (err instanceof FieldError) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${err.message}`);
     throw err;
@@ -88,22 +92,21 @@ const METHODS: Record<string, Method> = {
     return { session_id: sid, session_key: ctx.reader()?.session(sid)?.session_key ?? sid };
   },
 
-  async 'session.resume'(p, ctx) {
+  /** Answered by the gateway: the answer, the replay and the open requests must not be split by a live event. */
+  async 'session.resume'(p, ctx, id) {
     const sid = p.requiredString('session_id');
+    const afterSeq = p.optionalInteger('after_seq', 0) ?? null;
     const session = knownSession(ctx, sid);
-    attach(ctx, sid);
-    const [status, open] = await Promise.all([
-      hostStatus(ctx),
-      ask(ctx.gateway, (replyTo: Ref<unknown[]>): GatewayMsg => ({ kind: 'open-requests', sid, replyTo }), CALL_TIMEOUT_MS),
-    ]);
-    return {
+    const status = await hostStatus(ctx);
+    const result = {
       session_id: sid,
       session_key: session.session_key,
       history_version: session.history_version,
       status: session.status,
       running: status.running_sids.includes(sid),
-      open_requests: open,
     };
+    tell(ctx.gateway, { kind: 'resume', sid, clientId: ctx.clientId, rpcId: id, afterSeq, result });
+    return ANSWERED_ELSEWHERE;
   },
 
   async 'session.list'(p, ctx) {

@@ -1,8 +1,11 @@
-// The gateway actor: the client connections, which clients are attached to which session, and
-// the session's open server requests as the clients saw them. Every message and event of a
-// session goes to all of its attached clients, in the order the host wrote them.
+// The gateway actor: the client connections, which clients are attached to which session, the
+// session's open server requests as the clients saw them, and its recent events. Every message
+// and event of a session goes to all of its attached clients, in the order the host wrote them;
+// each event is numbered per session (`params.seq`) and kept for a resuming client.
 import type { Logger } from 'pino';
+import { resultLine } from '../../protocol/client-rpc.js';
 import { spawnActor, tell, type Ref, type SystemRef } from '../runtime.js';
+import { EventRings } from './event-rings.js';
 import type { ClientSink, GatewayMsg } from './supervisor-messages.js';
 
 interface OpenRequest {
@@ -14,12 +17,13 @@ interface GatewayState {
   clients: Map<number, ClientSink>;
   attached: Map<string, Set<number>>;
   requests: Map<string, OpenRequest>;
+  events: EventRings;
 }
 
 export function spawnGateway(system: SystemRef, log: Logger): Ref<GatewayMsg> {
   return spawnActor<GatewayState, GatewayMsg>(system, 'gateway', (state, msg) => handle(state, msg), {
     log: log.child({ actor: 'gateway' }),
-    init: () => ({ clients: new Map(), attached: new Map(), requests: new Map() }),
+    init: () => ({ clients: new Map(), attached: new Map(), requests: new Map(), events: new EventRings() }),
   });
 }
 
@@ -32,19 +36,20 @@ function handle(state: GatewayState, msg: GatewayMsg): GatewayState {
       state.clients.delete(msg.clientId);
       for (const ids of state.attached.values()) ids.delete(msg.clientId);
       return state;
-    case 'attach': {
-      const ids = state.attached.get(msg.sid) ?? new Set<number>();
-      ids.add(msg.clientId);
-      state.attached.set(msg.sid, ids);
+    case 'attach':
+      attach(state, msg.sid, msg.clientId);
       return state;
-    }
+    case 'resume':
+      resume(state, msg);
+      return state;
     case 'session-message':
       if (msg.request) state.requests.set(msg.request.id, { sid: msg.sid, json: msg.json });
       if (msg.cancelled) state.requests.delete(msg.cancelled);
-      deliver(state, msg.sid, `${msg.json}\n`);
+      if (msg.eventParams !== undefined) deliverEvent(state, msg.sid, msg.eventParams);
+      else deliver(state, msg.sid, `${msg.json}\n`);
       return state;
     case 'event':
-      deliver(state, msg.sid, `${JSON.stringify({ jsonrpc: '2.0', method: 'event', params: { type: msg.type, session_id: msg.sid, payload: msg.payload } })}\n`);
+      deliverEvent(state, msg.sid, JSON.stringify({ type: msg.type, session_id: msg.sid, payload: msg.payload }));
       return state;
     case 'turn-ended':
       // A server request lives within its turn: none is open once the turn has ended.
@@ -56,22 +61,57 @@ function handle(state: GatewayState, msg: GatewayMsg): GatewayState {
     case 'request-session':
       tell(msg.replyTo, state.requests.get(msg.requestId)?.sid ?? null);
       return state;
-    case 'open-requests': {
-      const open: unknown[] = [];
-      for (const request of state.requests.values()) if (request.sid === msg.sid) open.push(JSON.parse(request.json));
-      tell(msg.replyTo, open);
-      return state;
-    }
     case 'batch':
       for (const message of msg.messages) handle(state, message);
       return state;
     case 'host-ready':
       for (const recovered of msg.recovered) {
         const text = `session recovered after ${recovered.reason === 'crash' ? 'a host crash' : 'a shutdown that outlasted its turn'}`;
-        deliver(state, recovered.sid, `${JSON.stringify({ jsonrpc: '2.0', method: 'event', params: { type: 'status.update', session_id: recovered.sid, payload: { kind: 'recovered', text, reason: recovered.reason } } })}\n`);
+        deliverEvent(state, recovered.sid, JSON.stringify({ type: 'status.update', session_id: recovered.sid, payload: { kind: 'recovered', text, reason: recovered.reason } }));
       }
       return state;
   }
+}
+
+function attach(state: GatewayState, sid: string, clientId: number): void {
+  const ids = state.attached.get(sid) ?? new Set<number>();
+  ids.add(clientId);
+  state.attached.set(sid, ids);
+}
+
+/** Numbers the event (its params' JSON text gains `seq`), keeps it, and sends it to the attached clients. */
+function deliverEvent(state: GatewayState, sid: string, paramsJson: string): void {
+  const open = paramsJson === '{}' ? '{' : `${paramsJson.slice(0, -1)},`;
+  const line = state.events.record(sid, (seq) => `{"jsonrpc":"2.0","method":"event","params":${open}"seq":${seq}}}\n`);
+  deliver(state, sid, line);
+}
+
+/**
+ * One actor message, so no live event can fall between them: the answer, then every kept event
+ * after `afterSeq`, then the session's open server requests again; from then on the client is
+ * attached and gets what comes next.
+ */
+function resume(state: GatewayState, msg: Extract<GatewayMsg, { kind: 'resume' }>): void {
+  const sink = state.clients.get(msg.clientId);
+  if (sink === undefined) return; // gone while its resume was on the way
+  const open = [...state.requests.values()].filter((request) => request.sid === msg.sid);
+  attach(state, msg.sid, msg.clientId);
+  if (msg.afterSeq === null) {
+    sink.write(resultLine(msg.rpcId, { ...msg.result, open_requests: open.map((r) => JSON.parse(r.json) as unknown), last_seq: state.events.lastSeq(msg.sid) }));
+    return;
+  }
+  const replay = state.events.since(msg.sid, msg.afterSeq);
+  sink.write(
+    resultLine(msg.rpcId, {
+      ...msg.result,
+      open_requests: open.map((r) => JSON.parse(r.json) as unknown),
+      last_seq: replay.lastSeq,
+      replay: replay.firstSeq === undefined ? 'complete' : 'partial',
+      ...(replay.firstSeq === undefined ? {} : { first_seq: replay.firstSeq }),
+    }),
+  );
+  for (const line of replay.lines) sink.write(line);
+  for (const request of open) sink.write(`${request.json}\n`);
 }
 
 function deliver(state: GatewayState, sid: string, line: string): void {

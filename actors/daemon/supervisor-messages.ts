@@ -2,7 +2,7 @@
 // pending on it), the gateway (client connections and who is attached to which session) and one
 // client actor per connection.
 import type { RecoveredSession } from '../../protocol/outbound.js';
-import type { EventPayloads, EventType, RpcErrorObject } from '../../protocol/rpc.js';
+import type { EventPayloads, EventType, RequestId, RpcErrorObject } from '../../protocol/rpc.js';
 import type { UnknownRecord } from '../../protocol/fields.js';
 import type { HostHandle } from './host-child.js';
 import type { Ref } from '../runtime.js';
@@ -72,12 +72,16 @@ export type GatewayMsg =
   | { kind: 'client-open'; sink: ClientSink }
   | { kind: 'client-closed'; clientId: number }
   | { kind: 'attach'; sid: string; clientId: number }
-  /** A JSON-RPC message from the host for a session's clients, as JSON text. */
-  | { kind: 'session-message'; sid: string; json: string; request?: { id: string; method: string }; cancelled?: string }
+  /**
+   * A JSON-RPC message from the host for a session's clients, as JSON text; for an event, the
+   * text of its params instead, so the gateway can number it (`params.seq`).
+   */
+  | { kind: 'session-message'; sid: string; json: string; eventParams?: string; request?: { id: string; method: string }; cancelled?: string }
+  /** session.resume: attach, answer, replay what the client missed after `afterSeq`, then re-send the open requests. */
+  | { kind: 'resume'; sid: string; clientId: number; rpcId: RequestId; afterSeq: number | null; result: Record<string, unknown> }
   | { kind: 'event'; sid: string; type: EventType; payload: EventPayloads[EventType] }
   | { kind: 'request-session'; requestId: string; replyTo: Ref<string | null> }
   | { kind: 'request-closed'; requestId: string }
-  | { kind: 'open-requests'; sid: string; replyTo: Ref<unknown[]> }
   | { kind: 'host-ready'; recovered: RecoveredSession[] }
   | { kind: 'turn-ended'; sid: string }
   /** What one read from the host holds for the clients, in order: one actor message, not one per line. */

@@ -197,10 +197,12 @@ function routeHostFrame(frame: HostFrameIn, forClients: GatewayMsg[], forSupervi
     }
     const request = typeof message.id === 'string' && typeof message.method === 'string' ? { id: message.id, method: message.method } : undefined;
     const cancelled = message.params?.type === 'request.cancel' ? message.params.payload?.id : undefined;
+    const isEvent = message.method === 'event' && request === undefined && typeof message.params === 'object' && message.params !== null;
     forClients.push({
       kind: 'session-message',
       sid,
-      json: JSON.stringify(message),
+      json: isEvent ? '' : JSON.stringify(message),
+      ...(isEvent ? { eventParams: JSON.stringify(message.params) } : {}),
       ...(request ? { request } : {}),
       ...(cancelled ? { cancelled } : {}),
     });

@@ -73,10 +73,10 @@ async function rig(): Promise<Rig> {
   const clock = new ManualClock();
   const log = pino({ level: 'silent' });
   const lateEvents: GatewayMsg[] = [];
-  // Records the late handlers' events; answers open-requests, which the test uses as a barrier.
+  // Records the late handlers' events; answers request-session, which the test uses as a barrier.
   const gateway = spawnActor<null, GatewayMsg>(system, 'gateway', (state, msg) => {
     if (msg.kind === 'event' && msg.type === 'status.update') lateEvents.push(msg);
-    if (msg.kind === 'open-requests') tell(msg.replyTo, []);
+    if (msg.kind === 'request-session') tell(msg.replyTo, null);
     return state;
   }, { log, init: () => null });
   let spawned: (host: StandInHost) => void = () => {};
@@ -138,7 +138,7 @@ describe('late control acks (supervisor actor, manual clock)', () => {
   /** Waits for the supervisor and then the recording gateway to process everything sent so far. */
   async function settled(): Promise<void> {
     await barrier(r.supervisor);
-    await ask(r.gateway, (replyTo: Ref<unknown[]>): GatewayMsg => ({ kind: 'open-requests', sid: 'barrier', replyTo }), 1000);
+    await ask(r.gateway, (replyTo: Ref<string | null>): GatewayMsg => ({ kind: 'request-session', requestId: 'barrier', replyTo }), 1000);
   }
 
   it('just before the timeout: the waiter gets the ack; the timeout finds nothing; no late handler runs', async () => {
