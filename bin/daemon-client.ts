@@ -4,7 +4,7 @@ import { closeSync, constants, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { cliEntry } from './build-info.js';
 import { homePaths } from './home.js';
-import { RpcClient } from './rpc-client.js';
+import { RpcClient } from '../client/rpc-connection.js';
 
 export const EXIT_NOT_RUNNING = 3;
 
@@ -30,10 +30,10 @@ interface HostState {
  * Resolves once the host has said hello; rejects with the host's own error when it failed (its
  * agent cannot load, a crash loop) or did not come up within the bound.
  */
-export async function waitForHost(client: RpcClient, timeoutMs = START_TIMEOUT_MS): Promise<void> {
+export async function waitForHost(status: () => Promise<HostState>, timeoutMs = START_TIMEOUT_MS): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
-    const { host } = await client.call<HostState>('host.status', {}, timeoutMs);
+    const { host } = await status();
     if (host.state === 'running') return;
     if (host.state === 'failed') throw new Error(`the host did not come up: ${host.last_error ?? 'crash loop'}`);
     if (performance.now() > deadline) {
@@ -63,7 +63,7 @@ export async function launchDaemon(home: string, hostArgs: string[]): Promise<La
     if (client) {
       try {
         const status = await client.call<{ supervisor: { pid: number } }>('host.status', {}, START_TIMEOUT_MS);
-        await waitForHost(client, Math.max(0, deadline - performance.now()));
+        await waitForHost(() => client.call<HostState>('host.status', {}, START_TIMEOUT_MS), Math.max(0, deadline - performance.now()));
         return { ok: true, pid: status.supervisor.pid };
       } catch (err) {
         // Nothing half-started stays behind: the daemon of a host that cannot run is stopped.

@@ -8,6 +8,7 @@ import { hostCommand } from './commands/host.js';
 import { startCommand, statusCommand, stopCommand } from './commands/lifecycle.js';
 import { replCommand } from './commands/repl.js';
 import { historyCommand, sessionsCommand } from './commands/sessions.js';
+import { packageVersion } from './build-info.js';
 import { homeFrom } from './home.js';
 import { parsePositiveInteger } from './host-options.js';
 
@@ -27,7 +28,7 @@ const homeOption = () => new Option('--home <dir>', 'home folder (default: $TURN
 
 function hostOptions(command: Command): Command {
   return command
-    .option('--agent <name|path>', 'the agent: a built-in name (script, openai) or a path to an ES module', 'script')
+    .option('--agent <name|path>', 'the agent: a built-in name (script, openai) or a path to an ES module (default: script)')
     .option('--agent-config <file>', "the model agent's config (default: $TURNHOST_AGENT_CONFIG, else <home>/agent.json)")
     .option('--workers <n>', 'turns that may run at once (default: $TURNHOST_WORKERS, else 8)', positiveInteger)
     .option('--heartbeat-secs <s>', 'heartbeat period; <= 0 turns heartbeat and parent guard off (default 5)', seconds);
@@ -47,13 +48,14 @@ async function run(name: string, body: () => number | Promise<number>): Promise<
 }
 
 /** A broken agent config fails here, in one line with exit 78, not later in a background daemon. */
-function checkAgentConfig(opts: { home?: string; agent: string; agentConfig?: string }): undefined {
-  agentEnvironmentNames(opts.agent, { home: homeFrom(opts.home), flag: opts.agentConfig, env: process.env });
+function checkAgentConfig(opts: { home?: string; agent?: string; agentConfig?: string }): undefined {
+  agentEnvironmentNames(opts.agent ?? 'script', { home: homeFrom(opts.home), flag: opts.agentConfig, env: process.env });
   return undefined;
 }
 
 const program = new Command('turnhost')
   .description('A crash-safe host for long-running AI agent sessions')
+  .version(packageVersion(), '-V, --version', 'print the version')
   .showHelpAfterError()
   .enablePositionalOptions();
 
@@ -97,7 +99,7 @@ hostOptions(program.command('chat').description('one turn (TEXT), or a prompt lo
   .action((text: string | undefined, opts) =>
     run('chat', () =>
       checkAgentConfig(opts) ??
-      chatCommand(homeFrom(opts.home), { ...(opts.session ? { session: opts.session } : {}), ...(text !== undefined ? { text } : {}), hostArgs: hostArgs(opts) }),
+      chatCommand(homeFrom(opts.home), { ...(opts.session ? { session: opts.session } : {}), ...(text !== undefined ? { text } : {}), ...(opts.agent ? { agent: opts.agent } : {}), hostArgs: hostArgs(opts) }),
     ),
   );
 

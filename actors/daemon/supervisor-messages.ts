@@ -23,7 +23,7 @@ export type HostCall =
 export type CallReply = { ok: true; value: unknown } | { ok: false; error: RpcErrorObject };
 
 export interface HostStatus {
-  supervisor: { pid: number; home: string; started_at: string };
+  supervisor: { pid: number; home: string; started_at: string; agent: string };
   host: {
     pid: number | null;
     boot_id: string | null;

@@ -14,6 +14,8 @@ export interface SupervisorConfig {
   buildSha: string;
   hostEntry: string;
   hostArgs: string[];
+  /** The agent the host runs, as given to the daemon (for host.status). */
+  agent: string;
   hostEnv: NodeJS.ProcessEnv;
   registryPath: string;
   probe: ProcessProbe;

@@ -124,7 +124,7 @@ function stateName(s: SupervisorState): HostStatus['host']['state'] {
 function status(s: SupervisorState, config: SupervisorConfig): HostStatus {
   const now = config.clock.nowMs();
   return {
-    supervisor: { pid: process.pid, home: config.home, started_at: s.startedAt },
+    supervisor: { pid: process.pid, home: config.home, started_at: s.startedAt, agent: config.agent },
     host: {
       pid: s.child?.alive ? s.child.pid : null,
       boot_id: s.hello?.boot_id ?? null,

@@ -3,12 +3,15 @@
 // terminal, or reads the answers from stdin lines when stdin is not a terminal. Ctrl-C
 // interrupts the running turn; a second Ctrl-C leaves.
 import { createInterface, type Interface } from 'node:readline';
-import { connectDaemon, launchDaemon, waitForHost } from '../daemon-client.js';
-import { ensureHome } from '../home.js';
-import type { EventParams, RpcClient, ServerRequest } from '../rpc-client.js';
+import { connect, type TurnhostClient } from '../../client/turnhost-client.js';
+import type { ApprovalRequest, ClarifyRequest, HandlerContext, SessionEvent } from '../../client/types.js';
+import { launchDaemon, waitForHost } from '../daemon-client.js';
+import { ensureHome, homePaths } from '../home.js';
 
 export interface ChatOptions {
   session?: string;
+  /** The agent asked for with --agent: a running daemon with another one is refused. */
+  agent?: string;
   text?: string;
   hostArgs: string[];
 }
@@ -23,18 +26,27 @@ interface Input {
 
 export async function chatCommand(homeDir: string, options: ChatOptions): Promise<number> {
   const home = ensureHome(homeDir);
-  let client = await connectDaemon(home);
+  const socket = homePaths(home).socket;
+  let client = await connect({ socket }).catch(() => null);
   if (client === null) {
     const launch = await launchDaemon(home, options.hostArgs);
-    client = launch.ok || launch.alreadyRunning ? await connectDaemon(home) : null;
+    client = launch.ok || launch.alreadyRunning ? await connect({ socket }).catch(() => null) : null;
     if (client === null) {
       process.stderr.write(`turnhost chat: could not start the daemon: ${launch.ok ? 'it did not answer' : launch.message}\n`);
       return 1;
     }
   }
+  if (options.agent !== undefined) {
+    const running = (await client.hostStatus()).supervisor.agent;
+    if (running !== options.agent) {
+      process.stderr.write(`turnhost chat: the daemon in ${home} runs the ${running} agent, not ${options.agent}; stop it first (turnhost stop --home ${home}), or use another --home\n`);
+      client.close();
+      return 1;
+    }
+  }
   const input = process.stdin.isTTY ? terminalInput() : pipeInput();
   try {
-    await waitForHost(client);
+    await waitForHost(() => client.hostStatus());
     const sid = await openSession(client, options.session);
     const chat = new Chat(client, sid, input);
     if (options.text !== undefined) return await chat.turn(options.text);
@@ -55,20 +67,19 @@ export async function chatCommand(homeDir: string, options: ChatOptions): Promis
   }
 }
 
-async function openSession(client: RpcClient, sid: string | undefined): Promise<string> {
+async function openSession(client: TurnhostClient, sid: string | undefined): Promise<string> {
   if (sid !== undefined) {
     try {
-      return (await client.call<{ session_id: string }>('session.resume', { session_id: sid })).session_id;
+      return (await client.resumeSession(sid)).session_id;
     } catch {
       // not stored yet: a new session under that id
     }
   }
-  return (await client.call<{ session_id: string }>('session.create', sid === undefined ? {} : { session_id: sid })).session_id;
+  return (await client.createSession(sid === undefined ? {} : { session_id: sid })).session_id;
 }
 
 class Chat {
   private current: { turnId: string | null; done: () => void; interrupts: number } | null = null;
-  private readonly questions = new Map<string, AbortController>();
   private leave: (code: number) => void = () => {};
   private atLineStart = true;
   /** Reasoning is written to stderr between the reply's fragments; this notes that one is open. */
@@ -79,12 +90,22 @@ class Chat {
   private addedBreak = false;
 
   constructor(
-    private readonly client: RpcClient,
+    private readonly client: TurnhostClient,
     private readonly sid: string,
     private readonly input: Input,
   ) {
-    client.onEvent = (event) => this.onEvent(event);
-    client.onServerRequest = (request) => void this.answer(request);
+    void this.follow(client.events(sid));
+    client.onClarify((request, context) => this.clarify(request, context));
+    client.onApproval((request, context) => this.approve(request, context));
+  }
+
+  private async follow(events: AsyncIterable<SessionEvent>): Promise<void> {
+    try {
+      for await (const event of events) this.onEvent(event);
+    } catch (err) {
+      process.stderr.write(`turnhost chat: ${(err as Error).message}\n`);
+      this.leave(1);
+    }
   }
 
   /** Runs one turn; resolves 0 when it ends, 130 when the user left with a second Ctrl-C. */
@@ -96,7 +117,7 @@ class Chat {
     const onSigint = (): void => this.interrupt();
     process.on('SIGINT', onSigint);
     try {
-      const started = await this.client.call<{ turn_id: string }>('prompt.submit', { session_id: this.sid, text });
+      const started = await this.client.submit(this.sid, text);
       if (this.current) this.current.turnId = started.turn_id;
       return await ended;
     } catch (err) {
@@ -116,7 +137,7 @@ class Chat {
       return;
     }
     process.stderr.write('\n(interrupting; Ctrl-C again to leave)\n');
-    this.client.call('session.interrupt', { session_id: this.sid }).catch(() => {});
+    this.client.interrupt(this.sid).catch(() => {});
   }
 
   private write(text: string): void {
@@ -134,9 +155,8 @@ class Chat {
     this.addedBreak = true;
   }
 
-  private onEvent(event: EventParams): void {
-    if (event.session_id !== this.sid) return;
-    const p = event.payload;
+  private onEvent(event: SessionEvent): void {
+    const p = event.payload as Record<string, unknown>;
     switch (event.type) {
       case 'message.delta':
         this.write(String(p['text'] ?? ''));
@@ -162,8 +182,10 @@ class Chat {
         process.stderr.write(`error: ${String(p['message'])}\n`);
         return;
       case 'request.cancel':
-        this.questions.get(String(p['id']))?.abort();
         process.stderr.write(`(question withdrawn: ${String(p['reason'])})\n`);
+        return;
+      case 'replay.partial':
+        process.stderr.write('(reconnected: some of what happened meanwhile is only in `turnhost history`)\n');
         return;
       case 'turn.end':
         this.endLine();
@@ -202,38 +224,26 @@ class Chat {
     process.stderr.write(`${text}\n`);
   }
 
-  private async answer(request: ServerRequest): Promise<void> {
-    const controller = new AbortController();
-    this.questions.set(request.id, controller);
-    try {
-      this.endLine();
-      const result = await this.ask(request, controller.signal);
-      if (result === null) this.client.respond(request.id, { error: { code: 4000, message: 'declined' } });
-      else this.client.respond(request.id, { result });
-    } finally {
-      this.questions.delete(request.id);
-    }
+  private async approve(request: ApprovalRequest, context: HandlerContext): Promise<boolean | null> {
+    this.endLine();
+    const reply = await this.input.next(`approve: ${request.question}? [y/N] `, context.signal);
+    return reply === null ? null : /^y(es)?$/i.test(reply.trim());
   }
 
   /** Null when the question was withdrawn or input ended. */
-  private async ask(request: ServerRequest, signal: AbortSignal): Promise<Record<string, unknown> | null> {
-    const params = request.params;
-    if (request.method === 'approval.request') {
-      const reply = await this.input.next(`approve: ${String(params['question'])}? [y/N] `, signal);
-      return reply === null ? null : { approved: /^y(es)?$/i.test(reply.trim()) };
-    }
-    if (Array.isArray(params['questions'])) {
+  private async clarify(request: ClarifyRequest, context: HandlerContext): Promise<string | Record<string, string> | null> {
+    this.endLine();
+    if (request.questions) {
       const answers: Record<string, string> = {};
-      for (const q of params['questions'] as { id: string; question: string }[]) {
-        const reply = await this.input.next(`${q.question} `, signal);
+      for (const q of request.questions) {
+        const reply = await this.input.next(`${q.question} `, context.signal);
         if (reply === null) return null;
         answers[q.id] = reply;
       }
-      return { answers };
+      return answers;
     }
-    const choices = Array.isArray(params['choices']) ? ` (${(params['choices'] as string[]).join(' / ')})` : '';
-    const reply = await this.input.next(`${String(params['question'])}${choices} `, signal);
-    return reply === null ? null : { answer: reply };
+    const choices = request.choices ? ` (${request.choices.join(' / ')})` : '';
+    return this.input.next(`${String(request.question)}${choices} `, context.signal);
   }
 }
 

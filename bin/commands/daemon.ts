@@ -78,6 +78,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       buildSha: buildSha(),
       hostEntry: process.env['TURNHOST_HOST_ENTRY'] ?? cliEntry(),
       hostArgs: hostArgs(options),
+      agent: options.agent ?? 'script',
       hostEnv: hostEnvironment(process.env, agentNames),
       registryPath: paths.registry,
       probe: realProbe({ graceMs: TERMINATE_GRACE_MS, killWaitMs: TERMINATE_KILL_WAIT_MS }),

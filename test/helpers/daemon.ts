@@ -1,6 +1,6 @@
 // A real `turnhost daemon` for integration tests, and clients of its socket.
 import { join } from 'node:path';
-import { RpcClient, type EventParams, type ServerRequest } from '../../bin/rpc-client.js';
+import { RpcClient, type EventParams, type ServerRequest } from '../../client/rpc-connection.js';
 import { Harness, HostProcess } from './processes.js';
 import { Waiters } from './waiters.js';
 

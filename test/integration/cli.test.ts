@@ -46,6 +46,16 @@ describe('the command line (real processes)', function () {
     expect(out.stderr).to.include('colour? teal\n').and.include('approve: deploy? [y/N] y\n').and.include('a? first\n').and.include('b? second\n');
   });
 
+  it('chat --agent X against a daemon running another agent says so in one line', async () => {
+    const daemon = await startDaemon(h);
+    const out = await h.runCli(['chat', '--home', daemon.home, '--agent', 'test/fixtures/streaming-agent.mjs', 'hello']);
+    expect(out.code).to.equal(1);
+    expect(out.stderr.trim().split('\n')).to.have.length(1);
+    expect(out.stderr).to.include('runs the script agent, not test/fixtures/streaming-agent.mjs');
+    const same = await h.runCli(['chat', '--home', daemon.home, '--agent', 'script', 'hello']);
+    expect(same.code, same.stderr).to.equal(0);
+  });
+
   it('chat: without TEXT, runs one turn per stdin line', async () => {
     const daemon = await startDaemon(h);
     const child = h.spawnCli(['chat', '--home', daemon.home, '--session', 'loop']);

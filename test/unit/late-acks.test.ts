@@ -88,6 +88,7 @@ async function rig(): Promise<Rig> {
       buildSha: 'build-1',
       hostEntry: 'stand-in',
       hostArgs: [],
+      agent: 'script',
       hostEnv: {},
       registryPath: join(dir, 'state', 'compute-host.json'),
       probe: realProbe({ graceMs: 10, killWaitMs: 10 }),

@@ -1,4 +1,5 @@
-// A JSON-RPC client of the daemon's socket, for the CLI commands.
+// A JSON-RPC connection to the daemon's socket: calls with ids, events and server requests as
+// callbacks. The client library (turnhost-client.ts) and the CLI build on it.
 import { connect, type Socket } from 'node:net';
 import { RpcError } from '../protocol/client-rpc.js';
 import { isRecord } from '../protocol/fields.js';

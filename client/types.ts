@@ -1,0 +1,151 @@
+// The client protocol's results and events as types (PROTOCOL.md §2, AGENT.md §3), for the
+// client library's users.
+
+export type SessionStatus = 'active' | 'finalized' | 'retained';
+export type HostState = 'starting' | 'running' | 'restarting' | 'failed';
+
+export interface CreateResult {
+  session_id: string;
+  session_key: string;
+}
+
+export interface ResumeResult {
+  session_id: string;
+  session_key: string;
+  history_version: number;
+  status: SessionStatus;
+  running: boolean;
+  /** The session's open server requests; after a resume with `after_seq` they are also sent again. */
+  open_requests: ServerRequestMessage[];
+  last_seq: number;
+  /** Present when `after_seq` was given: `partial` when events after it were no longer kept. */
+  replay?: 'complete' | 'partial';
+  first_seq?: number;
+}
+
+export interface SessionSummary {
+  session_id: string;
+  session_key: string;
+  status: SessionStatus;
+  running: boolean;
+  message_count: number;
+  updated_at: string;
+}
+
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export interface TurnUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  calls: number;
+}
+
+export interface HistoryMessage {
+  seq: number;
+  role: string;
+  content: string;
+  turn_id: string | null;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+  model?: string;
+  usage?: TurnUsage;
+}
+
+export interface SubmitResult {
+  status: 'streaming';
+  turn_id: string;
+}
+
+/** A control route's result: the host's `result` plus the session's history coordinates. */
+export type ControlResult = Record<string, unknown> & { session_key: string; history_version: number; message_count: number };
+
+export type ControlRoute =
+  | 'reload.mcp'
+  | 'session.save'
+  | 'session.compress'
+  | 'prompt.submit.truncate'
+  | 'slash.model'
+  | 'slash.personality'
+  | 'slash.prompt'
+  | 'slash.compress'
+  | 'session.reset'
+  | 'session.history.reload'
+  | 'slash.retry';
+
+export type LockResult = { status: 'ok'; remaining: string[] } | { status: 'expired' };
+
+export interface HostStatusResult {
+  /** `agent`: the agent its host runs (`script`, `openai`, or a module path). */
+  supervisor: { pid: number; home: string; started_at: string; agent: string };
+  host: { pid: number | null; boot_id: string | null; state: HostState; restarts: number; last_hb_ms: number | null; active_turns: number; last_error: string | null };
+  sessions: { active: number; running: number; retained: number; finalized: number };
+}
+
+/** Every event's payload by its type. */
+export interface EventPayloads {
+  'turn.started': { turn_id: string };
+  'turn.end': { turn_id: string; interrupted: boolean; message_count?: number; history_version?: number; usage?: TurnUsage };
+  'turn.error': { turn_id: string; message: string; reason: string };
+  'message.delta': { text: string };
+  'message.complete': { text: string };
+  'reasoning.delta': { text: string };
+  'tool.start': { id: string; name: string; arguments?: string };
+  'tool.complete': { id: string; ok: boolean; summary?: string };
+  'status.update': { kind: string; text: string };
+  'request.cancel': { id: string; method: string; reason: string };
+  error: { message: string; reason?: string };
+  /** From this library, not the daemon: a resume could not replay everything missed (the daemon no longer kept it, or it restarted). */
+  'replay.partial': { first_seq: number; missed_after: number };
+}
+
+export type EventType = keyof EventPayloads;
+
+export type SessionEvent = {
+  [T in EventType]: { type: T; session_id: string; seq: number; payload: EventPayloads[T] };
+}[EventType];
+
+export interface ServerRequestMessage {
+  jsonrpc: '2.0';
+  id: string;
+  method: 'clarify.request' | 'approval.request';
+  params: { session_id: string } & Record<string, unknown>;
+}
+
+export interface ClarifyQuestion {
+  id: string;
+  question: string;
+  choices?: string[];
+}
+
+export interface ClarifyRequest {
+  id: string;
+  session_id: string;
+  /** One question… */
+  question?: string;
+  choices?: string[];
+  /** …or a batch. */
+  questions?: ClarifyQuestion[];
+}
+
+export interface ApprovalRequest {
+  id: string;
+  session_id: string;
+  question: string;
+  /** The model agent's tool and arguments (AGENT.md §2). */
+  tool?: string;
+  arguments?: unknown;
+}
+
+export interface HandlerContext {
+  /** Aborted when the request is withdrawn (answered elsewhere, timed out, interrupted). */
+  signal: AbortSignal;
+}
+
+/** A single question's answer, a batch's answers by question id, or null to decline. */
+export type ClarifyHandler = (request: ClarifyRequest, context: HandlerContext) => Promise<string | Record<string, string> | null> | string | Record<string, string> | null;
+/** true approves, false refuses, null declines to answer. */
+export type ApprovalHandler = (request: ApprovalRequest, context: HandlerContext) => Promise<boolean | null> | boolean | null;

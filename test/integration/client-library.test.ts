@@ -1,0 +1,109 @@
+import { expect } from 'chai';
+import { connect, ErrorCodes, TurnhostError, type SessionEvent, type TurnhostClient } from '../../client/index.js';
+import { startDaemon } from '../helpers/daemon.js';
+import { Harness } from '../helpers/processes.js';
+
+async function collect(events: AsyncIterable<SessionEvent>, until: (e: SessionEvent) => boolean): Promise<SessionEvent[]> {
+  const seen: SessionEvent[] = [];
+  for await (const event of events) {
+    seen.push(event);
+    if (until(event)) break;
+  }
+  return seen;
+}
+
+const text = (events: SessionEvent[]) => events.map((e) => (e.type === 'message.delta' ? e.payload.text : '')).join('');
+
+describe('turnhost/client against the real daemon', function () {
+  this.timeout(40_000);
+  const h = new Harness();
+  const clients: TurnhostClient[] = [];
+  const open = async (home: string) => {
+    const client = await connect({ home });
+    clients.push(client);
+    return client;
+  };
+  afterEach(async () => {
+    for (const client of clients.splice(0)) client.close();
+    await h.cleanup();
+  });
+
+  it('runs a turn: typed results, the turn\'s events in order, and JSON-RPC errors as TurnhostError with code and data', async () => {
+    const daemon = await startDaemon(h);
+    const client = await open(daemon.home);
+    const created = await client.createSession({ session_id: 'lib' });
+    expect(created).to.deep.equal({ session_id: 'lib', session_key: 'lib' });
+    const events: SessionEvent[] = [];
+    for await (const event of client.turn('lib', 'hello from the library')) events.push(event);
+    expect(events.map((e) => e.type)).to.deep.equal(['turn.started', 'message.delta', 'message.delta', 'message.delta', 'message.delta', 'message.complete', 'turn.end']);
+    expect(text(events)).to.equal('hello from the library');
+    const history = await client.history('lib');
+    expect(history.messages.map((m) => m.role)).to.deep.equal(['user', 'assistant']);
+    const status = await client.hostStatus();
+    expect(status.host.state).to.equal('running');
+    expect(status.supervisor.agent).to.equal('script');
+    const missing = await client.history('nobody').catch((e: unknown) => e);
+    expect(missing).to.be.instanceOf(TurnhostError);
+    expect((missing as TurnhostError).code).to.equal(ErrorCodes.sessionNotFound);
+    const busy = client.submit('lib', '/sleep 5');
+    await busy;
+    const refused = await client.submit('lib', 'again').catch((e: unknown) => e);
+    expect(refused).to.be.instanceOf(TurnhostError);
+    expect(refused).to.include({ code: ErrorCodes.sessionBusy });
+    await client.interrupt('lib');
+  });
+
+  it('answers clarify and approval questions with its handlers', async () => {
+    const daemon = await startDaemon(h);
+    const client = await open(daemon.home);
+    client.onClarify((request) => (request.questions ? { q0: 'one', q1: 'two' } : `blue for "${request.question}"`));
+    client.onApproval((request) => request.question === 'deploy');
+    await client.createSession({ session_id: 'ask' });
+    const events = await collect(client.turn('ask', '/ask colour?\n/batch a? | b?\n/approve deploy\n/approve delete'), () => false);
+    const reply = events.find((e) => e.type === 'message.complete');
+    expect(reply?.payload).to.deep.equal({ text: 'answer: blue for "colour?"\nanswers: q0=one, q1=two\napproved: deploy\ndenied: delete' });
+  });
+
+  it('reconnects after a dropped socket in the middle of a turn and resumes: one unbroken stream', async () => {
+    const daemon = await startDaemon(h, ['--agent', 'test/fixtures/streaming-agent.mjs']);
+    const client = await open(daemon.home);
+    const states: string[] = [];
+    client.onConnectionState = (state) => states.push(state);
+    await client.createSession({ session_id: 'drop' });
+    const events = client.events('drop');
+    await client.submit('drop', 'stream 200 3');
+    const seen: SessionEvent[] = [];
+    let dropped = false;
+    for await (const event of events) {
+      seen.push(event);
+      if (!dropped && seen.filter((e) => e.type === 'message.delta').length === 40) {
+        dropped = true;
+        client['rpc'].close(); // the socket goes away, as it would on a network failure
+      }
+      if (event.type === 'turn.end') break;
+    }
+    expect(states).to.deep.equal(['reconnecting', 'connected']);
+    expect(text(seen)).to.equal(Array.from({ length: 200 }, (_, i) => `part ${i + 1} `).join(''));
+    expect(seen.map((e) => e.seq)).to.deep.equal(Array.from({ length: seen.length }, (_, i) => i + 1));
+  });
+
+  it('follows a session across a daemon restart, saying that the replay is partial', async () => {
+    const daemon = await startDaemon(h);
+    const client = await open(daemon.home);
+    await client.createSession({ session_id: 'r' });
+    await collect(client.turn('r', 'before the restart'), () => false);
+    const events = client.events('r');
+    const after = collect(events, (e) => e.type === 'turn.end');
+    const reconnected = new Promise<void>((resolve) => {
+      client.onConnectionState = (state) => state === 'connected' && resolve();
+    });
+    const stopped = await h.runCli(['stop', '--home', daemon.home]);
+    expect(stopped.code).to.equal(0);
+    await startDaemon(h, [], {}, daemon.home);
+    await reconnected;
+    await client.submit('r', 'after the restart');
+    const seen = await after;
+    expect(seen[0]!.type).to.equal('replay.partial');
+    expect(text(seen)).to.equal('after the restart');
+  });
+});
