@@ -87,6 +87,17 @@ describe('turnhost/client against the real daemon', function () {
     expect(seen.map((e) => e.seq)).to.deep.equal(Array.from({ length: seen.length }, (_, i) => i + 1));
   });
 
+  it('the example front-end (examples/frontend.mjs) runs a turn and answers its questions from stdin', async () => {
+    const daemon = await startDaemon(h);
+    const example = h.spawnRaw(process.execPath, ['examples/frontend.mjs', 'pick a colour\n/ask which one?\n/approve paint it'], { TURNHOST_HOME: daemon.home });
+    example.stdin!.end('teal\ny\n');
+    let stdout = '';
+    example.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+    const code = await new Promise((resolve) => example.once('close', resolve));
+    expect(code).to.equal(0);
+    expect(stdout).to.equal('pick a colour\nanswer: teal\napproved: paint it\n');
+  });
+
   it('follows a session across a daemon restart, saying that the replay is partial', async () => {
     const daemon = await startDaemon(h);
     const client = await open(daemon.home);
