@@ -34,7 +34,11 @@ function hostOptions(command: Command): Command {
     .option('--heartbeat-secs <s>', 'heartbeat period; <= 0 turns heartbeat and parent guard off (default 5)', seconds);
 }
 
-/** Runs a command body and exits with its code; anything it throws is one line on stderr, exit 1. */
+/**
+ * Runs a command body and exits with its code; anything it throws is one line on stderr, exit 1.
+ * The exit waits until stdout and stderr have drained: a pipe takes 64 KiB at once, and an exit
+ * before the rest has left cuts the output (`history --json | jq` would get broken JSON).
+ */
 async function run(name: string, body: () => number | Promise<number>): Promise<void> {
   let code: number;
   try {
@@ -44,8 +48,27 @@ async function run(name: string, body: () => number | Promise<number>): Promise<
     code = err instanceof AgentLoadError ? err.exitCode : 1;
   }
   process.exitCode = code;
+  await Promise.all([drained(process.stdout), drained(process.stderr)]);
   process.exit(code);
 }
+
+function drained(stream: NodeJS.WriteStream): Promise<void> {
+  if (stream.destroyed || stream.writableLength === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    stream.write('', () => resolve());
+    stream.once('error', () => resolve());
+  });
+}
+
+/** A reader that went away (`turnhost history X | head -1`) ends the command quietly, as `cat` would. */
+function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
+  });
+}
+quietOnClosedPipe(process.stdout);
+quietOnClosedPipe(process.stderr);
 
 /** A broken agent config fails here, in one line with exit 78, not later in a background daemon. */
 function checkAgentConfig(opts: { home?: string; agent?: string; agentConfig?: string }): undefined {
