@@ -7,12 +7,20 @@ export function homeFrom(flag: string | undefined, env: Readonly<Record<string, 
   return resolve(flag ?? env['TURNHOST_HOME'] ?? join(homedir(), '.turnhost'));
 }
 
-/** Creates the home (0700) when missing and returns its real path. */
+/**
+ * Creates the home (0700) when missing and returns its real path. A home that belongs to another
+ * user is refused, as ssh refuses a foreign ~/.ssh: its owner could read the sockets' traffic or
+ * put a database of its making under this user's daemon.
+ */
 export function ensureHome(home: string): string {
   mkdirSync(home, { recursive: true, mode: 0o700 });
   const real = realpathSync(home);
   const stat = statSync(real);
-  if (process.getuid !== undefined && stat.uid === process.getuid() && (stat.mode & 0o077) !== 0) chmodSync(real, 0o700);
+  const uid = process.getuid?.();
+  if (uid !== undefined && stat.uid !== uid) {
+    throw new Error(`the home ${real} belongs to another user (uid ${stat.uid}, you are ${uid}): refusing to use it; choose another --home, or chown it`);
+  }
+  if ((stat.mode & 0o077) !== 0) chmodSync(real, 0o700);
   return real;
 }
 

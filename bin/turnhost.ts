@@ -25,6 +25,8 @@ function seconds(text: string): number {
 }
 
 const homeOption = () => new Option('--home <dir>', 'home folder (default: $TURNHOST_HOME, else ~/.turnhost)');
+const maxClientsOption = () =>
+  new Option('--max-clients <n>', 'open client connections past which a new one is refused (default 1024)').argParser(positiveInteger);
 
 function hostOptions(command: Command): Command {
   return command
@@ -86,18 +88,23 @@ hostOptions(program.command('host').description('run the compute host on stdin/s
   .addOption(homeOption())
   .action((opts) => run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs })));
 
-hostOptions(program.command('daemon').description('run the supervisor in the foreground (the options go to its host)'))
+hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)'))
   .addOption(homeOption())
+  .addOption(maxClientsOption())
   .action((opts) =>
-    run('daemon', () => daemonCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, echoLog: true })),
+    run('daemon', () =>
+      daemonCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, maxClients: opts.maxClients, echoLog: true }),
+    ),
   );
 
-hostOptions(program.command('start').description('start the daemon in the background; prints its pid once its socket answers'))
+hostOptions(program.command('start').description("start the daemon in the background; prints its pid once its host has said hello"))
   .addOption(homeOption())
+  .addOption(maxClientsOption())
   .action((opts) =>
     run('start', () => {
       checkAgentConfig(opts);
-      return startCommand(homeFrom(opts.home), hostArgs(opts));
+      const daemonArgs = opts.maxClients === undefined ? [] : ['--max-clients', String(opts.maxClients)];
+      return startCommand(homeFrom(opts.home), [...hostArgs(opts), ...daemonArgs]);
     }),
   );
 

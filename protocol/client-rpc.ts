@@ -1,6 +1,6 @@
 // The client protocol (PROTOCOL.md §2): JSON-RPC 2.0, one object per line, over turnhost.sock.
 // Wire errors are built here and only here.
-import { isRecord, type UnknownRecord } from './fields.js';
+import { IDENTIFIER_RULE, isIdentifier, isRecord, type UnknownRecord } from './fields.js';
 import type { RequestId, RpcErrorObject, RpcResponse } from './rpc.js';
 
 export const ErrorCodes = {
@@ -14,6 +14,8 @@ export const ErrorCodes = {
   shuttingDown: 4010,
   internal: 5000,
   hostUnavailable: 5019,
+  /** The daemon's cap on open connections is reached (an implementation-defined server error). */
+  tooManyClients: -32000,
 } as const;
 
 export type HostUnavailableReason = 'starting' | 'restarting' | 'crash_loop' | 'crash';
@@ -55,6 +57,7 @@ export function parseClientMessage(line: string): ClientMessage {
   const id = value['id'];
   const validId = id === undefined || id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
   if (!validId) return { kind: 'invalid', id: null, error: new RpcError(ErrorCodes.invalidRequest, 'id must be a string, a number or null') };
+  if (typeof id === 'string' && !isIdentifier(id)) return { kind: 'invalid', id: null, error: new RpcError(ErrorCodes.invalidRequest, `id ${IDENTIFIER_RULE}`) };
   const rpcId = (id ?? null) as RequestId;
   if (value['jsonrpc'] !== '2.0') return { kind: 'invalid', id: rpcId, error: new RpcError(ErrorCodes.invalidRequest, 'jsonrpc must be "2.0"') };
   const method = value['method'];

@@ -9,6 +9,17 @@ export function isRecord(value: unknown): value is UnknownRecord {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** The longest session, request or question id, in UTF-8 bytes. */
+export const MAX_IDENTIFIER_BYTES = 256;
+export const IDENTIFIER_RULE = `must be 1 to ${MAX_IDENTIFIER_BYTES} bytes of printable UTF-8 with no control characters`;
+// Control characters, lone surrogates (not UTF-8), and the line and paragraph separators.
+const UNPRINTABLE = /[\p{Cc}\p{Cs}\u2028\u2029]/u;
+
+/** An id that names something stored or shown: bounded, printable, one line. */
+export function isIdentifier(value: string): boolean {
+  return value.length > 0 && Buffer.byteLength(value) <= MAX_IDENTIFIER_BYTES && !UNPRINTABLE.test(value);
+}
+
 function absent(value: unknown): boolean {
   return value === undefined || value === null;
 }
@@ -37,6 +48,17 @@ export class Fields {
     if (absent(value) || value === '') throw new FieldError(`${this.name(key)} required`);
     if (typeof value !== 'string') throw new FieldError(`${this.name(key)} must be a string`);
     return value;
+  }
+
+  /** A session, request or question id: 1 to 256 bytes of printable UTF-8. */
+  identifier(key: string): string {
+    const value = this.requiredString(key);
+    if (!isIdentifier(value)) throw new FieldError(`${this.name(key)} ${IDENTIFIER_RULE}`);
+    return value;
+  }
+
+  optionalIdentifier(key: string): string | undefined {
+    return this.has(key) ? this.identifier(key) : undefined;
   }
 
   optionalString(key: string): string | undefined {

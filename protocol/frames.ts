@@ -1,7 +1,7 @@
 // Parent → host frames (PROTOCOL.md §1.1). The one place where an untrusted line becomes a
 // typed frame; everything past parseFrame trusts the types.
 import type { ChatMessage } from './chat.js';
-import { FieldError, Fields, isRecord, type UnknownRecord } from './fields.js';
+import { FieldError, Fields, isIdentifier, isRecord, type UnknownRecord } from './fields.js';
 import { DEBUG_TOPICS, type DebugTopic, type HostOutFrame } from './outbound.js';
 import type { RequestId } from './rpc.js';
 
@@ -81,8 +81,9 @@ function fail(reply: HostOutFrame): ParseResult {
   return { ok: false, reply };
 }
 
+/** An id is echoed only when it is one: a 100,000-character "id" is not sent back. */
 function echoedId(value: unknown): string | null {
-  if (typeof value === 'string') return value;
+  if (typeof value === 'string') return isIdentifier(value) ? value : null;
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
   return null;
 }
@@ -90,7 +91,7 @@ function echoedId(value: unknown): string | null {
 /** The error frame of the frame's own type, so a waiter on that request is answered. */
 function invalidFrameReply(type: HostInFrame['type'], raw: UnknownRecord, message: string): HostOutFrame {
   const request_id = echoedId(raw['request_id']);
-  const sid = typeof raw['sid'] === 'string' ? raw['sid'] : null;
+  const sid = typeof raw['sid'] === 'string' && isIdentifier(raw['sid']) ? raw['sid'] : null;
   switch (type) {
     case 'turn.start':
       return { type: 'turn.error', sid, request_id, message, reason: 'invalid' };
@@ -108,22 +109,22 @@ function invalidFrameReply(type: HostInFrame['type'], raw: UnknownRecord, messag
 
 const PARSERS: Record<string, (f: Fields) => HostInFrame> = {
   'turn.start': parseTurnStart,
-  interrupt: (f) => ({ type: 'interrupt', sid: f.requiredString('sid'), request_id: f.requiredString('request_id') }),
+  interrupt: (f) => ({ type: 'interrupt', sid: f.identifier('sid'), request_id: f.identifier('request_id') }),
   respond: parseRespond,
   control: parseControl,
-  reload_mcp: (f) => ({ type: 'reload_mcp', sid: f.requiredString('sid'), request_id: f.requiredString('request_id') }),
+  reload_mcp: (f) => ({ type: 'reload_mcp', sid: f.identifier('sid'), request_id: f.identifier('request_id') }),
   shutdown: parseShutdown,
-  debug: (f) => ({ type: 'debug', request_id: f.requiredString('request_id'), what: f.oneOf('what', DEBUG_TOPICS) }),
+  debug: (f) => ({ type: 'debug', request_id: f.identifier('request_id'), what: f.oneOf('what', DEBUG_TOPICS) }),
 };
 
 function parseTurnStart(f: Fields): TurnStartFrame {
   const frame: TurnStartFrame = {
     type: 'turn.start',
-    sid: f.requiredString('sid'),
-    request_id: f.requiredString('request_id'),
+    sid: f.identifier('sid'),
+    request_id: f.identifier('request_id'),
     text: f.optionalString('text') ?? f.optionalString('prompt') ?? '',
   };
-  const turnId = f.optionalString('turn_id');
+  const turnId = f.optionalIdentifier('turn_id');
   if (turnId !== undefined) frame.turn_id = turnId;
   const sessionKey = f.optionalString('session_key');
   if (sessionKey) frame.session_key = sessionKey;
@@ -149,8 +150,8 @@ function parseHistoryEntry(entry: unknown, index: number): ChatMessage {
 }
 
 function parseRespond(f: Fields): RespondFrame {
-  const sid = f.requiredString('sid');
-  const request_id = f.requiredString('request_id');
+  const sid = f.identifier('sid');
+  const request_id = f.identifier('request_id');
   const params = f.raw('params');
   if (!isRecord(params)) throw new FieldError('response params must be an object');
   return { type: 'respond', sid, request_id, params: parseRespondParams(params) };
@@ -162,8 +163,8 @@ function parseRespondParams(params: UnknownRecord): RespondParams {
     const l = new Fields(lock, 'lock.');
     return {
       kind: 'lock',
-      requestId: l.requiredString('request_id'),
-      questionId: l.requiredString('question_id'),
+      requestId: l.identifier('request_id'),
+      questionId: l.identifier('question_id'),
       answer: lock['answer'] ?? null,
     };
   }
@@ -181,8 +182,8 @@ function parseRespondParams(params: UnknownRecord): RespondParams {
 function parseControl(f: Fields): ControlFrame {
   const frame: ControlFrame = {
     type: 'control',
-    sid: f.requiredString('sid'),
-    request_id: f.requiredString('request_id'),
+    sid: f.identifier('sid'),
+    request_id: f.identifier('request_id'),
     route_name: f.requiredString('route_name'),
   };
   const params = f.optionalRecord('params');
@@ -193,7 +194,7 @@ function parseControl(f: Fields): ControlFrame {
 }
 
 function parseShutdown(f: Fields): ShutdownFrame {
-  const frame: ShutdownFrame = { type: 'shutdown', request_id: f.requiredString('request_id') };
+  const frame: ShutdownFrame = { type: 'shutdown', request_id: f.identifier('request_id') };
   const wait = f.optionalNumber('wait', 0);
   if (wait !== undefined) frame.wait = wait;
   return frame;

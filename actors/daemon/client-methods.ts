@@ -64,7 +64,7 @@ function knownSession(ctx: ClientContext, sid: string) {
 
 /** A run-concurrent or idle-gated route: its params go to the host as the control's params. */
 async function routeMethod(route: string, params: UnknownRecord, ctx: ClientContext): Promise<unknown> {
-  const sid = new Fields(params).requiredString('session_id');
+  const sid = new Fields(params).identifier('session_id');
   const { session_id: _sid, ...rest } = params;
   return callHost(ctx, { op: 'control', sid, route, params: rest });
 }
@@ -85,7 +85,7 @@ export async function answerServerRequest(ctx: ClientContext, requestId: string,
 
 const METHODS: Record<string, Method> = {
   'session.create'(p, ctx) {
-    const sid = p.optionalString('session_id') ?? `s-${randomBytes(6).toString('hex')}`;
+    const sid = p.optionalIdentifier('session_id') ?? `s-${randomBytes(6).toString('hex')}`;
     const cwd = p.optionalString('cwd');
     if (cwd) ctx.cwds.set(sid, cwd);
     attach(ctx, sid);
@@ -94,7 +94,7 @@ const METHODS: Record<string, Method> = {
 
   /** Answered by the gateway: the answer, the replay and the open requests must not be split by a live event. */
   async 'session.resume'(p, ctx, id) {
-    const sid = p.requiredString('session_id');
+    const sid = p.identifier('session_id');
     const afterSeq = p.optionalInteger('after_seq', 0) ?? null;
     const session = knownSession(ctx, sid);
     const status = await hostStatus(ctx);
@@ -126,7 +126,7 @@ const METHODS: Record<string, Method> = {
   },
 
   'session.history'(p, ctx) {
-    const sid = p.requiredString('session_id');
+    const sid = p.identifier('session_id');
     const limit = p.optionalInteger('limit', 0);
     const messages = ctx.reader()?.history(sid, limit);
     if (messages === undefined) throw new RpcError(ErrorCodes.sessionNotFound, `session not found: ${sid}`);
@@ -134,7 +134,7 @@ const METHODS: Record<string, Method> = {
   },
 
   async 'prompt.submit'(p, ctx) {
-    const sid = p.requiredString('session_id');
+    const sid = p.identifier('session_id');
     const text = p.raw('text');
     if (typeof text !== 'string') throw new FieldError('text must be a string');
     attach(ctx, sid);
@@ -143,12 +143,12 @@ const METHODS: Record<string, Method> = {
   },
 
   'session.interrupt'(p, ctx) {
-    return callHost(ctx, { op: 'interrupt', sid: p.requiredString('session_id') });
+    return callHost(ctx, { op: 'interrupt', sid: p.identifier('session_id') });
   },
 
   async 'clarify.lock'(p, ctx) {
-    const requestId = p.requiredString('request_id');
-    const questionId = p.requiredString('question_id');
+    const requestId = p.identifier('request_id');
+    const questionId = p.identifier('question_id');
     const raw = p.raw('answer');
     const answer = typeof raw === 'string' ? raw : JSON.stringify(raw ?? null);
     const sid = await sidForRequest(ctx, requestId);
@@ -159,7 +159,7 @@ const METHODS: Record<string, Method> = {
   },
 
   'request.answer'(p, ctx) {
-    return answerServerRequest(ctx, p.requiredString('request_id'), { result: p.raw('result') });
+    return answerServerRequest(ctx, p.identifier('request_id'), { result: p.raw('result') });
   },
 
   async 'host.status'(_p, ctx) {

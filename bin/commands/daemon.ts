@@ -12,6 +12,7 @@ import { spawnActor, startSystem, stopSystem, tell, SECOND_MS } from '../../acto
 import { spawnSupervisor } from '../../actors/daemon/supervisor.js';
 import type { StopReport } from '../../actors/daemon/supervisor-messages.js';
 import { agentEnvironmentNames, AgentLoadError } from '../../agents/loader.js';
+import { ErrorCodes, errorLine, RpcError } from '../../protocol/client-rpc.js';
 import { LogFile } from '../../persistence/log.js';
 import { realProbe } from '../../persistence/proc.js';
 import { Reader } from '../../persistence/reader.js';
@@ -26,11 +27,16 @@ export interface DaemonOptions {
   agentConfig?: string;
   workers?: number;
   heartbeatSecs?: number;
+  /** Open client connections past which a new one is refused (default 1024). */
+  maxClients?: number;
   /** Also log to stderr (the foreground daemon), unless stderr is the log file itself (`turnhost start`). */
   echoLog?: boolean;
 }
 
 const DEFAULT_STOP_WAIT_SEC = 10;
+export const DEFAULT_MAX_CLIENTS = 1024;
+/** Connections the kernel queues before the daemon accepts them: a burst of thousands is queued, not refused. */
+const LISTEN_BACKLOG = 4096;
 const TERMINATE_GRACE_MS = 10 * SECOND_MS;
 const TERMINATE_KILL_WAIT_MS = 2 * SECOND_MS;
 
@@ -95,7 +101,12 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const shared = { supervisor, gateway, reader: database.get };
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
   const sockets = new Set<Socket>();
+  const maxClients = options.maxClients ?? DEFAULT_MAX_CLIENTS;
   const server = createServer((socket) => {
+    if (sockets.size >= maxClients) {
+      refuseClient(socket, maxClients, log);
+      return;
+    }
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     acceptClient(clients, socket, shared, log);
@@ -142,10 +153,18 @@ function lazyReader(path: string): { get: () => Reader | null; close: () => void
   };
 }
 
+/** Past the cap: one JSON-RPC error line that names it, then the connection is closed. */
+function refuseClient(socket: Socket, maxClients: number, log: pino.Logger): void {
+  log.warn({ maxClients }, 'refused a client connection: the cap on open connections is reached');
+  socket.on('error', () => socket.destroy());
+  const error = new RpcError(ErrorCodes.tooManyClients, `too many clients: this daemon serves at most ${maxClients} connections at once (--max-clients)`, { max_clients: maxClients });
+  socket.end(errorLine(null, error));
+}
+
 function listen(server: Server, path: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(path, () => {
+    server.listen({ path, backlog: LISTEN_BACKLOG }, () => {
       chmodSync(path, 0o600);
       resolve();
     });

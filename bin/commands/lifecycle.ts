@@ -4,7 +4,7 @@ import { connectDaemon, EXIT_NOT_RUNNING, launchDaemon } from '../daemon-client.
 import { ensureHome } from '../home.js';
 import { waitGone } from '../../persistence/proc.js';
 
-export async function startCommand(homeDir: string, hostArgs: string[]): Promise<number> {
+export async function startCommand(homeDir: string, daemonArgs: string[]): Promise<number> {
   const home = ensureHome(homeDir);
   const running = await connectDaemon(home);
   if (running) {
@@ -12,7 +12,7 @@ export async function startCommand(homeDir: string, hostArgs: string[]): Promise
     process.stderr.write(`turnhost start: a daemon is already running in ${home} (pid ${status.supervisor.pid})\n`);
     return 1;
   }
-  const launch = await launchDaemon(home, hostArgs);
+  const launch = await launchDaemon(home, daemonArgs);
   if (!launch.ok) {
     process.stderr.write(`turnhost start: ${launch.alreadyRunning ? `a daemon is already running in ${home}` : launch.message}\n`);
     return 1;
