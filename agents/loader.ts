@@ -6,15 +6,17 @@ import { pathToFileURL } from 'node:url';
 import { isAgent, type Agent } from './agent.js';
 import { AgentLoadError } from './loader-error.js';
 import { loadModelConfig, type ConfigSource } from './model/config.js';
-import { createModelAgent, type ModelAgentOptions } from './model/model-agent.js';
+import type { ModelAgentOptions } from './model/model-agent.js';
 import { scriptAgent } from './script.js';
 
 /** What a built-in agent may need to start: the model agent reads its config (AGENT.md §1). */
 export interface AgentSetup extends ModelAgentOptions {}
 
-const BUILT_IN: Record<string, (setup: AgentSetup) => Agent> = {
+// The model agent (and with it the openai and MCP SDKs) is loaded only by a host that runs it:
+// the daemon and the script agent's host never pay for it.
+const BUILT_IN: Record<string, (setup: AgentSetup) => Agent | Promise<Agent>> = {
   script: () => scriptAgent,
-  openai: (setup) => createModelAgent(setup),
+  openai: async (setup) => (await import('./model/model-agent.js')).createModelAgent(setup),
 };
 
 export { AgentLoadError };

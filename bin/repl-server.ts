@@ -4,7 +4,9 @@
 import type { FinishedTurn } from '../actors/host/messages.js';
 import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
+import { PassThrough } from 'node:stream';
 import repl, { type REPLServer } from 'node:repl';
+import { MAX_UNREAD_BYTES } from '../actors/daemon/client-connection.js';
 import { ask, type Ref, type SystemRef } from '../actors/runtime.js';
 import type { CallReply, GatewayMsg, HostStatus, SupervisorMsg } from '../actors/daemon/supervisor-messages.js';
 import type { Reader } from '../persistence/reader.js';
@@ -87,8 +89,18 @@ async function closeServer(server: Server, sockets: Set<Socket>, path: string): 
 }
 
 function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { session: REPLServer; idle: () => Promise<void> } {
-  const r = repl.start({ prompt: 'turnhost> ', input: socket, output: socket, terminal, useGlobal: false, ignoreUndefined: true, preview: false });
-  const out: ReplOutput = { write: (text) => socket.write(text) };
+  const out: ReplOutput = {
+    write(text) {
+      if (socket.destroyed) return;
+      // A REPL client that stops reading is cut off like any client of the daemon.
+      if (socket.writableLength > MAX_UNREAD_BYTES) socket.destroy();
+      else socket.write(text);
+    },
+  };
+  // Everything the REPL writes (prompts, results) goes through the same bound.
+  const output = new PassThrough();
+  output.on('data', (chunk: Buffer) => out.write(chunk.toString('utf8')));
+  const r = repl.start({ prompt: 'turnhost> ', input: socket, output, terminal, useGlobal: false, ignoreUndefined: true, preview: false });
   const host = async (what: string): Promise<unknown> => {
     const reply = await ask(deps.supervisor, (replyTo: Ref<CallReply>): SupervisorMsg => ({ kind: 'call', call: { op: 'debug', what }, replyTo }), ASK_TIMEOUT_MS);
     if (!reply.ok) throw new Error(reply.error.message);

@@ -10,8 +10,12 @@ import { ANSWERED_ELSEWHERE, answerServerRequest, callMethod, type ClientContext
 import { spawnActor, stopActor, tell, type AnyRef } from '../runtime.js';
 import type { ClientMsg, ClientSink } from './supervisor-messages.js';
 
-/** Output a client has not read yet, past which it is disconnected. */
-const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
+/**
+ * Output a client has not read yet, past which it is disconnected: a client that stops reading
+ * (a terminal suspended with Ctrl-Z) must not make the daemon buffer a night of events. It loses
+ * nothing: reconnecting, `session.resume` with `after_seq` replays what it missed.
+ */
+export const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
 
 let lastClientId = 0;
 
@@ -26,7 +30,7 @@ export function acceptClient(parent: AnyRef, socket: Socket, shared: ConnectionC
     write(line) {
       if (socket.destroyed) return;
       if (socket.writableLength > MAX_UNREAD_BYTES) {
-        clientLog.warn('client is not reading its output: disconnecting it');
+        clientLog.warn({ unreadBytes: socket.writableLength, maxUnreadBytes: MAX_UNREAD_BYTES }, 'client is not reading its output: disconnecting it');
         socket.destroy();
         return;
       }

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { resultLine } from '../../protocol/client-rpc.js';
 import { spawnActor, tell, type Ref, type SystemRef } from '../runtime.js';
 import { EventRings } from './event-rings.js';
+import type { OutputGate } from './output-gate.js';
 import type { ClientSink, GatewayMsg } from './supervisor-messages.js';
 
 interface OpenRequest {
@@ -20,8 +21,12 @@ interface GatewayState {
   events: EventRings;
 }
 
-export function spawnGateway(system: SystemRef, log: Logger): Ref<GatewayMsg> {
-  return spawnActor<GatewayState, GatewayMsg>(system, 'gateway', (state, msg) => handle(state, msg), {
+export function spawnGateway(system: SystemRef, log: Logger, gate: OutputGate): Ref<GatewayMsg> {
+  return spawnActor<GatewayState, GatewayMsg>(system, 'gateway', (state, msg) => {
+    const next = handle(state, msg);
+    if (msg.kind === 'batch') gate.handled();
+    return next;
+  }, {
     log: log.child({ actor: 'gateway' }),
     init: () => ({ clients: new Map(), attached: new Map(), requests: new Map(), events: new EventRings() }),
   });

@@ -31,6 +31,9 @@ export interface HostHandle {
   readonly stderrTail: string[];
   readonly alive: boolean;
   send(frame: object): void;
+  /** Stops (and restarts) reading the host's frames: the daemon's backpressure. */
+  pauseOutput(): void;
+  resumeOutput(): void;
   signalGroup(signal: NodeJS.Signals): void;
 }
 
@@ -100,6 +103,14 @@ export class HostChild implements HostHandle {
   send(frame: object): void {
     if (this.exited || !this.child.stdin?.writable) return;
     this.writeStdin(`${JSON.stringify(frame)}\n`);
+  }
+
+  pauseOutput(): void {
+    this.child.stdout?.pause();
+  }
+
+  resumeOutput(): void {
+    this.child.stdout?.resume();
   }
 
   signalGroup(signal: NodeJS.Signals): void {

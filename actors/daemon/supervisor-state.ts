@@ -6,6 +6,7 @@ import type { HelloFrame } from '../../protocol/outbound.js';
 import type { Clock } from '../clock.js';
 import type { Ref } from '../runtime.js';
 import type { HostChildEvents, HostHandle } from './host-child.js';
+import type { OutputGate } from './output-gate.js';
 import type { PendingControls } from './pending-controls.js';
 import type { CallReply, GatewayMsg, HostCall, HostPhase, StopReport } from './supervisor-messages.js';
 
@@ -70,6 +71,8 @@ export interface SupervisorState {
 export interface SupervisorWiring {
   config: SupervisorConfig;
   gateway: Ref<GatewayMsg>;
+  /** Shared with the gateway: the host's output is read only while the gateway keeps up. */
+  gate: OutputGate;
 }
 
 export interface ReplyEntry {

@@ -147,12 +147,13 @@ async function spawnHost(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, w
   const outcome = await reconcile(config.registryPath, config.probe);
   config.log.info({ reconcile: outcome.result, pid: outcome.pid, detail: outcome.detail }, `reconcile: ${outcome.result}`);
   const events: HostChildEvents = {
-    lines: (child, texts) => routeHostLines(child, texts, ctx.self, wiring.gateway, config.log),
+    lines: (child, texts) => routeHostLines(child, texts, ctx.self, wiring, config.log),
     stderr: (_child, text) => config.onHostStderr(text),
     exit: (child, code, signal) => tell(ctx.self, { kind: 'host-exit', child, code, signal }),
   };
   const spawn = config.spawnHost ?? HostChild.spawn;
   const child = spawn(config.hostEntry, ['host', '--home', config.home, ...config.hostArgs], config.hostEnv, events);
+  wiring.gate.attach(() => child.pauseOutput(), () => child.resumeOutput());
   s.child = child;
   s.hello = null;
   s.lastFrameMs = config.clock.nowMs();
@@ -167,14 +168,17 @@ async function spawnHost(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, w
  * handles one message per event-loop turn, so a message per line would spread one read over
  * dozens of loop turns and one socket write each.
  */
-function routeHostLines(child: HostHandle, texts: string[], supervisor: Ref<SupervisorMsg>, gateway: Ref<GatewayMsg>, log: Logger): void {
+function routeHostLines(child: HostHandle, texts: string[], supervisor: Ref<SupervisorMsg>, wiring: SupervisorWiring, log: Logger): void {
   const forClients: GatewayMsg[] = [];
   const forSupervisor: HostFrameIn[] = [];
   for (const text of texts) {
     const frame = parseHostLine(text, log);
     if (frame !== null) routeHostFrame(frame, forClients, forSupervisor);
   }
-  if (forClients.length > 0) tell(gateway, { kind: 'batch', messages: forClients });
+  if (forClients.length > 0) {
+    wiring.gate.handedOver();
+    tell(wiring.gateway, { kind: 'batch', messages: forClients });
+  }
   if (forSupervisor.length > 0) tell(supervisor, { kind: 'host-frames', child, frames: forSupervisor });
 }
 

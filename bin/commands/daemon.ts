@@ -7,6 +7,7 @@ import pino from 'pino';
 import { acceptClient } from '../../actors/daemon/client-connection.js';
 import { monotonicClock } from '../../actors/clock.js';
 import { spawnGateway } from '../../actors/daemon/gateway.js';
+import { OutputGate } from '../../actors/daemon/output-gate.js';
 import { hostEnvironment } from '../../actors/daemon/host-child.js';
 import { spawnActor, startSystem, stopSystem, tell, SECOND_MS } from '../../actors/runtime.js';
 import { spawnSupervisor } from '../../actors/daemon/supervisor.js';
@@ -76,9 +77,11 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   let onStopped: (report: StopReport) => void = () => {};
   const stopped = new Promise<StopReport>((resolve) => (onStopped = resolve));
   const system = startSystem();
-  const gateway = spawnGateway(system, log);
+  const gate = new OutputGate();
+  const gateway = spawnGateway(system, log, gate);
   const supervisor = spawnSupervisor(system, {
     gateway,
+    gate,
     config: {
       home,
       buildSha: buildSha(),

@@ -2,6 +2,7 @@
 // by the waiter or by the late handler, whether it comes just before, at or just after the
 // timeout. The host is a stand-in (only its frames matter here) and the clock is manual, so
 // "at the timeout" is exact.
+import { OutputGate } from '../../actors/daemon/output-gate.js';
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,6 +49,8 @@ class StandInHost implements HostHandle {
     this.onSent(frame as Record<string, unknown>);
   }
   signalGroup(): void {}
+  pauseOutput(): void {}
+  resumeOutput(): void {}
   /** The next frame the supervisor sends. */
   nextSent(): Promise<Record<string, unknown>> {
     return new Promise((resolve) => (this.onSent = resolve));
@@ -83,6 +86,7 @@ async function rig(): Promise<Rig> {
   const hostReady = new Promise<StandInHost>((resolve) => (spawned = resolve));
   const supervisor = spawnSupervisor(system, {
     gateway,
+    gate: new OutputGate(),
     config: {
       home: '/home/rig',
       buildSha: 'build-1',
