@@ -107,6 +107,12 @@ export class StoreWriter {
     this.deleteMessagesFrom.run(sid, keep);
   }
 
+  /** A turn whose end could not be stored: its messages go, and it is stored as failed. */
+  undoTurn(sid: string, fromSeq: number, turnId: string, error: string, now = Date.now()): void {
+    this.deleteMessagesFrom.run(sid, fromSeq);
+    this.updateTurn.run('failed', now, error, null, null, null, null, turnId);
+  }
+
   startTurn(turnId: string, sid: string, requestId: string, bootId: string, now = Date.now()): void {
     this.insertTurn.run(turnId, sid, requestId, bootId, now);
   }

@@ -67,8 +67,19 @@ export function toChatMessage(row: MessageRow): ChatMessage {
   return message;
 }
 
+/** A write that failed, in words an operator acts on: a full disk says so. */
+export function storageProblem(err: Error): string {
+  const code = (err as Error & { code?: string }).code;
+  return code === 'SQLITE_FULL' ? `the disk is full: ${err.message}` : err.message;
+}
+
 export class Store {
   private queue: Queued[] = [];
+  /**
+   * Writes owed by commits that failed (a turn's undoing after a full disk): each is run at the
+   * start of the next transaction, which carries it or fails with it. Order: oldest first.
+   */
+  private owed: Work[] = [];
   private flushScheduled = false;
   private queuedAtLastLook = 0;
   private idleLooks = 0;
@@ -113,6 +124,21 @@ export class Store {
     return new Store(db, file);
   }
 
+  /** Owes a write to the database: done in the next transaction that commits. */
+  owe(work: Work): void {
+    this.owed.push(work);
+  }
+
+  /** Runs `body` in one transaction, paying what is owed first; what was owed is settled only if it commits. */
+  private transact(body: () => void): void {
+    const owed = this.owed;
+    this.db.transaction(() => {
+      for (const work of owed) work(this.writer);
+      body();
+    })();
+    if (owed.length > 0) this.owed = this.owed.slice(owed.length);
+  }
+
   /** Queues a unit of work; resolves once the transaction holding it has committed. */
   commit(work: Work): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -134,12 +160,12 @@ export class Store {
   commitNow(work: Work, options: { durable?: boolean } = {}): void {
     this.flushQueued();
     if (!options.durable) {
-      this.db.transaction(() => work(this.writer))();
+      this.transact(() => work(this.writer));
       return;
     }
     this.db.pragma('synchronous = FULL');
     try {
-      this.db.transaction(() => work(this.writer))();
+      this.transact(() => work(this.writer));
     } finally {
       this.db.pragma('synchronous = NORMAL');
     }
@@ -151,14 +177,14 @@ export class Store {
     const batch = this.queue;
     this.queue = [];
     try {
-      this.db.transaction(() => {
+      this.transact(() => {
         for (const item of batch) item.work(this.writer);
-      })();
+      });
     } catch {
       // The group rolled back as a whole; re-run each unit alone so one bad unit fails alone.
       for (const item of batch) {
         try {
-          this.db.transaction(() => item.work(this.writer))();
+          this.transact(() => item.work(this.writer));
         } catch (err) {
           item.reject(err as Error);
           continue;

@@ -6,6 +6,7 @@ import type { TurnStartFrame } from '../../protocol/frames.js';
 import { Nanos } from '../../protocol/nanos.js';
 import type { TurnErrorReason } from '../../protocol/outbound.js';
 import type { TurnReport } from '../../persistence/store-writer.js';
+import { storageProblem } from '../../persistence/store.js';
 import { rpcEvent } from '../../protocol/rpc.js';
 import type { FinishedTurn, HostMsg, SessionMsg, TurnOutcome } from './messages.js';
 import { tell, SECOND_MS, type Ref } from '../runtime.js';
@@ -129,6 +130,7 @@ function adoptFrameSettings(s: SessionState, frame: TurnStartFrame, isNew: boole
   }
 }
 
+/** Nothing of the turn was stored, and nothing of it is in memory: the session is as it was. */
 function failBeforeStart(s: SessionState, frame: TurnStartFrame, turnId: string, ticketId: number, err: Error, env: SessionEnv): void {
   env.services.log.error({ err, sid: s.sid, turnId }, 'could not commit the turn start');
   s.activity = { phase: 'idle' };
@@ -138,8 +140,8 @@ function failBeforeStart(s: SessionState, frame: TurnStartFrame, turnId: string,
     sid: s.sid,
     request_id: frame.request_id,
     turn_id: turnId,
-    message: `could not persist the turn: ${err.message}`,
-    reason: 'exception',
+    message: `could not persist the turn: ${storageProblem(err)}`,
+    reason: 'storage',
   });
   ackDrainWaiters(s);
 }
@@ -162,7 +164,7 @@ export async function finishTurn(s: SessionState, turnId: string, result: TurnRe
   s.activity = { phase: 'idle' };
   s.lastActiveMs = env.services.clock.nowMs();
   tell(env.host, { kind: 'release', ticketId: turn.ticketId, finished: { ...finishedTurn(s, turn, outcome), ...report } });
-  if (persisted !== true) reportTurnError(s, turn, `could not persist the turn: ${persisted.message}`, 'exception', env);
+  if (persisted !== true) reportTurnError(s, turn, `could not persist the turn: ${storageProblem(persisted)}`, 'storage', env);
   else if (outcome === 'failed') reportTurnError(s, turn, failure!, error instanceof AgentFailure ? error.reason : 'exception', env);
   else reportTurnEnd(s, turn, result, interrupted, env);
   ackDrainWaiters(s);
@@ -192,11 +194,24 @@ async function commitTurnEnd(
     });
   } catch (err) {
     env.services.log.error({ err, sid: s.sid, turnId: turn.turnId }, 'could not commit the turn end');
+    undoTurn(s, turn, err as Error, env);
     return err as Error;
   }
   s.history.push(...messages);
   s.historyVersion = version;
   return true;
+}
+
+/**
+ * The turn's end could not be stored (a full disk): the session forgets the turn, so nothing of it
+ * reaches the history later, and the database owes the same undoing (the prompt was stored at the
+ * start), paid by the next transaction that commits.
+ */
+function undoTurn(s: SessionState, turn: RunningTurn, err: Error, env: SessionEnv): void {
+  const fromSeq = turn.promptSeq;
+  s.history.length = fromSeq;
+  const error = `could not persist the turn: ${storageProblem(err)}`;
+  env.services.store.owe((w) => w.undoTurn(s.sid, fromSeq, turn.turnId, error));
 }
 
 function reportTurnEnd(s: SessionState, turn: RunningTurn, result: TurnResult | null, interrupted: boolean, env: SessionEnv): void {

@@ -5,7 +5,7 @@
 // transaction, together with the end of this boot.
 //
 //   collecting ──all acked / deadline / second signal──▶ flushing ──committed──▶ done
-import type { Work } from '../../persistence/store.js';
+import { storageProblem, type Work } from '../../persistence/store.js';
 import type { ShutdownReport } from '../../protocol/outbound.js';
 import type { CoordinatorMsg, HostMsg, SessionHandle, Settled, ShardMsg, ShutdownReason } from './messages.js';
 import { ask, spawnActor, stopActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';
@@ -205,14 +205,16 @@ function commit(state: CoordinatorState, ctx: ActorContext<CoordinatorMsg>, spec
       { durable: true },
     );
   } catch (err) {
-    error = (err as Error).message;
+    error = `the shutdown flush could not be written (${storageProblem(err as Error)}): every session is kept for recovery at the next start`;
     log.error({ err }, 'shutdown flush failed');
   }
   const now = clock.nowMs();
   const report: ShutdownReport = {
     reason: spec.reason,
+    // Nothing of a failed flush was written: every session stays as stored (active, or retained
+    // by its turn's last commit), and the next start recovers them all.
     finalized: error ? [] : sidsWith(state.settled, 'finalized'),
-    retained: error ? [] : sidsWith(state.settled, 'retained'),
+    retained: error ? state.settled.map((s) => s.sid) : sidsWith(state.settled, 'retained'),
     elapsed_ms: Math.round(now - state.plan.startMs),
     drain_ms: round(state.flushStartMs - state.plan.startMs),
     deadline_overshoot_ms: state.overshootMs === null ? null : round(state.overshootMs),
