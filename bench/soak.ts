@@ -1,0 +1,208 @@
+// `npm run soak -- --minutes N` (default 10): the bounds under a long mixed load. 64 sessions of
+// script-agent turns through the daemon (plain text, `/ask` answered by the client, `/sleep`
+// with interrupts, long streams), one client that drops its socket and resumes every 10 s, one
+// that never reads, and a kill -9 of the host every 60 s. At the end, with the daemon stopped:
+// acknowledged turns lost (0), turn rows left `running` (0), RSS per minute, the WAL's largest
+// size, turns/s. Writes bench/results/soak.json.
+import { spawn } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import { connect as connectSocket, type Socket } from 'node:net';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { connect, type TurnhostClient } from '../client/index.js';
+import { seededRandom } from '../test/helpers/random.js';
+import { CLI, printTable, round, verdict, withTempDir, writeResult } from './common.js';
+
+const SESSIONS = 64;
+const RESUME_EVERY_MS = 10_000;
+const KILL_EVERY_MS = 60_000;
+/** Kills fall half-way between the per-minute samples, so that each sample finds a host running. */
+const FIRST_KILL_MS = 30_000;
+/** No kill this close to the end: the host that recovers the last kill's turns must have started. */
+const QUIET_END_MS = 20_000;
+const SAMPLE_EVERY_MS = 1000;
+
+interface Acknowledged {
+  sid: string;
+  turnId: string;
+}
+
+function minutesArg(): number {
+  const at = process.argv.indexOf('--minutes');
+  const value = at === -1 ? 10 : Number(process.argv[at + 1]);
+  if (!Number.isFinite(value) || value <= 0) throw new Error('--minutes must be a positive number');
+  return value;
+}
+
+function rssMb(pid: number | null): number | null {
+  if (pid === null) return null;
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+    return line ? Number(line.split(/\s+/)[1]) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+function sizeOf(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** One session's endless mix of turns; each turn.end seen is an acknowledged turn. */
+async function driveSession(client: TurnhostClient, sid: string, random: () => number, until: number, acknowledged: Acknowledged[]): Promise<void> {
+  await client.createSession({ session_id: sid });
+  while (performance.now() < until) {
+    const pick = random();
+    const text =
+      pick < 0.4
+        ? `plain turn ${Math.floor(random() * 1e6)}`
+        : pick < 0.6
+          ? 'a question\n/ask --timeout 30 colour?'
+          : pick < 0.8
+            ? 'a long wait\n/sleep 3'
+            : Array.from({ length: 2000 }, (_, i) => `word${i}`).join(' ');
+    try {
+      const interruptAfter = text.includes('/sleep') ? 200 + random() * 1500 : null;
+      const timer = interruptAfter === null ? null : setTimeout(() => void client.interrupt(sid).catch(() => {}), interruptAfter);
+      for await (const event of client.turn(sid, text)) {
+        // A turn.end with the history's coordinates ran and was committed (an interrupt that
+        // found the turn still waiting for a worker ends it with none, and stores nothing).
+        if (event.type === 'turn.end' && event.payload.message_count !== undefined) acknowledged.push({ sid, turnId: event.payload.turn_id });
+      }
+      if (timer) clearTimeout(timer);
+    } catch {
+      // a crash (turn.error arrives as an event; a refused submit as a throw): the next turn goes on
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+/** A client that submits and never reads; once the daemon cuts it off, another takes its place. */
+function neverReading(socketPath: string, until: number): () => void {
+  let socket: Socket | null = null;
+  let n = 0;
+  const open = (): void => {
+    if (performance.now() > until) return;
+    socket = connectSocket(socketPath);
+    socket.on('connect', () => {
+      socket!.pause();
+      const text = Array.from({ length: 50_000 }, (_, i) => `w${i}`).join(' ');
+      socket!.write(`${JSON.stringify({ jsonrpc: '2.0', id: ++n, method: 'prompt.submit', params: { session_id: 'never-reads', text } })}\n`);
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => setTimeout(open, 1000));
+  };
+  open();
+  const timer = setInterval(() => {
+    // Nudge it to notice a close the daemon made: a paused socket sees no end until it reads.
+    socket?.resume();
+    socket?.pause();
+  }, 5000);
+  return () => {
+    clearInterval(timer);
+    socket?.destroy();
+  };
+}
+
+export async function soak(): Promise<void> {
+  const minutes = minutesArg();
+  await withTempDir(async (home) => {
+    const daemon = spawn(process.execPath, [CLI, 'daemon', '--home', home, '--workers', '16'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TURNHOST_LOG_LEVEL: 'warn' } });
+    const socketPath = join(home, 'turnhost.sock');
+    let client: TurnhostClient | null = null;
+    for (let i = 0; i < 100 && client === null; i++) {
+      client = await connect({ socket: socketPath }).catch(() => null);
+      if (client === null) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    if (client === null) throw new Error('the daemon did not start');
+    const main = client;
+    main.onClarify(() => 'teal');
+    const started = performance.now();
+    const until = started + minutes * 60_000;
+    const acknowledged: Acknowledged[] = [];
+    const samples: { minute: number; daemonMb: number | null; hostMb: number | null }[] = [];
+    let walMax = 0;
+    let kills = 0;
+
+    const follower = await connect({ socket: socketPath });
+    const followed = Array.from({ length: 8 }, (_, i) => `s${i}`);
+    const followerEvents = followed.map((sid) => follower.events(sid));
+    const drains = followerEvents.map(async (events) => {
+      for await (const _event of events) void _event;
+    });
+    const resumeTimer = setInterval(() => follower['rpc'].close(), RESUME_EVERY_MS);
+    const stopNeverReading = neverReading(socketPath, until);
+    const killHost = async (): Promise<void> => {
+      if (performance.now() > until - QUIET_END_MS) return;
+      const pid = (await main.hostStatus().catch(() => null))?.host.pid;
+      if (pid) {
+        process.kill(pid, 'SIGKILL');
+        kills++;
+      }
+    };
+    let killTimer: NodeJS.Timeout | undefined;
+    const firstKill = setTimeout(() => {
+      void killHost();
+      killTimer = setInterval(() => void killHost(), KILL_EVERY_MS);
+    }, FIRST_KILL_MS);
+    /** RSS at the end of each minute (and of the run). */
+    const sample = async (minute: number): Promise<void> => {
+      const status = await main.hostStatus().catch(() => null);
+      samples.push({ minute, daemonMb: rssMb(daemon.pid ?? null), hostMb: rssMb(status?.host.pid ?? null) });
+      process.stdout.write(`minute ${minute}: ${acknowledged.length} turns acknowledged, ${kills} host kills\n`);
+    };
+    const sampleTimer = setInterval(() => {
+      walMax = Math.max(walMax, sizeOf(join(home, 'turnhost.db-wal')));
+      const minute = Math.floor((performance.now() - started) / 60_000);
+      if (minute > (samples.at(-1)?.minute ?? 0)) void sample(minute);
+    }, SAMPLE_EVERY_MS);
+
+    const random = seededRandom(7);
+    await Promise.all(Array.from({ length: SESSIONS }, (_, i) => driveSession(main, `s${i}`, () => random(), until, acknowledged)));
+    const seconds = (performance.now() - started) / 1000;
+    if (seconds % 60 > 5) await sample(Math.ceil(seconds / 60));
+    clearInterval(resumeTimer);
+    clearTimeout(firstKill);
+    clearInterval(killTimer);
+    clearInterval(sampleTimer);
+    stopNeverReading();
+    follower.close();
+    await Promise.allSettled(drains);
+    await main.shutdownDaemon(10);
+    main.close();
+    await new Promise((resolve) => daemon.once('exit', resolve));
+
+    const db = new Database(join(home, 'turnhost.db'), { readonly: true });
+    const stored = new Set((db.prepare("SELECT turn_id FROM turns WHERE status = 'completed' OR status = 'interrupted'").all() as { turn_id: string }[]).map((r) => r.turn_id));
+    const withMessages = new Set((db.prepare('SELECT DISTINCT turn_id FROM messages WHERE turn_id IS NOT NULL').all() as { turn_id: string }[]).map((r) => r.turn_id));
+    const running = (db.prepare("SELECT count(*) AS n FROM turns WHERE status = 'running'").get() as { n: number }).n;
+    db.close();
+    const lost = acknowledged.filter((t) => !stored.has(t.turnId) || !withMessages.has(t.turnId)).length;
+
+    const second = samples.find((s) => s.minute === 2);
+    const last = samples.at(-1);
+    const within = (a: number | null | undefined, b: number | null | undefined) => (a && b ? Math.abs(b - a) / a <= 0.1 : null);
+    printTable('RSS per minute (MB)', ['minute', 'daemon', 'host'], samples.map((s) => [s.minute, s.daemonMb === null ? '' : round(s.daemonMb), s.hostMb === null ? '' : round(s.hostMb)]));
+    const checks = {
+      acknowledgedTurnsLost: { value: lost, target: '0', met: lost === 0 },
+      runningRowsLeft: { value: running, target: '0', met: running === 0 },
+      daemonRssLastVsSecondMinute: { value: `${round(second?.daemonMb ?? 0)} → ${round(last?.daemonMb ?? 0)}`, target: 'within 10%', met: within(second?.daemonMb, last?.daemonMb) },
+      hostRssLastVsSecondMinute: { value: `${round(second?.hostMb ?? 0)} → ${round(last?.hostMb ?? 0)}`, target: 'within 10%', met: within(second?.hostMb, last?.hostMb) },
+      walLargestMb: { value: round(walMax / 1024 / 1024, 1), target: 'bounded (16 MiB checkpoints)', met: walMax < 64 * 1024 * 1024 },
+      turnsPerSecond: { value: round(acknowledged.length / seconds, 1), target: '', met: true },
+    };
+    printTable(
+      `soak: ${minutes} min, ${acknowledged.length} acknowledged turns, ${kills} host kills`,
+      ['check', 'value', 'target', 'verdict'],
+      Object.entries(checks).map(([k, c]) => [k, c.value, c.target, c.met === null ? 'n/a (too short)' : verdict(c.met)]),
+    );
+    const file = writeResult('soak', { minutes, acknowledged: acknowledged.length, kills, samples, checks });
+    process.stdout.write(`\nwrote ${file}\n`);
+  });
+}
+
+await soak();
