@@ -191,8 +191,9 @@ export class TurnhostClient {
     return this.call<SubmitResult>('prompt.submit', { session_id: sessionId, text });
   }
 
-  interrupt(sessionId: string): Promise<{ applied: boolean }> {
-    return this.call('session.interrupt', { session_id: sessionId });
+  /** With `turn_id`, only that turn (`{applied: false, reason: 'not_current'}` when another one, or none, runs). */
+  interrupt(sessionId: string, options: { turn_id?: string } = {}): Promise<{ applied: boolean; reason?: 'not_current' }> {
+    return this.call('session.interrupt', { session_id: sessionId, ...options });
   }
 
   /** A run-concurrent or idle-gated route of the route table, with its params. */

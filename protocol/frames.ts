@@ -19,7 +19,8 @@ export type TurnStartFrame = {
   model_override?: string;
 };
 
-export type InterruptFrame = { type: 'interrupt'; sid: string; request_id: string };
+/** With `turn_id`, only that turn is interrupted (PROTOCOL.md §1.3): a stop meant for a turn that has ended never hits the next one. */
+export type InterruptFrame = { type: 'interrupt'; sid: string; request_id: string; turn_id?: string };
 
 /** A client's answer to a server request, or one locked answer of a batch question. */
 export type RespondParams =
@@ -109,13 +110,20 @@ function invalidFrameReply(type: HostInFrame['type'], raw: UnknownRecord, messag
 
 const PARSERS: Record<string, (f: Fields) => HostInFrame> = {
   'turn.start': parseTurnStart,
-  interrupt: (f) => ({ type: 'interrupt', sid: f.identifier('sid'), request_id: f.identifier('request_id') }),
+  interrupt: parseInterrupt,
   respond: parseRespond,
   control: parseControl,
   reload_mcp: (f) => ({ type: 'reload_mcp', sid: f.identifier('sid'), request_id: f.identifier('request_id') }),
   shutdown: parseShutdown,
   debug: (f) => ({ type: 'debug', request_id: f.identifier('request_id'), what: f.oneOf('what', DEBUG_TOPICS) }),
 };
+
+function parseInterrupt(f: Fields): InterruptFrame {
+  const frame: InterruptFrame = { type: 'interrupt', sid: f.identifier('sid'), request_id: f.identifier('request_id') };
+  const turnId = f.optionalIdentifier('turn_id');
+  if (turnId !== undefined) frame.turn_id = turnId;
+  return frame;
+}
 
 function parseTurnStart(f: Fields): TurnStartFrame {
   const frame: TurnStartFrame = {

@@ -95,7 +95,7 @@ export type HostOutFrame =
   | { type: 'turn.started'; sid: string; request_id: string; turn_id: string; started_ns: Nanos }
   | TurnEndFrame
   | { type: 'turn.error'; sid: string | null; request_id: string | null; turn_id?: string; message: string; reason: TurnErrorReason }
-  | { type: 'interrupt.ack'; sid: string; request_id: string; applied: boolean; applied_ns?: Nanos }
+  | { type: 'interrupt.ack'; sid: string; request_id: string; applied: boolean; applied_ns?: Nanos; reason?: 'not_current' }
   | { type: 'respond.ack'; sid: string; request_id: string; response: RpcResponse }
   | { type: 'respond.error'; sid: string | null; request_id: string | null; message: string }
   | ({ type: 'control.ack'; sid: string; request_id: string; route_name: string; result: unknown } & HistoryMeta)

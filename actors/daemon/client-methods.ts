@@ -142,8 +142,10 @@ const METHODS: Record<string, Method> = {
     return callHost(ctx, { op: 'turn', sid, text, ...(cwd ? { cwd } : {}) });
   },
 
+  /** With `turn_id`, only that turn: a stop pressed as one turn ends never hits the next. */
   'session.interrupt'(p, ctx) {
-    return callHost(ctx, { op: 'interrupt', sid: p.identifier('session_id') });
+    const turnId = p.optionalIdentifier('turn_id');
+    return callHost(ctx, { op: 'interrupt', sid: p.identifier('session_id'), ...(turnId === undefined ? {} : { turnId }) });
   },
 
   async 'clarify.lock'(p, ctx) {

@@ -50,7 +50,7 @@ export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<Call
       return;
     }
     case 'interrupt':
-      child.send({ type: 'interrupt', sid: call.sid, request_id: requestId });
+      child.send({ type: 'interrupt', sid: call.sid, request_id: requestId, ...(call.turnId === undefined ? {} : { turn_id: call.turnId }) });
       return waitReply(s, requestId, { replyTo, kind: 'interrupt', what: 'session.interrupt', sid: call.sid, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
     case 'control': {
       const cls = routeClass(call.route);
@@ -123,7 +123,7 @@ function hostError(message: string): RpcError {
 function toCallReply(frame: HostFrameIn): CallReply {
   switch (frame.type) {
     case 'interrupt.ack':
-      return { ok: true, value: { applied: frame['applied'] === true } };
+      return { ok: true, value: { applied: frame['applied'] === true, ...(frame['reason'] === 'not_current' ? { reason: 'not_current' } : {}) } };
     case 'control.ack': {
       const result = frame['result'];
       const meta = { session_key: frame['session_key'], history_version: frame['history_version'], message_count: frame['message_count'] };

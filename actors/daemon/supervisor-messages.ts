@@ -15,7 +15,7 @@ export type HostStateName = 'starting' | 'running' | 'restarting' | 'failed';
 /** What a client asks of the host, through the supervisor. */
 export type HostCall =
   | { op: 'turn'; sid: string; text: string; cwd?: string }
-  | { op: 'interrupt'; sid: string }
+  | { op: 'interrupt'; sid: string; turnId?: string }
   | { op: 'control'; sid: string; route: string; params: UnknownRecord }
   | { op: 'respond'; sid: string; params: UnknownRecord }
   | { op: 'debug'; what: string };

@@ -2,7 +2,7 @@
 //   idle ──turn.start──▶ waiting ──slot──▶ (commit prompt + running row) ──▶ running ──turn-done──▶ (commit tail) ──▶ idle
 import { AgentFailure, type TurnResult } from '../../agents/agent.js';
 import type { ChatMessage } from '../../protocol/chat.js';
-import type { TurnStartFrame } from '../../protocol/frames.js';
+import type { InterruptFrame, TurnStartFrame } from '../../protocol/frames.js';
 import { Nanos } from '../../protocol/nanos.js';
 import type { TurnErrorReason } from '../../protocol/outbound.js';
 import type { TurnReport } from '../../persistence/store-writer.js';
@@ -239,11 +239,20 @@ function finishedTurn(s: SessionState, turn: RunningTurn, outcome: TurnOutcome):
   return { sid: s.sid, turnId: turn.turnId, requestId: turn.requestId, outcome, startedAt: turn.startedAt, endedAt: Date.now() };
 }
 
-/** interrupt: abort a running turn, or end a waiting one; either way the queued-prompt generation moves on. */
-export function interruptTurn(s: SessionState, requestId: string, env: SessionEnv): void {
+/**
+ * interrupt: abort a running turn, or end a waiting one; either way the queued-prompt generation
+ * moves on. With a turn id that is not the session's turn, nothing is touched (`not_current`).
+ */
+export function interruptTurn(s: SessionState, frame: InterruptFrame, env: SessionEnv): void {
   const { writer, clock } = env.services;
-  s.generation++;
+  const requestId = frame.request_id;
   const activity = s.activity;
+  const current = activity.phase === 'running' ? activity.turn.turnId : activity.phase === 'waiting' ? activity.turnId : null;
+  if (frame.turn_id !== undefined && frame.turn_id !== current) {
+    writer.write({ type: 'interrupt.ack', sid: s.sid, request_id: requestId, applied: false, reason: 'not_current' });
+    return;
+  }
+  s.generation++;
   writer.write({ type: 'interrupt.ack', sid: s.sid, request_id: requestId, applied: true, applied_ns: Nanos.of(clock.hostNs()) });
   if (activity.phase === 'running') {
     activity.turn.controller.abort();

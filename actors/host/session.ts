@@ -97,7 +97,7 @@ async function onFrame(s: SessionState, msg: FrameMsg, env: SessionEnv): Promise
       await requestTurn(s, frame, msg.reservedTicket, env);
       return;
     case 'interrupt':
-      interruptTurn(s, frame.request_id, env);
+      interruptTurn(s, frame, env);
       return;
     case 'respond':
       relayRespond(s, frame, env);

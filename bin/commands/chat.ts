@@ -137,7 +137,9 @@ class Chat {
       return;
     }
     process.stderr.write('\n(interrupting; Ctrl-C again to leave)\n');
-    this.client.interrupt(this.sid).catch(() => {});
+    // Only this turn: a Ctrl-C that lands as the turn ends must not stop the next one.
+    const turnId = this.current.turnId;
+    this.client.interrupt(this.sid, turnId === null ? {} : { turn_id: turnId }).catch(() => {});
   }
 
   private write(text: string): void {

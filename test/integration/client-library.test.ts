@@ -118,3 +118,33 @@ describe('turnhost/client against the real daemon', function () {
     expect(text(seen)).to.equal('after the restart');
   });
 });
+
+describe('a stop aimed at one turn (real daemon)', function () {
+  this.timeout(30_000);
+  const h = new Harness();
+  afterEach(() => h.cleanup());
+
+  it('session.interrupt with an old turn_id leaves the running turn alone; with the current one it stops it', async () => {
+    const daemon = await startDaemon(h);
+    const client = await connect({ home: daemon.home });
+    try {
+      await client.createSession({ session_id: 'stop' });
+      const first = await client.submit('stop', 'quick');
+      const events = client.events('stop');
+      for await (const event of events) if (event.type === 'turn.end' && event.payload.turn_id === first.turn_id) break;
+      const second = await client.submit('stop', 'long\n/sleep 30');
+      expect(await client.interrupt('stop', { turn_id: first.turn_id })).to.deep.equal({ applied: false, reason: 'not_current' });
+      expect(await client.interrupt('stop', { turn_id: 'never-was' })).to.deep.equal({ applied: false, reason: 'not_current' });
+      expect((await client.hostStatus()).sessions.running).to.equal(1);
+      expect(await client.interrupt('stop', { turn_id: second.turn_id })).to.deep.equal({ applied: true });
+      for await (const event of events) {
+        if (event.type === 'turn.end' && event.payload.turn_id === second.turn_id) {
+          expect(event.payload.interrupted).to.equal(true);
+          break;
+        }
+      }
+    } finally {
+      client.close();
+    }
+  });
+});
