@@ -127,6 +127,7 @@ export async function soak(): Promise<void> {
     const samples: { minute: number; daemonMb: number | null; hostMb: number | null }[] = [];
     let walMax = 0;
     let kills = 0;
+    let crashLoopsCleared = 0;
 
     const follower = await connect({ socket: socketPath });
     const followed = Array.from({ length: 8 }, (_, i) => `s${i}`);
@@ -138,10 +139,22 @@ export async function soak(): Promise<void> {
     const stopNeverReading = neverReading(socketPath, until);
     const killHost = async (): Promise<void> => {
       if (performance.now() > until - QUIET_END_MS) return;
-      const pid = (await main.hostStatus().catch(() => null))?.host.pid;
-      if (pid) {
-        process.kill(pid, 'SIGKILL');
+      const status = await main.hostStatus().catch(() => null);
+      // A kill every minute is more than the restart policy's 3 in 300 s: the soak clears the
+      // crash loop the way an operator would (host.restart), and counts how often it had to.
+      if (status?.host.state === 'failed') {
+        crashLoopsCleared++;
+        await main.restartHost().catch(() => {});
+        return;
+      }
+      if (status?.host.pid) {
+        process.kill(status.host.pid, 'SIGKILL');
         kills++;
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        if ((await main.hostStatus().catch(() => null))?.host.state === 'failed') {
+          crashLoopsCleared++;
+          await main.restartHost().catch(() => {});
+        }
       }
     };
     let killTimer: NodeJS.Timeout | undefined;
@@ -200,7 +213,8 @@ export async function soak(): Promise<void> {
       ['check', 'value', 'target', 'verdict'],
       Object.entries(checks).map(([k, c]) => [k, c.value, c.target, c.met === null ? 'n/a (too short)' : verdict(c.met)]),
     );
-    const file = writeResult('soak', { minutes, acknowledged: acknowledged.length, kills, samples, checks });
+    process.stdout.write(`crash loops cleared with host.restart: ${crashLoopsCleared}\n`);
+    const file = writeResult('soak', { minutes, acknowledged: acknowledged.length, kills, crashLoopsCleared, samples, checks });
     process.stdout.write(`\nwrote ${file}\n`);
   });
 }

@@ -70,8 +70,3 @@ export function compressionCut(history: readonly ChatMessage[], keep: number): n
   while (cut > 0 && history[cut]?.role === 'tool') cut--;
   return cut;
 }
-
-/** One line for a person: `→ name(args)` for a call, `← name: result` for a result. */
-export function describeToolCall(call: ToolCall): string {
-  return `→ ${call.function.name}(${call.function.arguments})`;
-}
