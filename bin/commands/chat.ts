@@ -203,6 +203,17 @@ class Chat {
     }
   }
 
+  /**
+   * A question comes straight from the socket, while the events before it are still on their way
+   * through the event iterator: one turn of the loop lets them print first, then the question gets
+   * a line of its own.
+   */
+  private async beforeQuestion(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    this.endReasoning();
+    this.endLine();
+  }
+
   /** Dimmed at a terminal; marked `[reasoning]` where stderr is a file or a pipe. */
   private reasoning(text: string): void {
     if (text === '') return;
@@ -227,14 +238,14 @@ class Chat {
   }
 
   private async approve(request: ApprovalRequest, context: HandlerContext): Promise<boolean | null> {
-    this.endLine();
+    await this.beforeQuestion();
     const reply = await this.input.next(`approve: ${request.question}? [y/N] `, context.signal);
     return reply === null ? null : /^y(es)?$/i.test(reply.trim());
   }
 
   /** Null when the question was withdrawn or input ended. */
   private async clarify(request: ClarifyRequest, context: HandlerContext): Promise<string | Record<string, string> | null> {
-    this.endLine();
+    await this.beforeQuestion();
     if (request.questions) {
       const answers: Record<string, string> = {};
       for (const q of request.questions) {
