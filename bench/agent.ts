@@ -6,13 +6,9 @@ import { join } from 'node:path';
 import { DEFAULT_SYSTEM_PROMPT } from '../agents/model/config.js';
 import { FakeOpenAI } from '../test/helpers/fake-openai.js';
 import { CLI, ROOT, printTable, round, verdict, withTempDir, writeResult } from './common.js';
-import { backToBack, closedLoop, sessionIds, TurnProcess, type Latency, type Throughput } from './driver.js';
+import { measureProgram, TurnProcess, type LoadPlan, type ProgramResult } from './driver.js';
 
-const SESSION_COUNTS = [1, 64];
-const WARMUP_MS = 500;
-const MEASURE_MS = 3000;
-const LATENCY_WARMUP = 100;
-const LATENCY_TURNS = 1000;
+const PLAN: LoadPlan = { sessionCounts: [1, 64], warmupMs: 500, measureMs: 3000, latencyWarmup: 100, latencyTurns: 1000 };
 const FRAGMENTS = Array.from({ length: 20 }, (_, i) => `word${i} `);
 const MODEL = 'bench-model';
 
@@ -35,21 +31,8 @@ const PROGRAMS: Program[] = [
   },
 ];
 
-interface ProgramResult {
-  throughput: Throughput[];
-  latency: Latency;
-}
-
 async function measure(program: Program, fake: FakeOpenAI): Promise<ProgramResult> {
-  return withTempDir(async (dir) => {
-    const proc = program.start(dir, fake.baseUrl);
-    await proc.hello;
-    const throughput: Throughput[] = [];
-    for (const sessions of SESSION_COUNTS) throughput.push(await closedLoop(proc, sessionIds(`tp${sessions}`, sessions), WARMUP_MS, MEASURE_MS));
-    const latency = await backToBack(proc, 'lat', LATENCY_WARMUP, LATENCY_TURNS);
-    await proc.close();
-    return { throughput, latency };
-  });
+  return withTempDir((dir) => measureProgram(program.start(dir, fake.baseUrl), PLAN));
 }
 
 export async function benchAgent(): Promise<void> {
@@ -72,7 +55,7 @@ export async function benchAgent(): Promise<void> {
   const p50Gap = turnhost.latency.p50Ms - floor.latency.p50Ms;
   printTable(
     'turns per second (closed loop, 20-fragment replies from a fake server on 127.0.0.1)',
-    ['program', ...SESSION_COUNTS.map((n) => `${n} session${n > 1 ? 's' : ''}`), 'p50 ms', 'p99 ms'],
+    ['program', ...PLAN.sessionCounts.map((n) => `${n} session${n > 1 ? 's' : ''}`), 'p50 ms', 'p99 ms'],
     Object.entries(results).map(([name, r]) => [name, ...r.throughput.map((t) => round(t.turnsPerSec)), round(r.latency.p50Ms, 3), round(r.latency.p99Ms, 3)]),
   );
   const targets = {

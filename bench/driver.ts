@@ -86,6 +86,29 @@ export async function backToBack(target: TurnTarget, sid: string, warmup: number
   return { turns, p50Ms: at(0.5), p99Ms: at(0.99), meanMs: samples.reduce((a, b) => a + b, 0) / samples.length };
 }
 
+export interface LoadPlan {
+  sessionCounts: readonly number[];
+  warmupMs: number;
+  measureMs: number;
+  latencyWarmup: number;
+  latencyTurns: number;
+}
+
+export interface ProgramResult {
+  throughput: Throughput[];
+  latency: Latency;
+}
+
+/** A started program, measured: closed-loop throughput at each session count, then one session's latency. */
+export async function measureProgram(proc: TurnProcess, plan: LoadPlan): Promise<ProgramResult> {
+  await proc.hello;
+  const throughput: Throughput[] = [];
+  for (const sessions of plan.sessionCounts) throughput.push(await closedLoop(proc, sessionIds(`tp${sessions}`, sessions), plan.warmupMs, plan.measureMs));
+  const latency = await backToBack(proc, 'lat', plan.latencyWarmup, plan.latencyTurns);
+  await proc.close();
+  return { throughput, latency };
+}
+
 export function sessionIds(prefix: string, count: number): string[] {
   return Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
 }

@@ -1,13 +1,9 @@
 // `npm run bench -- host`: turnhost's compute host against two floors measured in the same run.
 import { join } from 'node:path';
 import { CLI, ROOT, printTable, round, verdict, withTempDir, writeResult } from './common.js';
-import { backToBack, closedLoop, sessionIds, TurnProcess, type Latency, type Throughput } from './driver.js';
+import { measureProgram, TurnProcess, type LoadPlan, type ProgramResult } from './driver.js';
 
-const SESSION_COUNTS = [1, 8, 64];
-const WARMUP_MS = 500;
-const MEASURE_MS = 3000;
-const LATENCY_WARMUP = 300;
-const LATENCY_TURNS = 3000;
+const PLAN: LoadPlan = { sessionCounts: [1, 8, 64], warmupMs: 500, measureMs: 3000, latencyWarmup: 300, latencyTurns: 3000 };
 
 interface Program {
   name: string;
@@ -20,21 +16,8 @@ const PROGRAMS: Program[] = [
   { name: 'group-commit floor', start: (dir) => new TurnProcess(process.execPath, [join(ROOT, 'bench/floors/group-commit.mjs'), join(dir, 'floor.db')]) },
 ];
 
-interface ProgramResult {
-  throughput: Throughput[];
-  latency: Latency;
-}
-
 async function measure(program: Program): Promise<ProgramResult> {
-  return withTempDir(async (dir) => {
-    const proc = program.start(dir);
-    await proc.hello;
-    const throughput: Throughput[] = [];
-    for (const sessions of SESSION_COUNTS) throughput.push(await closedLoop(proc, sessionIds(`tp${sessions}`, sessions), WARMUP_MS, MEASURE_MS));
-    const latency = await backToBack(proc, 'lat', LATENCY_WARMUP, LATENCY_TURNS);
-    await proc.close();
-    return { throughput, latency };
-  });
+  return withTempDir((dir) => measureProgram(program.start(dir), PLAN));
 }
 
 export async function benchHost(): Promise<void> {
@@ -49,7 +32,7 @@ export async function benchHost(): Promise<void> {
   const vsGroup = at64('turnhost') / at64('group-commit floor');
   printTable(
     'turns per second (closed loop, one-word prompts, script agent)',
-    ['program', ...SESSION_COUNTS.map((n) => `${n} session${n > 1 ? 's' : ''}`), 'p50 ms', 'p99 ms'],
+    ['program', ...PLAN.sessionCounts.map((n) => `${n} session${n > 1 ? 's' : ''}`), 'p50 ms', 'p99 ms'],
     Object.entries(results).map(([name, r]) => [
       name,
       ...r.throughput.map((t) => round(t.turnsPerSec)),

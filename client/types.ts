@@ -1,5 +1,11 @@
 // The client protocol's results and events as types (PROTOCOL.md §2, AGENT.md §3), for the
-// client library's users.
+// client library's users. What the wire already types is taken from protocol/ and persistence/.
+import type { HistoryEntry } from '../persistence/reader.js';
+import type { ToolCall } from '../protocol/chat.js';
+import type { TurnUsage } from '../protocol/outbound.js';
+import type { EventPayloads as WireEventPayloads } from '../protocol/rpc.js';
+
+export type { ToolCall, TurnUsage };
 
 export type SessionStatus = 'active' | 'finalized' | 'retained';
 export type HostState = 'starting' | 'running' | 'restarting' | 'failed';
@@ -32,28 +38,8 @@ export interface SessionSummary {
   updated_at: string;
 }
 
-export interface ToolCall {
-  id: string;
-  type: 'function';
-  function: { name: string; arguments: string };
-}
-
-export interface TurnUsage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  calls: number;
-}
-
-export interface HistoryMessage {
-  seq: number;
-  role: string;
-  content: string;
-  turn_id: string | null;
-  tool_calls?: ToolCall[];
-  tool_call_id?: string;
-  model?: string;
-  usage?: TurnUsage;
-}
+/** One message of `session.history`: the tool fields and the turn's model and usage where present. */
+export type HistoryMessage = HistoryEntry;
 
 export interface SubmitResult {
   status: 'streaming';
@@ -85,22 +71,11 @@ export interface HostStatusResult {
   sessions: { active: number; running: number; retained: number; finalized: number };
 }
 
-/** Every event's payload by its type. */
-export interface EventPayloads {
-  'turn.started': { turn_id: string };
-  'turn.end': { turn_id: string; interrupted: boolean; message_count?: number; history_version?: number; usage?: TurnUsage };
-  'turn.error': { turn_id: string; message: string; reason: string };
-  'message.delta': { text: string };
-  'message.complete': { text: string };
-  'reasoning.delta': { text: string };
-  'tool.start': { id: string; name: string; arguments?: string };
-  'tool.complete': { id: string; ok: boolean; summary?: string };
-  'status.update': { kind: string; text: string };
-  'request.cancel': { id: string; method: string; reason: string };
-  error: { message: string; reason?: string };
+/** Every event's payload by its type: the daemon's, and one of this library's own. */
+export type EventPayloads = WireEventPayloads & {
   /** From this library, not the daemon: a resume could not replay everything missed (the daemon no longer kept it, or it restarted). */
   'replay.partial': { first_seq: number; missed_after: number };
-}
+};
 
 export type EventType = keyof EventPayloads;
 

@@ -3,7 +3,7 @@
 // session through `append`, and the host stores it.
 import type { ChatMessage } from '../../protocol/chat.js';
 import type { Agent, SessionOverrides, SessionView, TurnContext, TurnResult, TurnUsage } from '../agent.js';
-import { approvalPolicy } from './approval.js';
+import { approvalPolicy, type Approval } from './approval.js';
 import { PromptSizes, summarize } from './compression.js';
 import { loadModelConfig, type ConfigSource, type ModelConfig } from './config.js';
 import { toApiMessages, type ApiMessage } from './history.js';
@@ -26,7 +26,10 @@ export function createModelAgent(options: ModelAgentOptions): Agent {
 
 class ModelAgent implements Agent {
   readonly name = 'openai';
-  private api: ModelApi;
+  private config!: ModelConfig;
+  private api!: ModelApi;
+  /** Compiled once per config: a turn only looks tools up. */
+  private policy!: (tool: string) => Approval;
   private readonly mcp: McpServers;
   private readonly promptSizes = new PromptSizes();
   /** Per session, the MCP failures it has been told about. */
@@ -34,9 +37,9 @@ class ModelAgent implements Agent {
 
   constructor(
     private readonly source: ModelAgentOptions,
-    private config: ModelConfig,
+    config: ModelConfig,
   ) {
-    this.api = newApi(config, source.env);
+    this.configure(config);
     this.mcp = new McpServers(source.log);
     this.mcp.start(config.mcp_servers);
   }
@@ -122,8 +125,7 @@ class ModelAgent implements Agent {
   /** Re-reads the config, restarts every MCP server and counts their tools (the reload.mcp result). */
   async reloadTools(): Promise<unknown> {
     const next = loadModelConfig(this.source);
-    this.config = next;
-    this.api = newApi(next, this.source.env);
+    this.configure(next);
     this.toldFailures.clear();
     return { status: 'ok', servers: await this.mcp.reload(next.mcp_servers) };
   }
@@ -132,12 +134,14 @@ class ModelAgent implements Agent {
     return this.mcp.close();
   }
 
+  private configure(config: ModelConfig): void {
+    this.config = config;
+    this.api = newApi(config, this.source.env);
+    this.policy = approvalPolicy(config.approval);
+  }
+
   private toolSet(): ToolSet {
-    return {
-      mcp: this.mcp,
-      mcpTools: new Map(this.mcp.tools().map((tool) => [tool.name, tool])),
-      policy: approvalPolicy(this.config.approval),
-    };
+    return { mcp: this.mcp, mcpTools: new Map(this.mcp.tools().map((tool) => [tool.name, tool])), policy: this.policy };
   }
 
   /** Each MCP server failure reaches each session once, at its next turn. */

@@ -26,7 +26,8 @@ interface Outcome {
   text: string;
 }
 
-const CLARIFY_DEFINITION: ApiTool = {
+/** The built-in tool as the model is offered it (the agent benchmark's floor offers the same). */
+export const CLARIFY_DEFINITION: ApiTool = {
   type: 'function',
   function: {
     name: CLARIFY_TOOL,

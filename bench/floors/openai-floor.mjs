@@ -3,6 +3,8 @@
 // prompt) through the same `openai` SDK call, reads the stream to its end, keeps the history in
 // memory and writes only a turn.end line: no database, no events, no actors.
 import OpenAI from 'openai';
+// The one tool turnhost offers with no MCP server, so that both send the same request.
+import { CLARIFY_DEFINITION } from '../../dist/agents/model/tools.js';
 import { helloLine, readLines, writeOut } from './floor-common.mjs';
 
 const [baseURL, model, systemPrompt] = process.argv.slice(2);
@@ -13,32 +15,13 @@ async function turn(frame) {
   const history = histories.get(frame.sid) ?? [];
   histories.set(frame.sid, history);
   const messages = [{ role: 'system', content: systemPrompt }, ...history, { role: 'user', content: frame.text }];
-  const stream = await client.chat.completions.create({ model, messages, tools: [CLARIFY], stream: true, stream_options: { include_usage: true } });
+  const stream = await client.chat.completions.create({ model, messages, tools: [CLARIFY_DEFINITION], stream: true, stream_options: { include_usage: true } });
   let reply = '';
   for await (const chunk of stream) reply += chunk.choices[0]?.delta?.content ?? '';
   history.push({ role: 'user', content: frame.text }, { role: 'assistant', content: reply });
   writeOut(`{"type":"turn.end","sid":"${frame.sid}","request_id":"${frame.request_id}"}\n`);
 }
 
-/** The one tool turnhost offers with no MCP server, so that both send the same request. */
-const CLARIFY = {
-  type: 'function',
-  function: {
-    name: 'clarify',
-    description: 'Ask the user a question and wait for the answer. Give `question` (and optional `choices`), or `questions` for several at once.',
-    parameters: {
-      type: 'object',
-      properties: {
-        question: { type: 'string' },
-        choices: { type: 'array', items: { type: 'string' } },
-        questions: {
-          type: 'array',
-          items: { type: 'object', properties: { id: { type: 'string' }, question: { type: 'string' }, choices: { type: 'array', items: { type: 'string' } } }, required: ['question'] },
-        },
-      },
-    },
-  },
-};
 
 writeOut(helloLine());
 readLines((lines) => {
