@@ -39,7 +39,9 @@ function parseHeader(line: string): { terminal: boolean } | null {
 export async function startRepl(deps: ReplDeps): Promise<{ close(): Promise<void> }> {
   rmSync(deps.path, { force: true });
   const sockets = new Set<Socket>();
-  const server = createServer((socket) => {
+  // Half-open: a client that sends its commands and closes its side (printf … | socat) still gets
+  // their output; the connection ends once the REPL has answered (see openSession's exit).
+  const server = createServer({ allowHalfOpen: true }, (socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
