@@ -55,6 +55,14 @@ export interface TurnContext {
    * turn): committed, and the session gets a new session_key. Rejects when it could not be stored.
    */
   compressHistory(summary: ChatMessage[]): Promise<void>;
+  /**
+   * The texts steered into this turn since the last call, in order (PROTOCOL.md §2.1); each is
+   * stored as a user message at this point of the turn. Texts never taken go to the head of the
+   * session's queue when the turn ends.
+   */
+  takeSteering(): string[];
+  /** Resolves once a steered text is waiting, after `ms`, or when the turn is interrupted. */
+  steeringArrival(ms: number): Promise<void>;
 }
 
 export interface TurnResult {
@@ -85,6 +93,8 @@ export class AgentFailure extends Error {
 
 export interface Agent {
   readonly name: string;
+  /** True when the agent takes steered texts during a turn; otherwise a steer becomes the queue's head. */
+  readonly steerable?: boolean;
   runTurn(turn: TurnContext): Promise<TurnResult>;
   /** Summarizes a history for the compress routes; the host has a default when absent. */
   compress?(history: readonly ChatMessage[], focusTopic: string | null, session: SessionView): ChatMessage[] | Promise<ChatMessage[]>;

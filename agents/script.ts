@@ -15,6 +15,7 @@ const SECOND_MS = 1000;
 
 export const scriptAgent: Agent = {
   name: 'script',
+  steerable: true,
   async runTurn(turn: TurnContext): Promise<TurnResult> {
     const script: Script = { turn, echoed: [], outcomes: [], toolCount: 0 };
     for (const line of turn.prompt.split('\n')) {
@@ -134,6 +135,19 @@ const DIRECTIVES: Record<string, Directive> = {
     const finished = await sleepUnlessAborted(ms, script.turn.signal);
     script.turn.emit({ type: 'tool.complete', id, ok: finished });
     script.outcomes.push(`tool ${name} ${finished ? 'ok' : 'interrupted'}`);
+  },
+
+  /** Waits up to S seconds for steered texts (PROTOCOL.md §4): what has arrived by then is taken. */
+  async 'await-steer'(script, argument) {
+    const ms = parseSeconds(argument);
+    if (ms === undefined) {
+      script.outcomes.push(`await-steer: not a number of seconds: ${argument}`);
+      return;
+    }
+    await script.turn.steeringArrival(ms);
+    const texts = script.turn.takeSteering();
+    if (texts.length === 0) script.outcomes.push('steered: (none)');
+    for (const text of texts) script.outcomes.push(`steered: ${text}`);
   },
 
   spin(_script, argument) {

@@ -44,6 +44,10 @@ export class RpcClient {
     socket.on('error', () => {});
   }
 
+  get isClosed(): boolean {
+    return this.socket.destroyed;
+  }
+
   /** Rejects with the socket error (ENOENT, ECONNREFUSED: no daemon). */
   static connect(path: string, timeoutMs = 2000): Promise<RpcClient> {
     return new Promise((resolve, reject) => {

@@ -3,6 +3,7 @@
 // connection that comes back by itself. After a dropped socket or a daemon restart it reconnects
 // (bounded attempts, backoff) and resumes every session it follows from the last event seen
 // (`session.resume` with `after_seq`), so a consumer sees one unbroken stream of events.
+import { randomUUID } from 'node:crypto';
 import { homeFrom, homePaths } from '../bin/home.js';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
 import { RpcClient, type EventParams, type ServerRequest } from './rpc-connection.js';
@@ -20,6 +21,9 @@ import type {
   SessionEvent,
   SessionStatus,
   SessionSummary,
+  QueueAction,
+  QueueState,
+  SubmitOptions,
   SubmitResult,
 } from './types.js';
 
@@ -62,6 +66,8 @@ const DEFAULT_RECONNECT: Required<ReconnectOptions> = { attempts: 10, initialDel
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
 /** Server request ids already handed to a handler, so that a re-sent one is not asked twice. */
 const HANDLED_REQUESTS_KEPT = 1000;
+/** A submit cut off by a dropped connection is sent again, with the same client_message_id, up to this many times in all. */
+const RESUBMIT_ATTEMPTS = 3;
 
 export async function connect(options: ConnectOptions = {}): Promise<TurnhostClient> {
   const socket = options.socket ?? homePaths(homeFrom(options.home)).socket;
@@ -147,6 +153,7 @@ export class TurnhostClient {
   private readonly callTimeoutMs: number;
   /** Called when the connection drops, comes back, or ends. */
   onConnectionState: (state: ConnectionState) => void = () => {};
+  private readonly stateWaiters = new Set<(state: ConnectionState) => void>();
 
   constructor(
     private rpc: RpcClient,
@@ -185,15 +192,40 @@ export class TurnhostClient {
     return this.call('session.history', { session_id: sessionId, ...params });
   }
 
-  /** Submits a prompt; its events come through `events()` (or use `turn()`). */
-  async submit(sessionId: string, text: string): Promise<SubmitResult> {
+  /**
+   * Submits a prompt; its events come through `events()` (or use `turn()`). A busy session queues it
+   * unless `on_busy` says otherwise. Every submit carries a client_message_id: when the connection
+   * drops before the answer, the same submit is sent again once reconnected, and the daemon answers
+   * `duplicate` instead of running it twice.
+   */
+  async submit(sessionId: string, text: string, options: SubmitOptions = {}): Promise<SubmitResult> {
     this.follow(sessionId);
-    return this.call<SubmitResult>('prompt.submit', { session_id: sessionId, text });
+    const params = { session_id: sessionId, text, on_busy: options.on_busy ?? 'queue', client_message_id: options.client_message_id ?? randomUUID() };
+    for (let attempt = 1; ; attempt++) {
+      const rpc = this.rpc;
+      try {
+        return await this.call<SubmitResult>('prompt.submit', params);
+      } catch (err) {
+        if (!(err instanceof ConnectionClosedError) || attempt >= RESUBMIT_ATTEMPTS || !(await this.reconnectedAfter(rpc))) throw err;
+      }
+    }
   }
 
-  /** With `turn_id`, only that turn (`{applied: false, reason: 'not_current'}` when another one, or none, runs). */
-  interrupt(sessionId: string, options: { turn_id?: string } = {}): Promise<{ applied: boolean; reason?: 'not_current' }> {
+  /**
+   * With `turn_id`, only that turn (`{applied: false, reason: 'not_current'}` when another one, or
+   * none, runs). A stop clears the session's queue unless `keep_queue`.
+   */
+  interrupt(sessionId: string, options: { turn_id?: string; keep_queue?: boolean } = {}): Promise<{ applied: boolean; reason?: 'not_current' }> {
     return this.call('session.interrupt', { session_id: sessionId, ...options });
+  }
+
+  queue(sessionId: string): Promise<QueueState> {
+    return this.call('session.queue.get', { session_id: sessionId });
+  }
+
+  /** Edits (`text`), deletes, or steers a queued prompt into the running turn; 4041 for an unknown item. */
+  updateQueue(sessionId: string, queueId: string, action: QueueAction, text?: string): Promise<{ revision: number }> {
+    return this.call('session.queue.update', { session_id: sessionId, queue_id: queueId, action, ...(text === undefined ? {} : { text }) });
   }
 
   /** A run-concurrent or idle-gated route of the route table, with its params. */
@@ -235,11 +267,15 @@ export class TurnhostClient {
     return queue.iterator();
   }
 
-  /** Submits a prompt and yields that turn's events, through its turn.end or turn.error. */
-  async *turn(sessionId: string, text: string): AsyncGenerator<SessionEvent, void, undefined> {
+  /**
+   * Submits a prompt and yields that turn's events, through its turn.end or turn.error (a queued
+   * prompt's turn comes when its turn runs; a steered one's is the turn that took it).
+   */
+  async *turn(sessionId: string, text: string, options: SubmitOptions = {}): AsyncGenerator<SessionEvent, void, undefined> {
     const events = this.events(sessionId);
     try {
-      const { turn_id } = await this.submit(sessionId, text);
+      const { turn_id } = await this.submit(sessionId, text, options);
+      if (turn_id === undefined) return;
       for await (const event of events) {
         yield event;
         if ((event.type === 'turn.end' || event.type === 'turn.error') && event.payload.turn_id === turn_id) return;
@@ -263,7 +299,7 @@ export class TurnhostClient {
     this.state = 'closed';
     this.rpc.close();
     for (const followed of this.sessions.values()) for (const queue of followed.queues) queue.end(null);
-    this.onConnectionState('closed');
+    this.announce('closed');
   }
 
   // ── the connection ─────────────────────────────────────────────────────────────────────────
@@ -276,6 +312,28 @@ export class TurnhostClient {
       if (err instanceof RpcError) throw err;
       throw new ConnectionClosedError(`${method}: ${(err as Error).message}`);
     }
+  }
+
+  private announce(state: ConnectionState): void {
+    this.onConnectionState(state);
+    for (const waiter of this.stateWaiters) waiter(state);
+  }
+
+  /**
+   * After a call failed on `rpc`: true once a new connection is up (the followed sessions
+   * resumed), false when `rpc` did not drop (a timeout) or the client gave up.
+   */
+  private reconnectedAfter(rpc: RpcClient): Promise<boolean> {
+    if (this.state === 'closed' || (this.rpc === rpc && !rpc.isClosed)) return Promise.resolve(false);
+    if (this.rpc !== rpc && this.state === 'connected') return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = (state: ConnectionState): void => {
+        if (state === 'reconnecting') return;
+        this.stateWaiters.delete(waiter);
+        resolve(state === 'connected');
+      };
+      this.stateWaiters.add(waiter);
+    });
   }
 
   private follow(sessionId: string): Followed {
@@ -336,7 +394,7 @@ export class TurnhostClient {
   private async reconnectAndResume(): Promise<void> {
     if (this.reconnect === null) return this.giveUp(new ConnectionClosedError('the daemon closed the connection'));
     this.state = 'reconnecting';
-    this.onConnectionState('reconnecting');
+    this.announce('reconnecting');
     let delayMs = this.reconnect.initialDelayMs;
     for (let attempt = 1; attempt <= this.reconnect.attempts; attempt++) {
       await new Promise((resolve) => setTimeout(resolve, delayMs));
@@ -357,7 +415,7 @@ export class TurnhostClient {
         if (err instanceof ConnectionClosedError) return; // dropped again: that drop reconnects
         throw err;
       }
-      this.onConnectionState('connected');
+      this.announce('connected');
       return;
     }
     this.giveUp(new ConnectionClosedError(`the daemon did not come back after ${this.reconnect.attempts} attempts`));
@@ -376,7 +434,7 @@ export class TurnhostClient {
   private giveUp(error: Error): void {
     this.state = 'closed';
     for (const followed of this.sessions.values()) for (const queue of followed.queues) queue.end(error);
-    this.onConnectionState('closed');
+    this.announce('closed');
   }
 
   private async onServerRequest(request: ServerRequest): Promise<void> {

@@ -2,7 +2,7 @@
 // client library's users. What the wire already types is taken from protocol/ and persistence/.
 import type { HistoryEntry } from '../persistence/reader.js';
 import type { ToolCall } from '../protocol/chat.js';
-import type { TurnUsage } from '../protocol/outbound.js';
+import type { QueueItemView, QueueView, TurnUsage } from '../protocol/outbound.js';
 import type { EventPayloads as WireEventPayloads } from '../protocol/rpc.js';
 
 export type { ToolCall, TurnUsage };
@@ -41,10 +41,26 @@ export interface SessionSummary {
 /** One message of `session.history`: the tool fields and the turn's model and usage where present. */
 export type HistoryMessage = HistoryEntry;
 
-export interface SubmitResult {
-  status: 'streaming';
-  turn_id: string;
+/** What a busy session does with a prompt (PROTOCOL.md §2.1). */
+export type OnBusy = 'queue' | 'reject' | 'interrupt' | 'steer';
+
+export interface SubmitOptions {
+  /** Default `queue`. */
+  on_busy?: OnBusy;
+  /** Makes the submit idempotent; the client makes one up when absent and reuses it when it resubmits. */
+  client_message_id?: string;
 }
+
+/** `turn_id` is the turn whose events carry the prompt (for `steered`, the running turn that took it). */
+export type SubmitResult =
+  | { status: 'streaming'; turn_id: string }
+  | { status: 'queued'; queue_id: string; position: number; turn_id: string }
+  | { status: 'steered'; turn_id: string }
+  | { status: 'duplicate'; state: 'queued' | 'running' | 'steered' | 'done'; turn_id?: string; queue_id?: string };
+
+export type QueueItem = QueueItemView;
+export type QueueState = QueueView;
+export type QueueAction = 'edit' | 'delete' | 'steer';
 
 /** A control route's result: the host's `result` plus the session's history coordinates. */
 export type ControlResult = Record<string, unknown> & { session_key: string; history_version: number; message_count: number };

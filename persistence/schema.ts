@@ -75,6 +75,33 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE turns ADD COLUMN completion_tokens INTEGER;
   ALTER TABLE turns ADD COLUMN model_calls INTEGER;
   `,
+  // Input while a turn runs (PROTOCOL.md §2.1). `queue` holds each session's waiting prompts in
+  // `position` order, and the steered texts the running turn has not taken yet (`steered` = 1: not
+  // shown in the queue; back at its head when the turn ends or the host died). `submits` remembers
+  // each session's last 1,000 client_message_ids (by rowid) so a repeated submit runs nothing.
+  `
+  ALTER TABLE sessions ADD COLUMN queue_revision INTEGER NOT NULL DEFAULT 0;
+  CREATE TABLE queue (
+    queue_id          TEXT PRIMARY KEY,
+    sid               TEXT NOT NULL,
+    position          INTEGER NOT NULL,
+    text              TEXT NOT NULL,
+    client_message_id TEXT,
+    request_id        TEXT NOT NULL,
+    turn_id           TEXT NOT NULL,
+    steered           INTEGER NOT NULL DEFAULT 0,
+    queued_at         INTEGER NOT NULL
+  );
+  CREATE INDEX queue_by_session ON queue (sid, position);
+  CREATE TABLE submits (
+    sid               TEXT NOT NULL,
+    client_message_id TEXT NOT NULL,
+    turn_id           TEXT NOT NULL,
+    queue_id          TEXT,
+    steered           INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (sid, client_message_id)
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -31,6 +31,27 @@ export interface NewRequestRow {
   bootId: string;
 }
 
+/** A prompt waiting in its session's queue (PROTOCOL.md §2.1), or a steered text not yet taken. */
+export interface QueuedPrompt {
+  queueId: string;
+  text: string;
+  clientMessageId: string | null;
+  /** The turn.start that submitted it: its turn events answer that request. */
+  requestId: string;
+  /** The id its turn runs under, chosen when it was submitted. */
+  turnId: string;
+  queuedAt: number;
+  /** Its order in the queue: smaller runs first; the head gets one less than the smallest. */
+  position: number;
+}
+
+/** What a session remembers of an accepted client_message_id. */
+export interface SubmitRecord {
+  turnId: string;
+  queueId: string | null;
+  steered: boolean;
+}
+
 export class StoreWriter {
   private readonly upsertSession: Database.Statement;
   private readonly touch: Database.Statement;
@@ -44,6 +65,15 @@ export class StoreWriter {
   private readonly updateBoot: Database.Statement;
   private readonly insertRequest: Database.Statement;
   private readonly updateRequest: Database.Statement;
+  private readonly insertQueued: Database.Statement;
+  private readonly updateQueuedText: Database.Statement;
+  private readonly updateQueuedPlace: Database.Statement;
+  private readonly deleteQueued: Database.Statement;
+  private readonly deleteQueue: Database.Statement;
+  private readonly updateQueueRevision: Database.Statement;
+  private readonly insertSubmit: Database.Statement;
+  private readonly updateSubmitRow: Database.Statement;
+  private readonly deleteSubmit: Database.Statement;
 
   constructor(db: Database.Database) {
     this.upsertSession = db.prepare(`
@@ -81,6 +111,19 @@ export class StoreWriter {
     this.updateRequest = db.prepare(
       'UPDATE server_requests SET status = ?, answers = ?, reason = ?, resolved_at = ? WHERE id = ?',
     );
+    this.insertQueued = db.prepare(`
+      INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at)
+      VALUES (@queueId, @sid, @position, @text, @clientMessageId, @requestId, @turnId, @steered, @queuedAt)`);
+    this.updateQueuedText = db.prepare('UPDATE queue SET text = ? WHERE queue_id = ?');
+    this.updateQueuedPlace = db.prepare('UPDATE queue SET steered = ?, position = ? WHERE queue_id = ?');
+    this.deleteQueued = db.prepare('DELETE FROM queue WHERE queue_id = ?');
+    this.deleteQueue = db.prepare('DELETE FROM queue WHERE sid = ?');
+    this.updateQueueRevision = db.prepare('UPDATE sessions SET queue_revision = ? WHERE sid = ?');
+    this.insertSubmit = db.prepare(
+      'INSERT OR REPLACE INTO submits (sid, client_message_id, turn_id, queue_id, steered) VALUES (?, ?, ?, ?, ?)',
+    );
+    this.updateSubmitRow = db.prepare('UPDATE submits SET queue_id = ?, steered = ? WHERE sid = ? AND client_message_id = ?');
+    this.deleteSubmit = db.prepare('DELETE FROM submits WHERE sid = ? AND client_message_id = ?');
   }
 
   /** Writes the session row; `activate` makes it `active` (a retained or finalized session named again is active again). */
@@ -145,5 +188,45 @@ export class StoreWriter {
 
   closeRequest(id: string, status: Exclude<RequestStatus, 'open'>, answersText: string | null, reason: string | null, now = Date.now()): void {
     this.updateRequest.run(status, answersText, reason, now, id);
+  }
+
+  /** A prompt joins its session's queue; `steered`: handed to the running turn, not shown in the queue. */
+  queuePrompt(sid: string, item: QueuedPrompt, steered = false): void {
+    this.insertQueued.run({ ...item, sid, steered: steered ? 1 : 0 });
+  }
+
+  editQueued(queueId: string, text: string): void {
+    this.updateQueuedText.run(text, queueId);
+  }
+
+  /** A queued prompt handed to the running turn (steered), or a steered text back in the queue at `position`. */
+  placeQueued(queueId: string, steered: boolean, position: number): void {
+    this.updateQueuedPlace.run(steered ? 1 : 0, position, queueId);
+  }
+
+  /** A queued prompt deleted or started, or a steered text the turn took (stored with the turn's messages). */
+  removeQueued(queueId: string): void {
+    this.deleteQueued.run(queueId);
+  }
+
+  /** An interrupt's stop: the queue and the steered texts not yet taken. */
+  clearQueue(sid: string): void {
+    this.deleteQueue.run(sid);
+  }
+
+  setQueueRevision(sid: string, revision: number): void {
+    this.updateQueueRevision.run(revision, sid);
+  }
+
+  rememberSubmit(sid: string, clientMessageId: string, record: SubmitRecord): void {
+    this.insertSubmit.run(sid, clientMessageId, record.turnId, record.queueId, record.steered ? 1 : 0);
+  }
+
+  updateSubmit(sid: string, clientMessageId: string, record: SubmitRecord): void {
+    this.updateSubmitRow.run(record.queueId, record.steered ? 1 : 0, sid, clientMessageId);
+  }
+
+  forgetSubmit(sid: string, clientMessageId: string): void {
+    this.deleteSubmit.run(sid, clientMessageId);
   }
 }

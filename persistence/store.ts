@@ -14,7 +14,7 @@ import Database from 'better-sqlite3';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { RecoveredSession, RetainReason } from '../protocol/outbound.js';
 import { migrate } from './schema.js';
-import { StoreWriter } from './store-writer.js';
+import { StoreWriter, type QueuedPrompt, type SubmitRecord } from './store-writer.js';
 import { syncWalPeriodically, type WalSync } from './wal-sync.js';
 
 export type SessionStatus = 'active' | 'finalized' | 'retained';
@@ -27,6 +27,10 @@ export interface StoredSession {
   overridesText: string;
   cwd: string | null;
   messages: ChatMessage[];
+  queue: QueuedPrompt[];
+  queueRevision: number;
+  /** Accepted client_message_ids, oldest first. */
+  submits: Map<string, SubmitRecord>;
 }
 
 export interface RecoveryCounts {
@@ -87,6 +91,9 @@ export class Store {
   private readonly writer: StoreWriter;
   private readonly selectSession: Database.Statement<[string]>;
   private readonly selectMessages: Database.Statement<[string]>;
+  private readonly selectQueue: Database.Statement<[string]>;
+  private readonly selectSubmits: Database.Statement<[string]>;
+  private readonly selectTurn: Database.Statement<[string]>;
   private readonly flushWhenSettled = (): void => {
     this.idleLooks = this.queue.length > this.queuedAtLastLook ? 0 : this.idleLooks + 1;
     if (this.idleLooks < IDLE_LOOKS_BEFORE_COMMIT && performance.now() - this.firstQueuedMs < GROUP_WAIT_MS) {
@@ -107,9 +114,15 @@ export class Store {
     this.writer = new StoreWriter(db);
     this.walSync = syncWalPeriodically(`${file}-wal`);
     this.selectSession = db.prepare(
-      'SELECT sid, session_key, status, history_version, overrides, cwd FROM sessions WHERE sid = ?',
+      'SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision FROM sessions WHERE sid = ?',
     );
     this.selectMessages = db.prepare('SELECT role, content, tool_calls, tool_call_id FROM messages WHERE sid = ? ORDER BY seq');
+    this.selectQueue = db.prepare(`
+      SELECT queue_id AS queueId, text, client_message_id AS clientMessageId, request_id AS requestId, turn_id AS turnId,
+             queued_at AS queuedAt, position
+      FROM queue WHERE sid = ? ORDER BY position`);
+    this.selectTurn = db.prepare('SELECT 1 FROM turns WHERE turn_id = ?');
+    this.selectSubmits = db.prepare('SELECT client_message_id, turn_id, queue_id, steered FROM submits WHERE sid = ? ORDER BY rowid');
   }
 
   static open(file: string): Store {
@@ -198,7 +211,7 @@ export class Store {
 
   loadSession(sid: string): StoredSession | undefined {
     const row = this.selectSession.get(sid) as
-      | { sid: string; session_key: string; status: SessionStatus; history_version: number; overrides: string; cwd: string | null }
+      | { sid: string; session_key: string; status: SessionStatus; history_version: number; overrides: string; cwd: string | null; queue_revision: number }
       | undefined;
     if (row === undefined) return undefined;
     return {
@@ -209,7 +222,25 @@ export class Store {
       overridesText: row.overrides,
       cwd: row.cwd,
       messages: (this.selectMessages.all(sid) as MessageRow[]).map(toChatMessage),
+      queue: this.selectQueue.all(sid) as QueuedPrompt[],
+      queueRevision: row.queue_revision,
+      submits: new Map(
+        (this.selectSubmits.all(sid) as { client_message_id: string; turn_id: string; queue_id: string | null; steered: number }[]).map((r) => [
+          r.client_message_id,
+          { turnId: r.turn_id, queueId: r.queue_id, steered: r.steered === 1 },
+        ]),
+      ),
     };
+  }
+
+  /** Whether a turn with this id was ever started (a turn.start sent again after a host died). */
+  hasTurn(turnId: string): boolean {
+    return this.selectTurn.get(turnId) !== undefined;
+  }
+
+  /** Sessions with prompts waiting: a new host runs none of them until its parent says `queue resume`. */
+  queuedSessions(): string[] {
+    return (this.db.prepare('SELECT DISTINCT sid FROM queue ORDER BY sid').all() as { sid: string }[]).map((r) => r.sid);
   }
 
   /**
@@ -229,8 +260,25 @@ export class Store {
       const expiredRequests = this.db
         .prepare("UPDATE server_requests SET status = 'expired', reason = 'host died', resolved_at = ? WHERE status = 'open'")
         .run(now).changes;
+      this.requeueSteeredTexts();
       return { boots, lostTurns, retainedSessions, expiredRequests };
     })();
+  }
+
+  /**
+   * Steered texts the turn never took (it died, or was retained by a shutdown) go back to the head
+   * of their session's queue, in the order they were steered (PROTOCOL.md §2.1).
+   */
+  private requeueSteeredTexts(): void {
+    const steered = this.db.prepare('SELECT queue_id, sid FROM queue WHERE steered = 1 ORDER BY sid, position').all() as { queue_id: string; sid: string }[];
+    const head = this.db.prepare('SELECT MIN(position) AS min FROM queue WHERE sid = ? AND steered = 0');
+    const place = this.db.prepare('UPDATE queue SET steered = 0, position = ? WHERE queue_id = ?');
+    const bySid = new Map<string, { queue_id: string }[]>();
+    for (const row of steered) bySid.set(row.sid, [...(bySid.get(row.sid) ?? []), row]);
+    for (const [sid, rows] of bySid) {
+      const min = (head.get(sid) as { min: number | null }).min ?? rows.length;
+      rows.forEach((row, i) => place.run(min - rows.length + i, row.queue_id));
+    }
   }
 
   /** Sessions left retained (by a crash or a drain deadline), for `hello.recovered`. */

@@ -12,6 +12,7 @@ export const ErrorCodes = {
   sessionNotFound: 4004,
   sessionBusy: 4009,
   shuttingDown: 4010,
+  unknownQueueItem: 4041,
   internal: 5000,
   hostUnavailable: 5019,
   /** The daemon's cap on open connections is reached (an implementation-defined server error). */

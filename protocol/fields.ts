@@ -86,6 +86,13 @@ export class Fields {
     return value;
   }
 
+  optionalBoolean(key: string): boolean | undefined {
+    const value = this.source[key];
+    if (absent(value)) return undefined;
+    if (typeof value !== 'boolean') throw new FieldError(`${this.name(key)} must be true or false`);
+    return value;
+  }
+
   optionalRecord(key: string): UnknownRecord | undefined {
     const value = this.source[key];
     if (absent(value)) return undefined;
@@ -104,6 +111,10 @@ export class Fields {
     if (absent(value)) return undefined;
     if (!Array.isArray(value)) throw new FieldError(`${this.name(key)} must be a list`);
     return value;
+  }
+
+  optionalOneOf<T extends string>(key: string, choices: readonly T[]): T | undefined {
+    return this.has(key) ? this.oneOf(key, choices) : undefined;
   }
 
   oneOf<T extends string>(key: string, choices: readonly T[]): T {

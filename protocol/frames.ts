@@ -2,6 +2,7 @@
 // typed frame; everything past parseFrame trusts the types.
 import type { ChatMessage } from './chat.js';
 import { FieldError, Fields, isIdentifier, isRecord, type UnknownRecord } from './fields.js';
+import { ErrorCodes } from './client-rpc.js';
 import { DEBUG_TOPICS, type DebugTopic, type HostOutFrame } from './outbound.js';
 import type { RequestId } from './rpc.js';
 
@@ -17,10 +18,25 @@ export type TurnStartFrame = {
   cwd?: string;
   queued_prompt_generation?: number;
   model_override?: string;
+  /** What to do when the session is busy (PROTOCOL.md §2.1); absent: reject, as the original host does. */
+  on_busy?: OnBusy;
+  client_message_id?: string;
 };
 
+export type OnBusy = 'queue' | 'reject' | 'interrupt' | 'steer';
+export const ON_BUSY: readonly OnBusy[] = ['queue', 'reject', 'interrupt', 'steer'];
+
+export type QueueOp = 'get' | 'edit' | 'delete' | 'steer' | 'resume';
+export const QUEUE_OPS: readonly QueueOp[] = ['get', 'edit', 'delete', 'steer', 'resume'];
+
+/** A look at, or a change of, a session's prompt queue; `resume` lets a new host run it. */
+export type QueueFrame =
+  | { type: 'queue'; sid: string; request_id: string; op: 'get' | 'resume' }
+  | { type: 'queue'; sid: string; request_id: string; op: 'delete' | 'steer'; queue_id: string }
+  | { type: 'queue'; sid: string; request_id: string; op: 'edit'; queue_id: string; text: string };
+
 /** With `turn_id`, only that turn is interrupted (PROTOCOL.md §1.3): a stop meant for a turn that has ended never hits the next one. */
-export type InterruptFrame = { type: 'interrupt'; sid: string; request_id: string; turn_id?: string };
+export type InterruptFrame = { type: 'interrupt'; sid: string; request_id: string; turn_id?: string; keep_queue?: boolean };
 
 /** A client's answer to a server request, or one locked answer of a batch question. */
 export type RespondParams =
@@ -50,6 +66,7 @@ export type HostInFrame =
   | RespondFrame
   | ControlFrame
   | ReloadMcpFrame
+  | QueueFrame
   | ShutdownFrame
   | DebugFrame;
 
@@ -101,6 +118,8 @@ function invalidFrameReply(type: HostInFrame['type'], raw: UnknownRecord, messag
     case 'control':
     case 'reload_mcp':
       return { type: 'control.error', sid, request_id, message };
+    case 'queue':
+      return { type: 'queue.error', sid, request_id, message, code: ErrorCodes.invalidParams };
     case 'interrupt':
     case 'shutdown':
     case 'debug':
@@ -113,6 +132,7 @@ const PARSERS: Record<string, (f: Fields) => HostInFrame> = {
   interrupt: parseInterrupt,
   respond: parseRespond,
   control: parseControl,
+  queue: parseQueue,
   reload_mcp: (f) => ({ type: 'reload_mcp', sid: f.identifier('sid'), request_id: f.identifier('request_id') }),
   shutdown: parseShutdown,
   debug: (f) => ({ type: 'debug', request_id: f.identifier('request_id'), what: f.oneOf('what', DEBUG_TOPICS) }),
@@ -122,7 +142,20 @@ function parseInterrupt(f: Fields): InterruptFrame {
   const frame: InterruptFrame = { type: 'interrupt', sid: f.identifier('sid'), request_id: f.identifier('request_id') };
   const turnId = f.optionalIdentifier('turn_id');
   if (turnId !== undefined) frame.turn_id = turnId;
+  if (f.optionalBoolean('keep_queue') === true) frame.keep_queue = true;
   return frame;
+}
+
+function parseQueue(f: Fields): QueueFrame {
+  const sid = f.identifier('sid');
+  const request_id = f.identifier('request_id');
+  const op = f.oneOf('op', QUEUE_OPS);
+  if (op === 'get' || op === 'resume') return { type: 'queue', sid, request_id, op };
+  const queue_id = f.identifier('queue_id');
+  if (op !== 'edit') return { type: 'queue', sid, request_id, op, queue_id };
+  const text = f.raw('text');
+  if (typeof text !== 'string') throw new FieldError('text must be a string');
+  return { type: 'queue', sid, request_id, op, queue_id, text };
 }
 
 function parseTurnStart(f: Fields): TurnStartFrame {
@@ -146,6 +179,10 @@ function parseTurnStart(f: Fields): TurnStartFrame {
   if (generation !== undefined) frame.queued_prompt_generation = generation;
   const model = f.optionalString('model_override');
   if (model) frame.model_override = model;
+  const onBusy = f.optionalOneOf('on_busy', ON_BUSY);
+  if (onBusy !== undefined) frame.on_busy = onBusy;
+  const clientMessageId = f.optionalIdentifier('client_message_id');
+  if (clientMessageId !== undefined) frame.client_message_id = clientMessageId;
   return frame;
 }
 

@@ -39,6 +39,21 @@ export interface SessionInfo {
 export type DebugTopic = 'sessions' | 'requests' | 'turns' | 'actors' | 'stats';
 export const DEBUG_TOPICS: readonly DebugTopic[] = ['sessions', 'requests', 'turns', 'actors', 'stats'];
 
+/** A queued prompt as clients see it (`session.queue`, queue.ack). */
+export interface QueueItemView {
+  queue_id: string;
+  client_message_id: string | null;
+  text: string;
+  queued_at: string;
+}
+
+export interface QueueView {
+  revision: number;
+  items: QueueItemView[];
+}
+
+export type SubmitState = 'queued' | 'running' | 'steered' | 'done';
+
 export type HelloFrame = {
   type: 'hello';
   host_pid: number;
@@ -50,6 +65,8 @@ export type HelloFrame = {
   workers: number;
   heartbeat_secs: number;
   recovered: RecoveredSession[];
+  /** Sessions with queued prompts: none runs until the parent sends `queue resume` for it. */
+  queued: string[];
 };
 
 export type HeartbeatFrame = {
@@ -67,6 +84,7 @@ export type TurnEndFrame = {
   sid: string;
   request_id: string;
   turn_id?: string;
+  queue_id?: string;
   interrupted: boolean;
   ended_ns: Nanos;
   usage?: TurnUsage;
@@ -92,9 +110,16 @@ export type HostOutFrame =
   | HeartbeatFrame
   | { type: 'orphan'; old_ppid: number; ppid: number }
   | { type: 'rpc'; sid: string; message: RpcMessage }
-  | { type: 'turn.started'; sid: string; request_id: string; turn_id: string; started_ns: Nanos }
+  | { type: 'turn.started'; sid: string; request_id: string; turn_id: string; queue_id?: string; started_ns: Nanos }
   | TurnEndFrame
-  | { type: 'turn.error'; sid: string | null; request_id: string | null; turn_id?: string; message: string; reason: TurnErrorReason }
+  | { type: 'turn.error'; sid: string | null; request_id: string | null; turn_id?: string; queue_id?: string; message: string; reason: TurnErrorReason }
+  /** Written only for a turn.start that carried on_busy: the prompt will run (once a worker is free). */
+  | { type: 'turn.accepted'; sid: string; request_id: string; turn_id: string }
+  | { type: 'turn.queued'; sid: string; request_id: string; queue_id: string; position: number; turn_id: string }
+  | { type: 'turn.steered'; sid: string; request_id: string; turn_id: string }
+  | { type: 'turn.duplicate'; sid: string; request_id: string; state: SubmitState; turn_id?: string; queue_id?: string }
+  | ({ type: 'queue.ack'; sid: string; request_id: string } & QueueView)
+  | { type: 'queue.error'; sid: string | null; request_id: string | null; message: string; code: number }
   | { type: 'interrupt.ack'; sid: string; request_id: string; applied: boolean; applied_ns?: Nanos; reason?: 'not_current' }
   | { type: 'respond.ack'; sid: string; request_id: string; response: RpcResponse }
   | { type: 'respond.error'; sid: string | null; request_id: string | null; message: string }

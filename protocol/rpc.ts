@@ -1,6 +1,6 @@
 // JSON-RPC 2.0 messages a session's clients receive inside `rpc` frames (PROTOCOL.md §1.4).
 import type { Nanos } from './nanos.js';
-import type { TurnUsage } from './outbound.js';
+import type { QueueView, TurnUsage } from './outbound.js';
 
 export type RequestId = string | number | null;
 
@@ -26,9 +26,10 @@ export type EventPayloads = {
   'status.update': { kind: string; text: string };
   'request.cancel': { id: string; method: string; reason: CancelReason };
   error: { message: string; reason?: string };
-  'turn.started': { turn_id: string };
-  'turn.end': { turn_id: string; interrupted: boolean; message_count?: number; history_version?: number; usage?: TurnUsage };
-  'turn.error': { turn_id: string; message: string; reason: string };
+  'turn.started': { turn_id: string; queue_id?: string };
+  'turn.end': { turn_id: string; queue_id?: string; interrupted: boolean; message_count?: number; history_version?: number; usage?: TurnUsage };
+  'turn.error': { turn_id: string; queue_id?: string; message: string; reason: string };
+  'session.queue': QueueView;
 };
 
 export type EventType = keyof EventPayloads;

@@ -5,6 +5,7 @@ import { SESSION_STATUSES, type Reader } from '../../persistence/reader.js';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
 import { FieldError, Fields, type UnknownRecord } from '../../protocol/fields.js';
 import type { RequestId } from '../../protocol/rpc.js';
+import { ON_BUSY, type QueueOp } from '../../protocol/frames.js';
 import { routeClass } from '../host/routes.js';
 import { ask, tell, SECOND_MS, type Ref } from '../runtime.js';
 import type { CallReply, GatewayMsg, HostCall, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
@@ -26,6 +27,8 @@ const DEFAULT_STOP_WAIT_SEC = 10;
 
 /** The request's answer; ANSWERED_ELSEWHERE when another actor wrote it (session.resume's gateway). */
 export const ANSWERED_ELSEWHERE: unique symbol = Symbol('answered elsewhere');
+
+const QUEUE_ACTIONS: readonly QueueOp[] = ['edit', 'delete', 'steer'];
 
 type Method = (params: Fields, ctx: ClientContext, id: RequestId) => Promise<unknown> | unknown;
 
@@ -52,8 +55,10 @@ function hostStatus(ctx: ClientContext): Promise<HostStatus> {
   return ask(ctx.supervisor, (replyTo: Ref<HostStatus>): SupervisorMsg => ({ kind: 'status', replyTo }), CALL_TIMEOUT_MS);
 }
 
+/** The client gets the session's events from now on; a queue waiting for a client may run (PROTOCOL.md §2.1). */
 function attach(ctx: ClientContext, sid: string): void {
   tell(ctx.gateway, { kind: 'attach', sid, clientId: ctx.clientId });
+  tell(ctx.supervisor, { kind: 'attached', sid });
 }
 
 function knownSession(ctx: ClientContext, sid: string) {
@@ -97,6 +102,7 @@ const METHODS: Record<string, Method> = {
     const sid = p.identifier('session_id');
     const afterSeq = p.optionalInteger('after_seq', 0) ?? null;
     const session = knownSession(ctx, sid);
+    tell(ctx.supervisor, { kind: 'attached', sid });
     const status = await hostStatus(ctx);
     const result = {
       session_id: sid,
@@ -137,15 +143,32 @@ const METHODS: Record<string, Method> = {
     const sid = p.identifier('session_id');
     const text = p.raw('text');
     if (typeof text !== 'string') throw new FieldError('text must be a string');
+    const onBusy = p.optionalOneOf('on_busy', ON_BUSY) ?? 'queue';
+    const clientMessageId = p.optionalIdentifier('client_message_id');
     attach(ctx, sid);
     const cwd = ctx.cwds.get(sid);
-    return callHost(ctx, { op: 'turn', sid, text, ...(cwd ? { cwd } : {}) });
+    return callHost(ctx, { op: 'turn', sid, text, onBusy, ...(clientMessageId === undefined ? {} : { clientMessageId }), ...(cwd ? { cwd } : {}) });
   },
 
-  /** With `turn_id`, only that turn: a stop pressed as one turn ends never hits the next. */
+  /** With `turn_id`, only that turn: a stop pressed as one turn ends never hits the next. A stop clears the queue unless `keep_queue`. */
   'session.interrupt'(p, ctx) {
     const turnId = p.optionalIdentifier('turn_id');
-    return callHost(ctx, { op: 'interrupt', sid: p.identifier('session_id'), ...(turnId === undefined ? {} : { turnId }) });
+    const keepQueue = p.optionalBoolean('keep_queue') ?? false;
+    return callHost(ctx, { op: 'interrupt', sid: p.identifier('session_id'), keepQueue, ...(turnId === undefined ? {} : { turnId }) });
+  },
+
+  'session.queue.get'(p, ctx) {
+    return callHost(ctx, { op: 'queue', sid: p.identifier('session_id'), queueOp: 'get' });
+  },
+
+  async 'session.queue.update'(p, ctx) {
+    const sid = p.identifier('session_id');
+    const queueId = p.identifier('queue_id');
+    const action = p.oneOf('action', QUEUE_ACTIONS);
+    const text = action === 'edit' ? p.raw('text') : undefined;
+    if (action === 'edit' && typeof text !== 'string') throw new FieldError('text must be a string');
+    const result = (await callHost(ctx, { op: 'queue', sid, queueOp: action, queueId, ...(text === undefined ? {} : { text: text as string }) })) as { revision: number };
+    return { revision: result.revision };
   },
 
   async 'clarify.lock'(p, ctx) {

@@ -6,7 +6,7 @@ import { isRecord } from '../../protocol/fields.js';
 import type { RpcErrorObject } from '../../protocol/rpc.js';
 import { routeClass } from '../host/routes.js';
 import { tell, type ActorContext, type Ref } from '../runtime.js';
-import type { ReplyEntry, SupervisorState, SupervisorWiring } from './supervisor-state.js';
+import type { PendingSubmit, ReplyEntry, SupervisorState, SupervisorWiring } from './supervisor-state.js';
 import type { CallReply, HostCall, HostFrameIn, SupervisorMsg } from './supervisor-messages.js';
 
 
@@ -40,22 +40,45 @@ export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<Call
   const timeouts = wiring.config;
   switch (call.op) {
     case 'turn': {
-      if (s.busy.has(call.sid)) return fail(replyTo, new RpcError(ErrorCodes.sessionBusy, 'session busy: a turn is running'));
+      // The host decides (PROTOCOL.md §2.1): it runs, queues, steers or refuses, and says which.
       const turnId = `turn-${requestId}-${Date.now().toString(36)}`;
-      const frame = { type: 'turn.start', sid: call.sid, request_id: requestId, turn_id: turnId, text: call.text, ...(call.cwd ? { cwd: call.cwd } : {}) };
-      s.pendingTurns.set(requestId, { sid: call.sid, turnId, frame, started: false });
-      s.busy.set(call.sid, requestId);
+      const frame = {
+        type: 'turn.start',
+        sid: call.sid,
+        request_id: requestId,
+        turn_id: turnId,
+        text: call.text,
+        on_busy: call.onBusy,
+        ...(call.clientMessageId === undefined ? {} : { client_message_id: call.clientMessageId }),
+        ...(call.cwd ? { cwd: call.cwd } : {}),
+      };
+      s.submits.set(requestId, { sid: call.sid, turnId, frame, replyTo, resent: false });
       child.send(frame);
-      tell(replyTo, { ok: true, value: { status: 'streaming', turn_id: turnId } });
       return;
     }
     case 'interrupt':
-      child.send({ type: 'interrupt', sid: call.sid, request_id: requestId, ...(call.turnId === undefined ? {} : { turn_id: call.turnId }) });
+      child.send({
+        type: 'interrupt',
+        sid: call.sid,
+        request_id: requestId,
+        ...(call.turnId === undefined ? {} : { turn_id: call.turnId }),
+        ...(call.keepQueue ? { keep_queue: true } : {}),
+      });
       return waitReply(s, requestId, { replyTo, kind: 'interrupt', what: 'session.interrupt', sid: call.sid, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
+    case 'queue':
+      child.send({
+        type: 'queue',
+        sid: call.sid,
+        request_id: requestId,
+        op: call.queueOp,
+        ...(call.queueId === undefined ? {} : { queue_id: call.queueId }),
+        ...(call.text === undefined ? {} : { text: call.text }),
+      });
+      return waitReply(s, requestId, { replyTo, kind: 'queue', what: `session.queue ${call.queueOp}`, sid: call.sid, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
     case 'control': {
       const cls = routeClass(call.route);
       if (cls === undefined || cls === 'turn-path') return fail(replyTo, new RpcError(ErrorCodes.methodNotFound, `method not found: ${call.route}`));
-      if (cls === 'idle-gated' && s.busy.has(call.sid)) return fail(replyTo, new RpcError(ErrorCodes.sessionBusy, 'session busy: a turn is running'));
+      if (cls === 'idle-gated' && s.running.has(call.sid)) return fail(replyTo, new RpcError(ErrorCodes.sessionBusy, 'session busy: a turn is running'));
       child.send(
         call.route === 'reload.mcp'
           ? { type: 'reload_mcp', sid: call.sid, request_id: requestId }
@@ -81,7 +104,10 @@ function park(s: SupervisorState, call: HostCall, replyTo: Ref<CallReply>, ctx: 
 /** The host said hello, failed for good, or the daemon stops: every parked call is answered now, in arrival order. */
 export function releaseParkedCalls(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
   if (s.phase === 'running' && s.child !== null) {
-    for (const turn of s.pendingTurns.values()) if (!turn.started) s.child.send(turn.frame);
+    for (const submit of s.submits.values()) {
+      submit.resent = true;
+      s.child.send(submit.frame);
+    }
   }
   const parked = [...s.parkedCalls.values()];
   s.parkedCalls.clear();
@@ -137,6 +163,10 @@ function toCallReply(frame: HostFrameIn): CallReply {
     }
     case 'debug.result':
       return { ok: true, value: frame['result'] };
+    case 'queue.ack':
+      return { ok: true, value: { revision: frame['revision'], items: frame['items'] } };
+    case 'queue.error':
+      return { ok: false, error: new RpcError(Number(frame['code'] ?? ErrorCodes.internal), String(frame['message'])).toJson() };
     default:
       return { ok: false, error: hostError(String(frame['message'] ?? `unexpected ${frame.type}`)).toJson() };
   }
@@ -159,29 +189,111 @@ function runLateHandler(entry: ReplyEntry, frame: HostFrameIn, wiring: Superviso
 }
 
 /**
- * The host is gone (crashed, or stopped): every pending turn ends with an error event and a
+ * The host is gone (crashed, or stopped): every running turn ends with an error event and a
  * turn.error, every waiter gets 5019, every late handler a control.error. The maps are swapped
  * out before anything is settled, so nothing settled here can be settled twice. With
- * `keepUnstarted` (a crash the supervisor recovers from), a turn the dead host never said
- * turn.started for stays pending, to be sent to the next host: a prompt submitted as the host
- * died runs once it is back. Its turn id is kept, so a host that had committed it refuses it
- * (the id is taken) instead of storing the prompt twice.
+ * `keepUnstarted` (a crash the supervisor recovers from), a submit the dead host never committed
+ * stays pending, to be sent to the next host: a prompt submitted as the host died runs once it is
+ * back. Its turn id and client_message_id are kept, so a host that had committed it answers
+ * turn.duplicate instead of running it twice. Queued prompts are the host's: they wait in its
+ * database for the next host.
  */
 export function failEverything(s: SupervisorState, message: string, reason: 'crash' | 'shutting_down', wiring: SupervisorWiring, keepUnstarted = false): void {
-  const turns = s.pendingTurns;
-  s.pendingTurns = new Map();
-  s.busy = new Map();
-  for (const [requestId, turn] of turns) {
-    if (keepUnstarted && !turn.started) {
-      s.pendingTurns.set(requestId, turn);
-      s.busy.set(turn.sid, requestId);
-      continue;
-    }
-    tell(wiring.gateway, { kind: 'event', sid: turn.sid, type: 'error', payload: { message, reason } });
-    tell(wiring.gateway, { kind: 'event', sid: turn.sid, type: 'turn.error', payload: { turn_id: turn.turnId, message, reason } });
-    tell(wiring.gateway, { kind: 'turn-ended', sid: turn.sid });
+  const running = s.running;
+  const submits = s.submits;
+  s.running = new Map();
+  s.submits = new Map();
+  for (const [sid, turn] of running) {
+    const queueId = turn.queueId === undefined ? {} : { queue_id: turn.queueId };
+    tell(wiring.gateway, { kind: 'event', sid, type: 'error', payload: { message, reason } });
+    tell(wiring.gateway, { kind: 'event', sid, type: 'turn.error', payload: { turn_id: turn.turnId, ...queueId, message, reason } });
+    tell(wiring.gateway, { kind: 'turn-ended', sid });
+  }
+  const lost = reason === 'crash' ? RpcError.hostUnavailable('crash') : new RpcError(ErrorCodes.shuttingDown, message);
+  for (const [requestId, submit] of submits) {
+    if (keepUnstarted) s.submits.set(requestId, submit);
+    else if (submit.replyTo !== null) fail(submit.replyTo, lost);
   }
   const { waiting, late } = s.replies.failAll();
-  for (const entry of waiting) fail(entry.replyTo, reason === 'crash' ? RpcError.hostUnavailable('crash') : new RpcError(ErrorCodes.shuttingDown, message));
+  for (const entry of waiting) fail(entry.replyTo, lost);
   for (const entry of late) runLateHandler(entry, { type: 'control.error', request_id: '', message }, wiring);
+}
+
+/** Lets the host run a session's stored queue (PROTOCOL.md §1.1 `queue` resume). */
+export function resumeQueue(s: SupervisorState, sid: string): void {
+  s.child?.send({ type: 'queue', sid, request_id: `sv-${++s.nextRequest}`, op: 'resume' });
+}
+
+/**
+ * The host's word on a submit or a turn: the submitter's answer comes from the first of them;
+ * turn.started and its end keep the running-turn map that host.status and the crash path read.
+ */
+export function onTurnFrame(s: SupervisorState, frame: HostFrameIn): void {
+  const requestId = String(frame['request_id']);
+  const sid = String(frame['sid']);
+  const submit = s.submits.get(requestId);
+  if (submit !== undefined && submit.replyTo !== null) {
+    const answer = submitAnswer(frame, submit);
+    if (answer !== null) {
+      tell(submit.replyTo, answer);
+      submit.replyTo = null;
+    }
+  }
+  switch (frame.type) {
+    case 'turn.accepted':
+      return; // answered; still uncommitted until turn.started
+    case 'turn.started':
+      s.running.set(sid, { requestId, turnId: String(frame['turn_id']), ...(typeof frame['queue_id'] === 'string' ? { queueId: frame['queue_id'] } : {}) });
+      break;
+    case 'turn.end':
+    case 'turn.error':
+      if (s.running.get(sid)?.requestId === requestId) s.running.delete(sid);
+      break;
+  }
+  s.submits.delete(requestId);
+}
+
+function submitAnswer(frame: HostFrameIn, submit: PendingSubmit): CallReply | null {
+  const turnId = String(frame['turn_id'] ?? submit.turnId);
+  switch (frame.type) {
+    case 'turn.accepted':
+    case 'turn.started':
+      return { ok: true, value: { status: 'streaming', turn_id: turnId } };
+    case 'turn.queued':
+      return { ok: true, value: { status: 'queued', queue_id: frame['queue_id'], position: frame['position'], turn_id: turnId } };
+    case 'turn.steered':
+      return { ok: true, value: { status: 'steered', turn_id: frame['turn_id'] } };
+    case 'turn.duplicate':
+      return { ok: true, value: submit.resent ? resentAnswer(frame, submit) : duplicateAnswer(frame) };
+    case 'turn.end':
+      return { ok: true, value: { status: 'streaming', turn_id: turnId } };
+    case 'turn.error':
+      return { ok: false, error: turnError(String(frame['reason'] ?? 'exception'), String(frame['message'])).toJson() };
+    default:
+      return null;
+  }
+}
+
+function duplicateAnswer(frame: HostFrameIn): Record<string, unknown> {
+  const { state, turn_id, queue_id } = frame;
+  return { status: 'duplicate', state, ...(turn_id === undefined ? {} : { turn_id }), ...(queue_id === undefined ? {} : { queue_id }) };
+}
+
+/** The dead host had committed a submit sent again: its submitter hears what the dead host would have said. */
+function resentAnswer(frame: HostFrameIn, submit: PendingSubmit): Record<string, unknown> {
+  if (frame['state'] === 'queued') return { status: 'queued', queue_id: frame['queue_id'], turn_id: submit.turnId };
+  return { status: 'streaming', turn_id: submit.turnId };
+}
+
+function turnError(reason: string, message: string): RpcError {
+  switch (reason) {
+    case 'busy':
+      return new RpcError(ErrorCodes.sessionBusy, message);
+    case 'shutting_down':
+      return new RpcError(ErrorCodes.shuttingDown, message);
+    case 'invalid':
+      return new RpcError(ErrorCodes.invalidParams, message);
+    default:
+      return new RpcError(ErrorCodes.internal, message);
+  }
 }

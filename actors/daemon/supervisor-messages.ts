@@ -4,6 +4,7 @@
 import type { RecoveredSession } from '../../protocol/outbound.js';
 import type { EventPayloads, EventType, RequestId, RpcErrorObject } from '../../protocol/rpc.js';
 import type { UnknownRecord } from '../../protocol/fields.js';
+import type { OnBusy, QueueOp } from '../../protocol/frames.js';
 import type { HostHandle } from './host-child.js';
 import type { Ref } from '../runtime.js';
 
@@ -14,8 +15,9 @@ export type HostStateName = 'starting' | 'running' | 'restarting' | 'failed';
 
 /** What a client asks of the host, through the supervisor. */
 export type HostCall =
-  | { op: 'turn'; sid: string; text: string; cwd?: string }
-  | { op: 'interrupt'; sid: string; turnId?: string }
+  | { op: 'turn'; sid: string; text: string; cwd?: string; onBusy: OnBusy; clientMessageId?: string }
+  | { op: 'interrupt'; sid: string; turnId?: string; keepQueue: boolean }
+  | { op: 'queue'; sid: string; queueOp: QueueOp; queueId?: string; text?: string }
   | { op: 'control'; sid: string; route: string; params: UnknownRecord }
   | { op: 'respond'; sid: string; params: UnknownRecord }
   | { op: 'debug'; what: string };
@@ -58,6 +60,8 @@ export type SupervisorMsg =
   | { kind: 'parked-timeout'; id: number }
   | { kind: 'kill-deadline'; child: HostHandle }
   | { kind: 'call'; call: HostCall; replyTo: Ref<CallReply> }
+  /** A client attached to a session (create, resume, submit): a queue that waits for one may run now. */
+  | { kind: 'attached'; sid: string }
   | { kind: 'status'; replyTo: Ref<HostStatus> }
   | { kind: 'restart'; replyTo: Ref<{ state: HostStateName }> }
   | { kind: 'stop'; waitSec: number; replyTo?: Ref<StopReport> };

@@ -33,13 +33,26 @@ export interface SupervisorConfig {
   spawnHost?: (entry: string, args: readonly string[], env: NodeJS.ProcessEnv, events: HostChildEvents) => HostHandle;
 }
 
-export interface PendingTurn {
+/**
+ * A prompt.submit the host has not yet committed (PROTOCOL.md §2.1): until its turn.started,
+ * turn.queued, turn.steered, turn.duplicate or turn.error, a host that dies leaves it to the next
+ * one, which gets the same turn.start (same turn id and client_message_id, so it never runs twice).
+ */
+export interface PendingSubmit {
   sid: string;
   turnId: string;
-  /** The turn.start as sent: sent again to the next host when this one died before starting it. */
   frame: Record<string, unknown>;
-  /** The host said turn.started: its prompt is committed, and it is never sent again. */
-  started: boolean;
+  /** The submitter, until it has its answer. */
+  replyTo: Ref<CallReply> | null;
+  /** Sent again to a new host: a duplicate answer then means the dead host had it. */
+  resent: boolean;
+}
+
+/** The turn a session runs, as the host said (turn.started): for host.status and the crash path. */
+export interface RunningTurn {
+  requestId: string;
+  turnId: string;
+  queueId?: string;
 }
 
 export interface SupervisorState {
@@ -56,8 +69,12 @@ export interface SupervisorState {
   heartbeatMs: number;
   activeTurns: number;
   lastBeat: { rssMb: number; loopLagMs: number } | null;
-  pendingTurns: Map<string, PendingTurn>;
-  busy: Map<string, string>;
+  submits: Map<string, PendingSubmit>;
+  running: Map<string, RunningTurn>;
+  /** Sessions a client attached to while this daemon runs: their queues may run. */
+  attached: Set<string>;
+  /** Sessions whose queue the current host holds paused until a client attaches (PROTOCOL.md §2.1). */
+  pausedQueues: Set<string>;
   replies: PendingControls<ReplyEntry>;
   nextRequest: number;
   cancelTimers: (() => void)[];
@@ -77,7 +94,7 @@ export interface SupervisorWiring {
 
 export interface ReplyEntry {
   replyTo: Ref<CallReply>;
-  kind: 'interrupt' | 'control' | 'respond' | 'debug';
+  kind: 'interrupt' | 'control' | 'respond' | 'debug' | 'queue';
   what: string;
   sid: string | null;
   timeoutMs: number;

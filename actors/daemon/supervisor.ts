@@ -11,7 +11,7 @@ import { HostChild, type HostChildEvents, type HostHandle } from './host-child.j
 import { PendingControls } from './pending-controls.js';
 import { afterCrash } from './restart-policy.js';
 import { spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';
-import { answerCall, expireParkedCall, failEverything, releaseParkedCalls, settleReply } from './supervisor-calls.js';
+import { answerCall, expireParkedCall, failEverything, onTurnFrame, releaseParkedCalls, resumeQueue, settleReply } from './supervisor-calls.js';
 import type { ReplyEntry, SupervisorConfig, SupervisorState, SupervisorWiring } from './supervisor-state.js';
 import type { GatewayMsg, HostFrameIn, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
 
@@ -38,8 +38,10 @@ export function spawnSupervisor(system: SystemRef, wiring: SupervisorWiring): Re
       heartbeatMs: 0,
       activeTurns: 0,
       lastBeat: null,
-      pendingTurns: new Map(),
-      busy: new Map(),
+      submits: new Map(),
+      running: new Map(),
+      attached: new Set(),
+      pausedQueues: new Set(),
       replies: new PendingControls<ReplyEntry>(() => config.clock.nowMs()),
       nextRequest: 0,
       cancelTimers: [],
@@ -90,6 +92,10 @@ async function handle(s: SupervisorState, msg: SupervisorMsg, ctx: ActorContext<
     case 'call':
       answerCall(s, msg.call, msg.replyTo, ctx, wiring);
       return s;
+    case 'attached':
+      s.attached.add(msg.sid);
+      if (s.pausedQueues.delete(msg.sid)) resumeQueue(s, msg.sid);
+      return s;
     case 'status':
       tell(msg.replyTo, status(s, config));
       return s;
@@ -137,7 +143,7 @@ function status(s: SupervisorState, config: SupervisorConfig): HostStatus {
       rss_mb: s.lastBeat?.rssMb ?? null,
       loop_lag_ms: s.lastBeat?.loopLagMs ?? null,
     },
-    running_sids: [...s.busy.keys()],
+    running_sids: [...s.running.keys()],
   };
 }
 
@@ -216,18 +222,24 @@ function routeHostFrame(frame: HostFrameIn, forClients: GatewayMsg[], forSupervi
   forSupervisor.push(frame);
 }
 
+/**
+ * A turn's frames become client events. A turn.error without a turn id refused a submit (busy,
+ * shutting down, invalid): no turn existed, and only its submitter hears of it, as the answer.
+ */
 function turnEvents(frame: HostFrameIn, forClients: GatewayMsg[]): void {
   const sid = frame['sid'];
   if (typeof sid !== 'string') return;
+  if (frame.type === 'turn.error' && typeof frame['turn_id'] !== 'string') return;
   const turn_id = String(frame['turn_id'] ?? frame['request_id']);
+  const queued = typeof frame['queue_id'] === 'string' ? { queue_id: frame['queue_id'] } : {};
   if (frame.type === 'turn.started') {
-    forClients.push({ kind: 'event', sid, type: 'turn.started', payload: { turn_id } });
+    forClients.push({ kind: 'event', sid, type: 'turn.started', payload: { turn_id, ...queued } });
     return;
   }
   if (frame.type === 'turn.error') {
-    forClients.push({ kind: 'event', sid, type: 'turn.error', payload: { turn_id, message: String(frame['message']), reason: String(frame['reason'] ?? 'exception') } });
+    forClients.push({ kind: 'event', sid, type: 'turn.error', payload: { turn_id, ...queued, message: String(frame['message']), reason: String(frame['reason'] ?? 'exception') } });
   } else {
-    const payload: EventPayloads['turn.end'] = { turn_id, interrupted: frame['interrupted'] === true };
+    const payload: EventPayloads['turn.end'] = { turn_id, ...queued, interrupted: frame['interrupted'] === true };
     if (typeof frame['message_count'] === 'number') payload.message_count = frame['message_count'];
     if (typeof frame['history_version'] === 'number') payload.history_version = frame['history_version'];
     if (typeof frame['usage'] === 'object' && frame['usage'] !== null) payload.usage = frame['usage'] as TurnUsage;
@@ -247,19 +259,15 @@ function onFrame(s: SupervisorState, frame: HostFrameIn, ctx: ActorContext<Super
       s.activeTurns = Number(frame['active_turns'] ?? 0);
       s.lastBeat = { rssMb: Number(frame['rss_mb'] ?? 0), loopLagMs: Number(frame['loop_lag_ms'] ?? 0) };
       return;
-    case 'turn.started': {
-      const pending = s.pendingTurns.get(String(frame['request_id']));
-      if (pending !== undefined) pending.started = true;
-      return;
-    }
+    case 'turn.accepted':
+    case 'turn.queued':
+    case 'turn.steered':
+    case 'turn.duplicate':
+    case 'turn.started':
     case 'turn.end':
-    case 'turn.error': {
-      const pending = s.pendingTurns.get(String(frame['request_id']));
-      if (pending === undefined) return;
-      s.pendingTurns.delete(String(frame['request_id']));
-      if (s.busy.get(pending.sid) === frame['request_id']) s.busy.delete(pending.sid);
+    case 'turn.error':
+      onTurnFrame(s, frame);
       return;
-    }
     case 'shutdown.ack':
       if (s.stop !== null) {
         s.stop.report = {
@@ -309,7 +317,21 @@ function acceptHello(s: SupervisorState, hello: HelloFrame, ctx: ActorContext<Su
   if (s.heartbeatMs > 0) scheduleWatchdog(s, ctx, config);
   tell(wiring.gateway, { kind: 'host-ready', recovered: hello.recovered });
   if (s.phase === 'stopping') child.send({ type: 'shutdown', request_id: 'daemon-stop', wait: 0 });
+  holdOrResumeQueues(s, hello.queued ?? []);
   releaseParkedCalls(s, ctx, wiring);
+}
+
+/**
+ * A new host holds every stored queue paused. Those of sessions a client attached to while this
+ * daemon runs go on now (a crash must not stop them); the others wait for a client to attach, so
+ * nothing runs with no one to see it (PROTOCOL.md §2.1).
+ */
+function holdOrResumeQueues(s: SupervisorState, queued: readonly string[]): void {
+  s.pausedQueues.clear();
+  for (const sid of queued) {
+    if (s.attached.has(sid)) resumeQueue(s, sid);
+    else s.pausedQueues.add(sid);
+  }
 }
 
 function scheduleWatchdog(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, config: SupervisorConfig): void {

@@ -150,6 +150,7 @@ function onFrame(state: HostState, frame: HostInFrame, ctx: ActorContext<HostMsg
     case 'interrupt':
     case 'respond':
     case 'reload_mcp':
+    case 'queue':
       tell(shardFor(frame.sid, wiring), { kind: 'frame', frame });
       return;
     case 'control': {

@@ -2,6 +2,7 @@
 // more than a few hundred children: nact copies an actor's children map on every message.
 import type { HostMsg, SessionDescription, SessionFrame, SessionHandle, SessionMsg, ShardMsg } from './messages.js';
 import { actorName, ask, spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';
+import { ErrorCodes } from '../../protocol/client-rpc.js';
 import type { HostServices } from './services.js';
 import { spawnSession } from './session.js';
 
@@ -106,6 +107,9 @@ function answerUnknownSession(frame: SessionFrame, services: HostServices): void
     case 'control':
     case 'reload_mcp':
       writer.write({ type: 'control.error', sid, request_id, message: 'session not found' });
+      return;
+    case 'queue':
+      writer.write({ type: 'queue.error', sid, request_id, message: 'session not found', code: ErrorCodes.sessionNotFound });
       return;
     case 'turn.start':
       return; // activate() always creates a session for a turn.start

@@ -4,13 +4,15 @@
 import type { SessionOverrides } from '../../agents/agent.js';
 import { decodeOr, encode } from '../../persistence/codec.js';
 import type { StoredSession } from '../../persistence/store.js';
-import type { SessionRow } from '../../persistence/store-writer.js';
+import type { QueuedPrompt, SessionRow, SubmitRecord } from '../../persistence/store-writer.js';
 import type { ChatMessage } from '../../protocol/chat.js';
 import type { TurnStartFrame } from '../../protocol/frames.js';
-import type { HistoryMeta, SessionInfo } from '../../protocol/outbound.js';
+import type { HistoryMeta, QueueItemView, QueueView, SessionInfo } from '../../protocol/outbound.js';
+import type { Work } from '../../persistence/store.js';
 import type { ServerRequestMethod } from '../../protocol/rpc.js';
 import type { ServerRequestMsg, Settled } from './messages.js';
 import type { Ref } from '../runtime.js';
+import { SteeringInbox } from './steering-inbox.js';
 
 export interface RunningTurn {
   turnId: string;
@@ -28,11 +30,25 @@ export interface RunningTurn {
   /** Set when the turn's end is handled; a late emit or append from the agent is dropped. */
   finished: boolean;
   cancelActivityTimer: () => void;
+  /** Set when the turn runs a queued prompt: its events carry the queue id. */
+  queueId?: string;
+  /** Texts steered into this turn; the agent takes them (the same exception as `pending`). */
+  steering: SteeringInbox;
 }
 
 export type Activity =
   | { phase: 'idle' }
-  | { phase: 'waiting'; ticketId: number; frame: TurnStartFrame; turnId: string }
+  | {
+      phase: 'waiting';
+      ticketId: number;
+      frame: TurnStartFrame;
+      turnId: string;
+      /** The queued prompt this turn runs: its row leaves the queue in the commit that starts it. */
+      queued?: QueuedPrompt;
+      steering: SteeringInbox;
+      /** The rows that store its client_message_id, written with the turn's start. */
+      remember?: Work;
+    }
   | { phase: 'running'; turn: RunningTurn };
 
 /** The one-shot finalize latch: spent by finalization; a retained session keeps it unspent. */
@@ -68,6 +84,13 @@ export interface SessionState {
   drainWaiters: { replyTo: Ref<Settled>; endReason: string }[];
   turnsRun: number;
   lastActiveMs: number;
+  /** Prompts waiting for the running turn to end, in order (PROTOCOL.md §2.1); committed before they are answered. */
+  queue: QueuedPrompt[];
+  queueRevision: number;
+  /** A queue loaded by this host waits for the parent's `queue resume` before anything of it runs. */
+  queuePaused: boolean;
+  /** The last MAX_SUBMITS accepted client_message_ids, oldest first. */
+  submits: Map<string, SubmitRecord>;
 }
 
 export function newSessionState(sid: string, stored: StoredSession | undefined, nowMs: number): SessionState {
@@ -88,7 +111,20 @@ export function newSessionState(sid: string, stored: StoredSession | undefined, 
     drainWaiters: [],
     turnsRun: 0,
     lastActiveMs: nowMs,
+    queue: stored?.queue ?? [],
+    queueRevision: stored?.queueRevision ?? 0,
+    queuePaused: (stored?.queue.length ?? 0) > 0,
+    submits: stored?.submits ?? new Map(),
   };
+}
+
+/** The current turn's steering inbox: a waiting turn's or a running one's. */
+export function currentSteering(s: SessionState): SteeringInbox | null {
+  return s.activity.phase === 'running' ? s.activity.turn.steering : s.activity.phase === 'waiting' ? s.activity.steering : null;
+}
+
+export function currentTurnId(s: SessionState): string | null {
+  return s.activity.phase === 'running' ? s.activity.turn.turnId : s.activity.phase === 'waiting' ? s.activity.turnId : null;
 }
 
 export function historyMeta(s: SessionState): HistoryMeta {
@@ -127,4 +163,31 @@ export function sessionInfo(s: SessionState, agentName: string): SessionInfo {
 export function setOverrides(s: SessionState, overrides: SessionOverrides): void {
   s.overrides = overrides;
   s.overridesText = encode(overrides);
+}
+
+/** Accepted client_message_ids each session remembers (PROTOCOL.md §2.1). */
+export const MAX_SUBMITS = 1000;
+
+/**
+ * Remembers an accepted client_message_id now (a repeat arriving before the commit is a duplicate
+ * too) and returns the rows that store it, forgetting the oldest past MAX_SUBMITS.
+ */
+export function rememberSubmit(s: SessionState, frame: TurnStartFrame, record: SubmitRecord): Work {
+  const id = frame.client_message_id;
+  if (id === undefined) return () => {};
+  s.submits.set(id, record);
+  const evicted = s.submits.size > MAX_SUBMITS ? s.submits.keys().next().value : undefined;
+  if (evicted !== undefined) s.submits.delete(evicted);
+  return (w) => {
+    w.rememberSubmit(s.sid, id, record);
+    if (evicted !== undefined) w.forgetSubmit(s.sid, evicted);
+  };
+}
+
+export function queueView(s: SessionState): QueueView {
+  return { revision: s.queueRevision, items: s.queue.map(itemView) };
+}
+
+function itemView(item: QueuedPrompt): QueueItemView {
+  return { queue_id: item.queueId, client_message_id: item.clientMessageId, text: item.text, queued_at: new Date(item.queuedAt).toISOString() };
 }

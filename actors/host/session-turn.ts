@@ -2,16 +2,27 @@
 //   idle ──turn.start──▶ waiting ──slot──▶ (commit prompt + running row) ──▶ running ──turn-done──▶ (commit tail) ──▶ idle
 import { AgentFailure, type TurnResult } from '../../agents/agent.js';
 import type { ChatMessage } from '../../protocol/chat.js';
-import type { InterruptFrame, TurnStartFrame } from '../../protocol/frames.js';
+import type { TurnStartFrame } from '../../protocol/frames.js';
 import { Nanos } from '../../protocol/nanos.js';
 import type { TurnErrorReason } from '../../protocol/outbound.js';
-import type { TurnReport } from '../../persistence/store-writer.js';
-import { storageProblem } from '../../persistence/store.js';
+import type { QueuedPrompt, TurnReport } from '../../persistence/store-writer.js';
+import { storageProblem, type Work } from '../../persistence/store.js';
 import { rpcEvent } from '../../protocol/rpc.js';
 import type { FinishedTurn, HostMsg, SessionMsg, TurnOutcome } from './messages.js';
 import { tell, SECOND_MS, type Ref } from '../runtime.js';
 import type { HostServices } from './services.js';
-import { historyMeta, rowSaved, sessionInfo, sessionRow, setOverrides, type RunningTurn, type SessionState } from './session-state.js';
+import {
+  historyMeta,
+  queueView,
+  rememberSubmit,
+  rowSaved,
+  sessionInfo,
+  sessionRow,
+  setOverrides,
+  type RunningTurn,
+  type SessionState,
+} from './session-state.js';
+import { SteeringInbox } from './steering-inbox.js';
 import { finalize } from './session-lifecycle.js';
 import { buildTurnContext, runAgent } from './turn-context.js';
 import { nextTicketId } from './turn-admission.js';
@@ -27,7 +38,7 @@ const ACTIVITY_PERIOD_MS = SECOND_MS;
 let lastTurnNumber = 0;
 
 /** Unique across boots (the boot id is random) without a random draw per turn. */
-function newTurnId(bootId: string): string {
+export function newTurnId(bootId: string): string {
   return `turn-${bootId.slice(0, 12)}-${(++lastTurnNumber).toString(36)}`;
 }
 
@@ -58,8 +69,12 @@ export async function requestTurn(s: SessionState, frame: TurnStartFrame, reserv
     return;
   }
   const ticketId = reservedTicket ?? nextTicketId();
-  s.activity = { phase: 'waiting', ticketId, frame, turnId: frame.turn_id ?? newTurnId(env.services.bootId) };
+  const turnId = frame.turn_id ?? newTurnId(env.services.bootId);
+  const remember = rememberSubmit(s, frame, { turnId, queueId: null, steered: false });
+  s.activity = { phase: 'waiting', ticketId, frame, turnId, steering: new SteeringInbox(), remember };
   s.lastActiveMs = clock.nowMs();
+  // Only a parent that speaks PROTOCOL.md §2.1 hears this: the original host never wrote it.
+  if (frame.on_busy !== undefined) writer.write({ type: 'turn.accepted', sid: s.sid, request_id: frame.request_id, turn_id: turnId });
   if (reservedTicket !== undefined) await beginTurn(s, ticketId, env);
   else tell(env.host, { kind: 'admit', ticket: { id: ticketId, sid: s.sid, session: env.self } });
 }
@@ -71,7 +86,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
     tell(env.host, { kind: 'release', ticketId }); // withdrawn while the grant was in flight
     return;
   }
-  const { frame, turnId } = s.activity;
+  const { frame, turnId, queued, steering, remember } = s.activity;
   const isNew = s.row === 'none';
   adoptFrameSettings(s, frame, isNew);
   const seed = isNew && frame.history ? frame.history : [];
@@ -80,16 +95,27 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   const version = (isNew && frame.history_version !== undefined ? frame.history_version : s.historyVersion) + 1;
   // The row is written once per run (to mark it active); later turn starts only add rows.
   const row = s.row === 'active' ? undefined : sessionRow(s, bootId, version);
+  // A queued prompt leaves the queue in the commit that starts its turn: it never runs twice.
+  const queueRevision = queued ? s.queueRevision + 1 : s.queueRevision;
   try {
     await store.commit((w) => {
       if (row) w.saveSession(row);
       if (seed.length > 0) w.appendMessages(s.sid, firstSeq, seed, null);
       w.appendMessages(s.sid, firstSeq + seed.length, [prompt], turnId);
       w.startTurn(turnId, s.sid, frame.request_id, bootId);
+      remember?.(w);
+      if (queued) {
+        w.removeQueued(queued.queueId);
+        w.setQueueRevision(s.sid, queueRevision);
+      }
     });
   } catch (err) {
     failBeforeStart(s, frame, turnId, ticketId, err as Error, env);
     return;
+  }
+  if (queued) {
+    s.queueRevision = queueRevision;
+    writer.write({ type: 'rpc', sid: s.sid, message: rpcEvent(s.sid, 'session.queue', queueView(s)) });
   }
   // In place: copying a long history on every turn would cost more than the turn itself.
   for (const message of seed) s.history.push(message);
@@ -110,9 +136,11 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
     lastEventNs: null,
     finished: false,
     cancelActivityTimer: scheduleActivityTick(turnId, env),
+    steering,
+    ...(queued ? { queueId: queued.queueId } : {}),
   };
   s.activity = { phase: 'running', turn };
-  writer.write({ type: 'turn.started', sid: s.sid, request_id: frame.request_id, turn_id: turnId, started_ns: Nanos.of(turn.startedNs) });
+  writer.write({ type: 'turn.started', sid: s.sid, request_id: frame.request_id, turn_id: turnId, ...queueIdOf(turn), started_ns: Nanos.of(turn.startedNs) });
   const spec = { sid: s.sid, prompt: frame.text, history: s.history, historyLength, overrides: { ...s.overrides }, cwd: s.cwd };
   // On the next turn of the loop, after the writer's flush: turn.started is on the wire before
   // the agent runs, even an agent that blocks the loop at once.
@@ -130,9 +158,15 @@ function adoptFrameSettings(s: SessionState, frame: TurnStartFrame, isNew: boole
   }
 }
 
-/** Nothing of the turn was stored, and nothing of it is in memory: the session is as it was. */
+const queueIdOf = (turn: { queueId?: string }): { queue_id?: string } => (turn.queueId === undefined ? {} : { queue_id: turn.queueId });
+
+/**
+ * Nothing of the turn was stored, and nothing of it is in memory: the session is as it was. A
+ * queued prompt stays queued (its row is untouched); the client hears of the failure once.
+ */
 function failBeforeStart(s: SessionState, frame: TurnStartFrame, turnId: string, ticketId: number, err: Error, env: SessionEnv): void {
   env.services.log.error({ err, sid: s.sid, turnId }, 'could not commit the turn start');
+  returnToQueue(s);
   s.activity = { phase: 'idle' };
   tell(env.host, { kind: 'release', ticketId });
   env.services.writer.write({
@@ -146,13 +180,16 @@ function failBeforeStart(s: SessionState, frame: TurnStartFrame, turnId: string,
   ackDrainWaiters(s);
 }
 
-/** The agent finished (or threw): commit its messages, then say turn.end (or turn.error). */
-export async function finishTurn(s: SessionState, turnId: string, result: TurnResult | null, error: Error | null, env: SessionEnv): Promise<void> {
-  if (s.activity.phase !== 'running' || s.activity.turn.turnId !== turnId) return;
+/**
+ * The agent finished (or threw): commit its messages, then say turn.end (or turn.error). Answers
+ * the steered texts the turn did not store, for the head of the queue.
+ */
+export async function finishTurn(s: SessionState, turnId: string, result: TurnResult | null, error: Error | null, env: SessionEnv): Promise<QueuedPrompt[]> {
+  if (s.activity.phase !== 'running' || s.activity.turn.turnId !== turnId) return [];
   const turn = s.activity.turn;
   turn.finished = true;
   turn.cancelActivityTimer();
-  if (s.lifecycle === 'retained') return; // the shutdown already wrote this turn's partial tail
+  if (s.lifecycle === 'retained') return []; // the shutdown already wrote this turn's partial tail
   const interrupted = turn.controller.signal.aborted;
   const outcome: TurnOutcome = interrupted ? 'interrupted' : error ? 'failed' : 'completed';
   const reply = result?.reply ?? null;
@@ -168,6 +205,7 @@ export async function finishTurn(s: SessionState, turnId: string, result: TurnRe
   else if (outcome === 'failed') reportTurnError(s, turn, failure!, error instanceof AgentFailure ? error.reason : 'exception', env);
   else reportTurnEnd(s, turn, result, interrupted, env);
   ackDrainWaiters(s);
+  return turn.steering.leftover();
 }
 
 interface TurnEnding {
@@ -186,20 +224,30 @@ async function commitTurnEnd(
   const { store } = env.services;
   const firstSeq = s.history.length;
   const version = s.historyVersion + (messages.length > 0 ? 1 : 0);
+  const taken = turn.steering.takenSoFar();
   try {
     await store.commit((w) => {
       w.appendMessages(s.sid, firstSeq, messages, turn.turnId);
       w.endTurn(turn.turnId, ending.outcome, ending.failure, ending.report);
       w.touchSession(s.sid, version);
+      removeTaken(taken)(w);
     });
   } catch (err) {
     env.services.log.error({ err, sid: s.sid, turnId: turn.turnId }, 'could not commit the turn end');
     undoTurn(s, turn, err as Error, env);
     return err as Error;
   }
+  turn.steering.committed(taken.length);
   s.history.push(...messages);
   s.historyVersion = version;
   return true;
+}
+
+/** Steered texts the agent took are stored as its messages: their queue rows go in the same commit. */
+export function removeTaken(taken: readonly QueuedPrompt[]): Work {
+  return (w) => {
+    for (const item of taken) w.removeQueued(item.queueId);
+  };
 }
 
 /**
@@ -222,6 +270,7 @@ function reportTurnEnd(s: SessionState, turn: RunningTurn, result: TurnResult | 
     sid: s.sid,
     request_id: turn.requestId,
     turn_id: turn.turnId,
+    ...queueIdOf(turn),
     ...historyMeta(s),
     interrupted,
     ended_ns: Nanos.of(clock.hostNs()),
@@ -232,7 +281,7 @@ function reportTurnEnd(s: SessionState, turn: RunningTurn, result: TurnResult | 
 }
 
 function reportTurnError(s: SessionState, turn: RunningTurn, message: string, reason: TurnErrorReason, env: SessionEnv): void {
-  env.services.writer.write({ type: 'turn.error', sid: s.sid, request_id: turn.requestId, turn_id: turn.turnId, message, reason });
+  env.services.writer.write({ type: 'turn.error', sid: s.sid, request_id: turn.requestId, turn_id: turn.turnId, ...queueIdOf(turn), message, reason });
 }
 
 function finishedTurn(s: SessionState, turn: RunningTurn, outcome: TurnOutcome): FinishedTurn {
@@ -240,35 +289,44 @@ function finishedTurn(s: SessionState, turn: RunningTurn, outcome: TurnOutcome):
 }
 
 /**
- * interrupt: abort a running turn, or end a waiting one; either way the queued-prompt generation
- * moves on. With a turn id that is not the session's turn, nothing is touched (`not_current`).
+ * Stops the session's turn: a running one is aborted (it ends through finishTurn), a waiting one
+ * ends now as interrupted; either way the queued-prompt generation moves on. Answers the queued
+ * prompt a waiting turn was about to run: it ran (interrupted), so its row must go.
  */
-export function interruptTurn(s: SessionState, frame: InterruptFrame, env: SessionEnv): void {
+export function stopTurn(s: SessionState, env: SessionEnv): QueuedPrompt | null {
   const { writer, clock } = env.services;
-  const requestId = frame.request_id;
   const activity = s.activity;
-  const current = activity.phase === 'running' ? activity.turn.turnId : activity.phase === 'waiting' ? activity.turnId : null;
-  if (frame.turn_id !== undefined && frame.turn_id !== current) {
-    writer.write({ type: 'interrupt.ack', sid: s.sid, request_id: requestId, applied: false, reason: 'not_current' });
-    return;
-  }
   s.generation++;
-  writer.write({ type: 'interrupt.ack', sid: s.sid, request_id: requestId, applied: true, applied_ns: Nanos.of(clock.hostNs()) });
   if (activity.phase === 'running') {
     activity.turn.controller.abort();
     for (const request of s.requests.values()) tell(request.ref, { kind: 'cancel', reason: 'interrupted' });
-  } else if (activity.phase === 'waiting') {
-    s.activity = { phase: 'idle' };
-    tell(env.host, { kind: 'withdraw', ticketId: activity.ticketId });
-    writer.write({ type: 'turn.end', sid: s.sid, request_id: activity.frame.request_id, turn_id: activity.turnId, interrupted: true, ended_ns: Nanos.of(clock.hostNs()) });
-    ackDrainWaiters(s);
+    return null;
   }
+  if (activity.phase !== 'waiting') return null;
+  s.activity = { phase: 'idle' };
+  tell(env.host, { kind: 'withdraw', ticketId: activity.ticketId });
+  const queueId = activity.queued === undefined ? {} : { queue_id: activity.queued.queueId };
+  writer.write({ type: 'turn.end', sid: s.sid, request_id: activity.frame.request_id, turn_id: activity.turnId, ...queueId, interrupted: true, ended_ns: Nanos.of(clock.hostNs()) });
+  ackDrainWaiters(s);
+  return activity.queued ?? null;
+}
+
+/** A waiting turn that came from the queue and will not start now: its prompt is the queue's head again (its row never left). */
+function returnToQueue(s: SessionState): void {
+  if (s.activity.phase === 'waiting' && s.activity.queued !== undefined) s.queue.unshift(s.activity.queued);
 }
 
 /** The host closed admission while this turn waited for a slot: it never started. */
 export function refuseWaitingTurn(s: SessionState, ticketId: number, env: SessionEnv): void {
   if (s.activity.phase !== 'waiting' || s.activity.ticketId !== ticketId) return;
-  const { frame, turnId } = s.activity;
+  const { frame, turnId, queued } = s.activity;
+  if (queued !== undefined) {
+    // A queued prompt waits for the next host: nothing failed.
+    returnToQueue(s);
+    s.activity = { phase: 'idle' };
+    ackDrainWaiters(s);
+    return;
+  }
   s.activity = { phase: 'idle' };
   env.services.writer.write({
     type: 'turn.error',

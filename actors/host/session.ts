@@ -10,15 +10,14 @@ import { spawnServerRequest } from './server-request.js';
 import type { HostServices } from './services.js';
 import { compressDuringTurn, reloadTools, runControl, saveDuringTurn } from './session-controls.js';
 import { newSessionState, type SessionState } from './session-state.js';
+import { interrupt, receiveTurnStart, requeue, runQueueOp, startNextQueued } from './session-queue.js';
 import { retain } from './session-lifecycle.js';
 import {
   ackDrainWaiters,
   beginTurn,
   dropWaitingTurn,
   finishTurn,
-  interruptTurn,
   refuseWaitingTurn,
-  requestTurn,
   sampleActivity,
   type SessionEnv,
 } from './session-turn.js';
@@ -51,12 +50,14 @@ async function handle(s: SessionState, msg: SessionMsg, env: SessionEnv, ctx: Ac
       return s;
     case 'slot':
       await beginTurn(s, msg.ticketId, env);
+      startNextQueued(s, env); // when the start could not be stored, the queue goes on
       return s;
     case 'admission-refused':
       refuseWaitingTurn(s, msg.ticketId, env);
       return s;
     case 'turn-done':
-      await finishTurn(s, msg.turnId, msg.result, msg.error, env);
+      await requeue(s, await finishTurn(s, msg.turnId, msg.result, msg.error, env), env);
+      startNextQueued(s, env);
       return s;
     case 'save-tail':
       tell(msg.replyTo, await saveDuringTurn(s, msg.turnId, env));
@@ -94,10 +95,13 @@ async function onFrame(s: SessionState, msg: FrameMsg, env: SessionEnv): Promise
   const { frame, control } = msg;
   switch (frame.type) {
     case 'turn.start':
-      await requestTurn(s, frame, msg.reservedTicket, env);
+      await receiveTurnStart(s, frame, msg.reservedTicket, env);
       return;
     case 'interrupt':
-      interruptTurn(s, frame, env);
+      await interrupt(s, frame, env);
+      return;
+    case 'queue':
+      await runQueueOp(s, frame, env);
       return;
     case 'respond':
       relayRespond(s, frame, env);

@@ -66,6 +66,16 @@ export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: Ho
       );
       if (failure !== null) throw new Error(failure);
     },
+    takeSteering(): string[] {
+      if (turn.finished) return [];
+      return turn.steering.take().map((item) => {
+        turn.pending.push({ role: 'user', content: item.text });
+        return item.text;
+      });
+    },
+    steeringArrival(ms: number): Promise<void> {
+      return turn.steering.arrival(ms, turn.controller.signal);
+    },
     async ask(method: ServerRequestMethod, params: Record<string, unknown>, options = {}): Promise<unknown> {
       if (turn.finished || turn.controller.signal.aborted) return null;
       const timeoutMs = options.timeoutMs ?? services.requestTimeoutMs;

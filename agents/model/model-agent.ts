@@ -26,6 +26,7 @@ export function createModelAgent(options: ModelAgentOptions): Agent {
 
 class ModelAgent implements Agent {
   readonly name = 'openai';
+  readonly steerable = true;
   private config!: ModelConfig;
   private api!: ModelApi;
   /** Compiled once per config: a turn only looks tools up. */
@@ -64,6 +65,8 @@ class ModelAgent implements Agent {
       max_tokens: config.max_tokens,
     });
     while (usage.calls < config.max_tool_rounds) {
+      // Texts steered in since the last call reach this one, after the tool results before them.
+      for (const text of turn.takeSteering()) added.push({ role: 'user', content: text });
       let sent = request();
       if (!compressed && this.promptSizes.estimate(turn.sid, sent.messages) > config.compress_at * config.context_tokens) {
         compressed = true;

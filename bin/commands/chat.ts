@@ -1,7 +1,9 @@
 // `turnhost chat [--session ID] [TEXT]`: one turn, or a prompt loop, through the daemon (started
 // if none runs). Streams the reply as it arrives; asks clarify and approval questions at the
-// terminal, or reads the answers from stdin lines when stdin is not a terminal. Ctrl-C
-// interrupts the running turn; a second Ctrl-C leaves.
+// terminal, or reads the answers from stdin lines when stdin is not a terminal. At a terminal,
+// what the user types while a turn runs is queued (PROTOCOL.md §2.1) and the queue is shown as it
+// changes; from a pipe, each line waits for the turn before it (a line may answer a question).
+// Ctrl-C stops the running turn (and clears the queue); a second Ctrl-C leaves.
 import { createInterface, type Interface } from 'node:readline';
 import { connect, type TurnhostClient } from '../../client/turnhost-client.js';
 import type { ApprovalRequest, ClarifyRequest, HandlerContext, SessionEvent } from '../../client/types.js';
@@ -51,6 +53,7 @@ export async function chatCommand(homeDir: string, options: ChatOptions): Promis
     const chat = new Chat(client, sid, input);
     if (options.text !== undefined) return await chat.turn(options.text);
     process.stderr.write(`session ${sid} (Ctrl-D to leave)\n`);
+    if (process.stdin.isTTY) return await chat.typing();
     for (;;) {
       const line = await input.next('> ');
       if (line === null) return 0;
@@ -78,9 +81,20 @@ async function openSession(client: TurnhostClient, sid: string | undefined): Pro
   return (await client.createSession(sid === undefined ? {} : { session_id: sid })).session_id;
 }
 
+/** Turn ids remembered as ended: a turn's end may arrive before the answer to its submit. */
+const ENDED_KEPT = 100;
+
 class Chat {
-  private current: { turnId: string | null; done: () => void; interrupts: number } | null = null;
+  private running: { turnId: string; interrupts: number } | null = null;
+  /** Turns this chat submitted and waits for, by turn id. */
+  private readonly awaited = new Map<string, () => void>();
+  private readonly ended = new Set<string>();
   private leave: (code: number) => void = () => {};
+  private readonly left = new Promise<number>((resolve) => (this.leave = resolve));
+  /** The prompt read at the terminal, cancelled while a question uses the input. */
+  private reading: AbortController | null = null;
+  private questionDone: Promise<void> = Promise.resolve();
+  private shownQueue = 0;
   private atLineStart = true;
   /** Reasoning is written to stderr between the reply's fragments; this notes that one is open. */
   private inReasoning = false;
@@ -95,8 +109,8 @@ class Chat {
     private readonly input: Input,
   ) {
     void this.follow(client.events(sid));
-    client.onClarify((request, context) => this.clarify(request, context));
-    client.onApproval((request, context) => this.approve(request, context));
+    client.onClarify((request, context) => this.asking(() => this.clarify(request, context)));
+    client.onApproval((request, context) => this.asking(() => this.approve(request, context)));
   }
 
   private async follow(events: AsyncIterable<SessionEvent>): Promise<void> {
@@ -108,38 +122,115 @@ class Chat {
     }
   }
 
-  /** Runs one turn; resolves 0 when it ends, 130 when the user left with a second Ctrl-C. */
+  /** Runs one turn (queued behind a running one); resolves 0 when it ends, 130 when the user left with a second Ctrl-C. */
   async turn(text: string): Promise<number> {
-    const ended = new Promise<number>((resolve) => {
-      this.leave = resolve;
-      this.current = { turnId: null, done: () => resolve(0), interrupts: 0 };
+    return this.withCtrlC(async () => {
+      const submitted = await this.submit(text);
+      if (submitted === null) return 0;
+      return Promise.race([submitted.ended.then(() => 0), this.left]);
     });
+  }
+
+  /** At a terminal: every line typed is submitted at once (queued while a turn runs); Ctrl-D waits for what is left, then leaves. */
+  async typing(): Promise<number> {
+    return this.withCtrlC(async () => {
+      const ends: Promise<void>[] = [];
+      const reading = (async (): Promise<number> => {
+        for (;;) {
+          const line = await this.readPrompt();
+          if (line === null) break;
+          if (line.trim() === '') continue;
+          const submitted = await this.submit(line);
+          if (submitted !== null) ends.push(submitted.ended);
+        }
+        await Promise.all(ends);
+        return 0;
+      })();
+      return Promise.race([reading, this.left]);
+    });
+  }
+
+  private async withCtrlC(body: () => Promise<number>): Promise<number> {
     const onSigint = (): void => this.interrupt();
     process.on('SIGINT', onSigint);
     try {
-      const started = await this.client.submit(this.sid, text);
-      if (this.current) this.current.turnId = started.turn_id;
-      return await ended;
-    } catch (err) {
-      process.stderr.write(`turnhost chat: ${(err as Error).message}\n`);
-      return 0;
+      return await body();
     } finally {
       process.off('SIGINT', onSigint);
-      this.current = null;
+    }
+  }
+
+  /** Submits; `ended` settles when the prompt's turn ends; null when it has none to wait for (or failed). */
+  private async submit(text: string): Promise<{ ended: Promise<void> } | null> {
+    try {
+      const result = await this.client.submit(this.sid, text);
+      if (result.status === 'queued') process.stderr.write(`(queued, #${result.position}: it runs when the turns before it end)\n`);
+      if (result.status === 'steered') process.stderr.write('(handed to the running turn)\n');
+      const turnId = result.status === 'steered' ? undefined : result.turn_id;
+      if (turnId === undefined) return null;
+      if (this.ended.has(turnId)) return { ended: Promise.resolve() };
+      return { ended: new Promise((resolve) => this.awaited.set(turnId, resolve)) };
+    } catch (err) {
+      process.stderr.write(`turnhost chat: ${(err as Error).message}\n`);
+      return null;
+    }
+  }
+
+  /** The next line typed at the prompt; a question takes the input meanwhile, then the prompt comes back. */
+  private async readPrompt(): Promise<string | null> {
+    for (;;) {
+      await this.questionDone;
+      const reading = new AbortController();
+      this.reading = reading;
+      const line = await this.input.next('> ', reading.signal);
+      this.reading = null;
+      if (line !== null || !reading.signal.aborted) return line;
+    }
+  }
+
+  private async asking<T>(question: () => Promise<T>): Promise<T> {
+    let done = (): void => {};
+    const previous = this.questionDone;
+    this.questionDone = new Promise((resolve) => (done = resolve));
+    this.reading?.abort();
+    try {
+      await previous;
+      return await question();
+    } finally {
+      done();
     }
   }
 
   interrupt(): void {
-    if (this.current === null) return;
-    this.current.interrupts++;
-    if (this.current.interrupts > 1) {
+    if (this.running === null) {
+      this.leave(EXIT_INTERRUPTED);
+      return;
+    }
+    this.running.interrupts++;
+    if (this.running.interrupts > 1) {
       this.leave(EXIT_INTERRUPTED);
       return;
     }
     process.stderr.write('\n(interrupting; Ctrl-C again to leave)\n');
     // Only this turn: a Ctrl-C that lands as the turn ends must not stop the next one.
-    const turnId = this.current.turnId;
-    this.client.interrupt(this.sid, turnId === null ? {} : { turn_id: turnId }).catch(() => {});
+    this.client.interrupt(this.sid, { turn_id: this.running.turnId }).catch(() => {});
+  }
+
+  private turnEnded(turnId: string): void {
+    if (this.running?.turnId === turnId) this.running = null;
+    this.ended.add(turnId);
+    if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.values().next().value!);
+    this.awaited.get(turnId)?.();
+    this.awaited.delete(turnId);
+  }
+
+  /** The queue as it changes: what waits, in order, or that it has emptied. */
+  private showQueue(items: { text: string }[]): void {
+    if (items.length === 0 && this.shownQueue === 0) return;
+    this.shownQueue = items.length;
+    this.endLine();
+    if (items.length === 0) process.stderr.write('[queue] empty\n');
+    else process.stderr.write(`[queue] ${items.length} waiting: ${items.map((item, i) => `${i + 1}. ${oneLine(item.text).slice(0, 40)}`).join('  ')}\n`);
   }
 
   private write(text: string): void {
@@ -189,16 +280,22 @@ class Chat {
       case 'replay.partial':
         process.stderr.write('(reconnected: some of what happened meanwhile is only in `turnhost history`)\n');
         return;
+      case 'turn.started':
+        this.running = { turnId: String(p['turn_id']), interrupts: 0 };
+        return;
+      case 'session.queue':
+        this.showQueue(Array.isArray(p['items']) ? (p['items'] as { text: string }[]) : []);
+        return;
       case 'turn.end':
         this.endLine();
         if (p['interrupted']) process.stderr.write('(interrupted)\n');
         if (typeof p['usage'] === 'object' && p['usage'] !== null) this.note(usageLine(p['usage'] as Record<string, number>));
-        this.current?.done();
+        this.turnEnded(String(p['turn_id']));
         return;
       case 'turn.error':
         this.endLine();
         process.stderr.write(`turn failed: ${String(p['message'])} (${String(p['reason'])})\n`);
-        this.current?.done();
+        this.turnEnded(String(p['turn_id']));
         return;
     }
   }

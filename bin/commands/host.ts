@@ -77,6 +77,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
     workers,
     heartbeat_secs: heartbeatSecs,
     recovered: store.retainedSessions(),
+    queued: store.queuedSessions(),
   });
   writer.flush();
 

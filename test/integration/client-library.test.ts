@@ -47,7 +47,7 @@ describe('turnhost/client against the real daemon', function () {
     expect((missing as TurnhostError).code).to.equal(ErrorCodes.sessionNotFound);
     const busy = client.submit('lib', '/sleep 5');
     await busy;
-    const refused = await client.submit('lib', 'again').catch((e: unknown) => e);
+    const refused = await client.submit('lib', 'again', { on_busy: 'reject' }).catch((e: unknown) => e);
     expect(refused).to.be.instanceOf(TurnhostError);
     expect(refused).to.include({ code: ErrorCodes.sessionBusy });
     await client.interrupt('lib');

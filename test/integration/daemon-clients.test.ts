@@ -75,7 +75,7 @@ describe('daemon: the client socket (real processes)', function () {
     expect((await rpcError(client.call('slash.model', { session_id: 'ghost', model: 'm' }))).code).to.equal(4004);
     await client.call('prompt.submit', { session_id: 's1', text: '/sleep 30' });
     await client.nextEvent('turn.started', 's1');
-    expect((await rpcError(client.call('prompt.submit', { session_id: 's1', text: 'again' }))).code).to.equal(4009);
+    expect((await rpcError(client.call('prompt.submit', { session_id: 's1', text: 'again', on_busy: 'reject' }))).code).to.equal(4009);
     expect((await rpcError(client.call('slash.model', { session_id: 's1', model: 'm' }))).code).to.equal(4009);
     const saved = await client.call('session.save', { session_id: 's1' });
     expect(saved).to.include({ saved: 0, message_count: 1 });

@@ -106,6 +106,24 @@ describe('model agent: tools, approvals and clarify (real host, fake model serve
     expect(mcpCalls(s).map((c) => c.event)).to.deep.equal(['start', 'start', 'start', 'end', 'end', 'end']);
   });
 
+  it('a text steered in during a tool call reaches the next model request, after the tool results, and is stored there', async () => {
+    const s = await toolScene();
+    s.fake.reply({ toolCalls: [{ id: 'nap', name: 'mcp_t_slow', args: ['{"seconds": 1}'] }] }, { text: ['noted'] });
+    const host = await startModelHost(h, s);
+    host.send({ type: 'turn.start', sid: 's1', request_id: 'r1', text: 'take a nap' });
+    await host.next('rpc', { where: (f) => (f['message'] as { params?: { type?: string } }).params?.type === 'tool.start' });
+    host.send({ type: 'turn.start', sid: 's1', request_id: 'r2', text: 'and then say hi', on_busy: 'steer' });
+    const steered = await host.nextOf(['turn.steered', 'turn.queued', 'turn.error'], { where: (f) => f['request_id'] === 'r2' });
+    expect(steered.type).to.equal('turn.steered');
+    const end = await host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === 'r1' });
+    expect(end.type).to.equal('turn.end');
+    const second = s.fake.requests[1]!.body.messages.slice(-3).map((m) => m.role + (m.role === 'user' ? `:${m.content}` : ''));
+    expect(second).to.deep.equal(['assistant', 'tool', 'user:and then say hi']);
+    expect(host.all('turn.end', (f) => f['request_id'] === 'r2')).to.have.length(0);
+    const history = (await h.runCli(['history', 's1', '--home', s.home, '--json'])).stdout;
+    expect((JSON.parse(history) as { role: string }[]).map((m) => m.role)).to.deep.equal(['user', 'assistant', 'tool', 'user', 'assistant']);
+  });
+
   it("a call past its server's timeout_s comes back to the model as an error result", async () => {
     const s = await scene((sc) => ({ approval: allowAll, mcp_servers: { t: fixtureServer(sc, { timeout_s: 0.3 }) } }));
     s.fake.reply({ toolCalls: [{ id: 'late', name: 'mcp_t_slow', args: ['{"seconds": 5}'] }] }, { text: ['gave up'] });

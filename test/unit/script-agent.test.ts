@@ -6,6 +6,7 @@ function turn(prompt: string, answers: Record<string, unknown> = {}) {
   const events: AgentEvent[] = [];
   const asked: { method: string; params: Record<string, unknown> }[] = [];
   const controller = new AbortController();
+  const steering: string[] = [];
   const context: TurnContext = {
     sid: 's',
     turnId: 't',
@@ -18,6 +19,8 @@ function turn(prompt: string, answers: Record<string, unknown> = {}) {
     append: () => {},
     save: async () => {},
     compressHistory: async () => {},
+    takeSteering: () => steering.splice(0),
+    steeringArrival: async () => {},
     ask: async (method, params) => {
       asked.push({ method, params });
       return answers[method] ?? null;

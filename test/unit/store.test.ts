@@ -44,6 +44,7 @@ describe('store', () => {
       const [table, name] = column.split('.');
       raw.exec(`ALTER TABLE ${table} DROP COLUMN ${name}`);
     }
+    raw.exec('DROP TABLE queue; DROP TABLE submits; ALTER TABLE sessions DROP COLUMN queue_revision');
     raw.pragma('user_version = 1');
     raw.close();
     store = Store.open(file);
