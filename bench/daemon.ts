@@ -105,7 +105,7 @@ class SocketDriver implements TurnTarget {
   }
 }
 
-async function startDaemon(home: string): Promise<ChildProcess> {
+export async function startDaemon(home: string): Promise<ChildProcess> {
   const daemon = spawn(process.execPath, [CLI, 'daemon', '--home', home, '--workers', '64'], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, TURNHOST_LOG_LEVEL: 'info' },
@@ -121,7 +121,7 @@ async function startDaemon(home: string): Promise<ChildProcess> {
   return daemon;
 }
 
-async function stopDaemon(daemon: ChildProcess): Promise<void> {
+export async function stopDaemon(daemon: ChildProcess): Promise<void> {
   const exited = new Promise<void>((resolve) => daemon.once('exit', () => resolve()));
   daemon.kill('SIGTERM');
   await exited;

@@ -1,7 +1,8 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, or all.
 import { benchAgent } from './agent.js';
 import { benchDaemon } from './daemon.js';
 import { benchHost } from './host.js';
+import { benchQueue } from './queue.js';
 import { benchRecovery } from './recovery.js';
 import { benchShutdown } from './shutdown.js';
 
@@ -11,6 +12,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   daemon: benchDaemon,
   recovery: benchRecovery,
   agent: benchAgent,
+  queue: benchQueue,
 };
 
 const names = process.argv.slice(2);

@@ -42,6 +42,10 @@ function hostOptions(command: Command): Command {
  * before the rest has left cuts the output (`history --json | jq` would get broken JSON).
  */
 async function run(name: string, body: () => number | Promise<number>): Promise<void> {
+  // The host writes its frames to fd 1 itself, with blocking writes: opening process.stdout
+  // would make fd 1 non-blocking, and a full pipe would then cost the host a sleep per write.
+  const streams = name === 'host' ? [process.stderr] : [process.stdout, process.stderr];
+  for (const stream of streams) quietOnClosedPipe(stream);
   let code: number;
   try {
     code = await body();
@@ -50,7 +54,7 @@ async function run(name: string, body: () => number | Promise<number>): Promise<
     code = err instanceof AgentLoadError ? err.exitCode : 1;
   }
   process.exitCode = code;
-  await Promise.all([drained(process.stdout), drained(process.stderr)]);
+  await Promise.all(streams.map(drained));
   process.exit(code);
 }
 
@@ -69,8 +73,6 @@ function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
     throw err;
   });
 }
-quietOnClosedPipe(process.stdout);
-quietOnClosedPipe(process.stderr);
 
 /** A broken agent config fails here, in one line with exit 78, not later in a background daemon. */
 function checkAgentConfig(opts: { home?: string; agent?: string; agentConfig?: string }): undefined {

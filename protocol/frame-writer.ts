@@ -26,7 +26,11 @@ export class FrameWriter {
   ) {}
 
   write(frame: HostOutFrame): void {
-    const body = stringifyWithNanos(frame);
+    this.writeJson(stringifyWithNanos(frame));
+  }
+
+  /** A frame already serialized (a frame built from cached parts); `body` is one JSON object. */
+  writeJson(body: string): void {
     const line = `${body.slice(0, -1)},"host_ns":${this.hostNs()}}\n`;
     this.batch.push(line);
     this.batchBytes += line.length;

@@ -7,6 +7,7 @@ import { removeRegistry, reconcile, writeRegistry } from '../../persistence/regi
 import type { HelloFrame, TurnUsage } from '../../protocol/outbound.js';
 import type { EventPayloads } from '../../protocol/rpc.js';
 import { RpcError } from '../../protocol/client-rpc.js';
+import { eventLine } from '../../protocol/event-line.js';
 import { HostChild, type HostChildEvents, type HostHandle } from './host-child.js';
 import { PendingControls } from './pending-controls.js';
 import { afterCrash } from './restart-policy.js';
@@ -168,7 +169,7 @@ async function spawnHost(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, w
 }
 
 /**
- * Every host line is parsed once here. Client-visible messages and turn lifecycle frames go to the
+ * Every host line is parsed once here (an event line only cut, see event-line.ts). Client-visible messages and turn lifecycle frames go to the
  * gateway straight from here, in the order the host wrote them; the supervisor sees the rest
  * (and the turn frames too, for its own bookkeeping). Each actor gets one message per read: nact
  * handles one message per event-loop turn, so a message per line would spread one read over
@@ -178,6 +179,11 @@ function routeHostLines(child: HostHandle, texts: string[], supervisor: Ref<Supe
   const forClients: GatewayMsg[] = [];
   const forSupervisor: HostFrameIn[] = [];
   for (const text of texts) {
+    const event = eventLine(text);
+    if (event !== null) {
+      forClients.push({ kind: 'session-message', sid: event.sid, json: '', eventParams: event.paramsJson });
+      continue;
+    }
     const frame = parseHostLine(text, log);
     if (frame !== null) routeHostFrame(frame, forClients, forSupervisor);
   }

@@ -10,9 +10,8 @@ import type { InterruptFrame, QueueFrame, TurnStartFrame } from '../../protocol/
 import { Nanos } from '../../protocol/nanos.js';
 import { ErrorCodes } from '../../protocol/client-rpc.js';
 import type { SubmitState } from '../../protocol/outbound.js';
-import { rpcEvent } from '../../protocol/rpc.js';
 import { tell } from '../runtime.js';
-import { currentSteering, currentTurnId, queueView, rememberSubmit, type SessionState } from './session-state.js';
+import { currentSteering, currentTurnId, queueEventFrame, queueView, rememberSubmit, type SessionState } from './session-state.js';
 import { newTurnId, removeTaken, requestTurn, stopTurn, type SessionEnv } from './session-turn.js';
 import { SteeringInbox } from './steering-inbox.js';
 import { nextTicketId } from './turn-admission.js';
@@ -221,7 +220,7 @@ function changeItem(s: SessionState, item: QueuedPrompt, frame: Extract<QueueFra
   const drop = (): void => void s.queue.splice(s.queue.indexOf(item), 1);
   switch (frame.op) {
     case 'edit':
-      return changeQueue(s, env, (w) => w.editQueued(item.queueId, frame.text), () => (item.text = frame.text));
+      return changeQueue(s, env, (w) => w.editQueued(item.queueId, frame.text), () => (s.queue[s.queue.indexOf(item)] = { ...item, text: frame.text }));
     case 'delete':
       return changeQueue(s, env, (w) => w.removeQueued(item.queueId), drop);
     case 'steer': {
@@ -265,7 +264,7 @@ async function changeQueue(s: SessionState, env: SessionEnv, work: Work, apply: 
 }
 
 export function announceQueue(s: SessionState, env: SessionEnv): void {
-  env.services.writer.write({ type: 'rpc', sid: s.sid, message: rpcEvent(s.sid, 'session.queue', queueView(s)) });
+  env.services.writer.writeJson(queueEventFrame(s));
 }
 
 /**

@@ -191,3 +191,26 @@ export function queueView(s: SessionState): QueueView {
 function itemView(item: QueuedPrompt): QueueItemView {
   return { queue_id: item.queueId, client_message_id: item.clientMessageId, text: item.text, queued_at: new Date(item.queuedAt).toISOString() };
 }
+
+/** Each item's JSON, made once: an item never changes (an edit replaces it). */
+const itemJson = new WeakMap<QueuedPrompt, string>();
+
+/**
+ * The `session.queue` event (PROTOCOL.md §2.1): every change carries the whole queue, so n
+ * queued prompts cost n² item views over their lifetime; the event is built from each item's
+ * JSON, made once, instead of serializing the whole list again on every change. The rpc frame
+ * keeps the shape and key order of `rpcEvent` (the daemon reads events in that shape).
+ */
+export function queueEventFrame(s: SessionState): string {
+  const items = s.queue.map((item) => {
+    let json = itemJson.get(item);
+    if (json === undefined) {
+      json = JSON.stringify(itemView(item));
+      itemJson.set(item, json);
+    }
+    return json;
+  });
+  const sid = JSON.stringify(s.sid);
+  const params = `{"type":"session.queue","session_id":${sid},"payload":{"revision":${s.queueRevision},"items":[${items.join(',')}]}}`;
+  return `{"type":"rpc","sid":${sid},"message":{"jsonrpc":"2.0","method":"event","params":${params}}}`;
+}

@@ -13,7 +13,7 @@ import { tell, SECOND_MS, type Ref } from '../runtime.js';
 import type { HostServices } from './services.js';
 import {
   historyMeta,
-  queueView,
+  queueEventFrame,
   rememberSubmit,
   rowSaved,
   sessionInfo,
@@ -115,7 +115,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   }
   if (queued) {
     s.queueRevision = queueRevision;
-    writer.write({ type: 'rpc', sid: s.sid, message: rpcEvent(s.sid, 'session.queue', queueView(s)) });
+    writer.writeJson(queueEventFrame(s));
   }
   // In place: copying a long history on every turn would cost more than the turn itself.
   for (const message of seed) s.history.push(message);

@@ -10,6 +10,34 @@ const reply = (line: string) => {
 };
 
 describe('frames', () => {
+  it('parses on_busy, client_message_id, keep_queue and the queue frame; names the bad field', () => {
+    const start = parseFrame(JSON.stringify({ type: 'turn.start', sid: 's', request_id: 'r', text: 't', on_busy: 'steer', client_message_id: 'm-1' }));
+    expect(start).to.deep.include({ ok: true });
+    expect((start as { frame: object }).frame).to.include({ on_busy: 'steer', client_message_id: 'm-1' });
+    expect(reply(JSON.stringify({ type: 'turn.start', sid: 's', request_id: 'r', text: 't', on_busy: 'later' }))).to.include({
+      type: 'turn.error',
+      reason: 'invalid',
+      message: 'on_busy must be one of queue, reject, interrupt, steer',
+    });
+    expect((parseFrame(JSON.stringify({ type: 'interrupt', sid: 's', request_id: 'r', keep_queue: true })) as { frame: object }).frame).to.include({ keep_queue: true });
+    expect((parseFrame(JSON.stringify({ type: 'queue', sid: 's', request_id: 'r', op: 'edit', queue_id: 'q-1', text: 'new' })) as { frame: object }).frame).to.deep.equal({
+      type: 'queue',
+      sid: 's',
+      request_id: 'r',
+      op: 'edit',
+      queue_id: 'q-1',
+      text: 'new',
+    });
+    expect(reply(JSON.stringify({ type: 'queue', sid: 's', request_id: 'r', op: 'delete' }))).to.deep.equal({
+      type: 'queue.error',
+      sid: 's',
+      request_id: 'r',
+      message: 'queue_id required',
+      code: -32602,
+    });
+    expect(reply(JSON.stringify({ type: 'queue', sid: 's', request_id: 'r', op: 'edit', queue_id: 'q-1' }))).to.include({ message: 'text must be a string' });
+  });
+
   it('parses a full turn.start, taking `prompt` when `text` is absent', () => {
     const parsed = parseFrame(
       JSON.stringify({

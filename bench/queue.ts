@@ -1,0 +1,106 @@
+// `npm run bench -- queue`: 1,000 prompts submitted to one busy session through the daemon
+// (each committed to the queue before it is answered), then drained, next to the same 1,000
+// prompts sent to a host alone back to back (the floor, measured in the same run). Target: the
+// queue path at no less than 50% of the host's plain turn rate (issue 13).
+import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { LineReader } from '../protocol/line-reader.js';
+import { CLI, printTable, round, verdict, withTempDir, writeResult } from './common.js';
+import { startDaemon, stopDaemon } from './daemon.js';
+import { backToBack, TurnProcess } from './driver.js';
+
+const PROMPTS = 1000;
+const WARMUP = 200;
+const SID = 'busy';
+
+/** The daemon's socket, counting answers to submits and the session's turn.end events. */
+class QueueClient {
+  private nextId = 0;
+  private answered = 0;
+  private ended = 0;
+  private readonly waits: { what: 'answered' | 'ended'; count: number; resolve: () => void }[] = [];
+
+  private constructor(private readonly socket: Socket) {
+    const reader = new LineReader({
+      line: (line) => {
+        if (line.includes('"type":"turn.end"')) this.ended++;
+        else if (line.includes('"status":"queued"')) this.answered++;
+        else if (line.includes('"error"')) throw new Error(`the daemon refused a submit: ${line}`);
+        for (const wait of this.waits.splice(0)) {
+          if (this[wait.what] >= wait.count) wait.resolve();
+          else this.waits.push(wait);
+        }
+      },
+      oversized: () => {},
+    });
+    socket.on('data', (chunk: Buffer) => reader.push(chunk));
+  }
+
+  static open(path: string): Promise<QueueClient> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(path);
+      socket.once('connect', () => resolve(new QueueClient(socket)));
+      socket.once('error', reject);
+    });
+  }
+
+  send(method: string, params: object): void {
+    this.socket.write(`{"jsonrpc":"2.0","id":${++this.nextId},"method":"${method}","params":${JSON.stringify(params)}}\n`);
+  }
+
+  until(what: 'answered' | 'ended', count: number): Promise<void> {
+    if (this[what] >= count) return Promise.resolve();
+    return new Promise((resolve) => this.waits.push({ what, count, resolve }));
+  }
+
+  close(): void {
+    this.socket.end();
+  }
+}
+
+/** Busy turn, 1,000 submits (timed until the last is answered `queued`), then a stop that keeps the queue and the drain (timed). */
+async function queueThenDrain(home: string): Promise<{ queueMs: number; drainMs: number }> {
+  const daemon = await startDaemon(home);
+  const client = await QueueClient.open(join(home, 'turnhost.sock'));
+  try {
+    client.send('prompt.submit', { session_id: SID, text: '/sleep 60' });
+    const queueStart = performance.now();
+    for (let i = 0; i < PROMPTS; i++) client.send('prompt.submit', { session_id: SID, text: 'hello', client_message_id: `m-${i}` });
+    await client.until('answered', PROMPTS);
+    const queueMs = performance.now() - queueStart;
+    const drainStart = performance.now();
+    client.send('session.interrupt', { session_id: SID, keep_queue: true });
+    await client.until('ended', PROMPTS + 1);
+    return { queueMs, drainMs: performance.now() - drainStart };
+  } finally {
+    client.close();
+    await stopDaemon(daemon);
+  }
+}
+
+export async function benchQueue(): Promise<void> {
+  process.stdout.write('measuring the host alone (one session, back to back)…\n');
+  const floor = await withTempDir(async (dir) => {
+    const proc = new TurnProcess(process.execPath, [CLI, 'host', '--home', dir]);
+    await proc.hello;
+    const latency = await backToBack(proc, SID, WARMUP, PROMPTS);
+    await proc.close();
+    return { turnsPerSec: 1000 / latency.meanMs, meanMs: latency.meanMs };
+  });
+  process.stdout.write('measuring the queue through the daemon…\n');
+  const queued = await withTempDir(queueThenDrain);
+  const queuedPerSec = (PROMPTS * 1000) / (queued.queueMs + queued.drainMs);
+  const ratio = queuedPerSec / floor.turnsPerSec;
+  printTable(
+    `${PROMPTS} prompts to one session`,
+    ['path', 'turns/s', 'queueing ms', 'draining ms'],
+    [
+      ['host alone, back to back', round(floor.turnsPerSec), '', ''],
+      ['daemon: queued while busy, then drained', round(queuedPerSec), round(queued.queueMs), round(queued.drainMs)],
+    ],
+  );
+  const targets = { queueRateOfFloor: { value: `${round(ratio * 100, 1)}%`, target: '>= 50%', met: ratio >= 0.5 } };
+  printTable('targets', ['measure', 'value', 'target', 'verdict'], Object.entries(targets).map(([k, t]) => [k, t.value, t.target, verdict(t.met)]));
+  const file = writeResult('queue', { prompts: PROMPTS, floor, queued: { ...queued, turnsPerSec: queuedPerSec }, targets });
+  process.stdout.write(`\nwrote ${file}\n`);
+}

@@ -1,0 +1,62 @@
+import { expect } from 'chai';
+import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
+
+const queueEvents = (host: HostProcess, sid: string) =>
+  host
+    .all('rpc', (f) => f['sid'] === sid && (f['message'] as { params?: { type?: string } }).params?.type === 'session.queue')
+    .map((f) => (f['message'] as { params: { payload: { revision: number; items: { text: string }[] } } }).params.payload);
+
+describe('host: on_busy, the queue frame and a queue held after a start (real host process)', function () {
+  this.timeout(30_000);
+  const h = new Harness();
+  afterEach(() => h.cleanup());
+
+  const started = (host: HostProcess, request_id: string) => host.next('turn.started', { where: (f) => f['request_id'] === request_id });
+  const ended = (host: HostProcess, request_id: string): Promise<Frame> =>
+    host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id });
+
+  it('without on_busy a busy session refuses, as the original host does; with it, the prompt waits in the queue', async () => {
+    const host = await h.startHost(h.tempDir());
+    host.send({ type: 'turn.start', sid: 's', request_id: 'r1', text: '/sleep 30' });
+    await started(host, 'r1');
+    host.send({ type: 'turn.start', sid: 's', request_id: 'r2', text: 'hi' });
+    expect(await ended(host, 'r2')).to.include({ type: 'turn.error', reason: 'busy', message: 'session busy' });
+    host.send({ type: 'turn.start', sid: 's', request_id: 'r3', text: 'later', on_busy: 'queue' });
+    const queued = await host.next('turn.queued', { where: (f) => f['request_id'] === 'r3' });
+    expect(queued).to.include({ position: 1 });
+    host.send({ type: 'queue', sid: 's', request_id: 'q1', op: 'get' });
+    const ack = await host.next('queue.ack', { where: (f) => f['request_id'] === 'q1' });
+    expect((ack['items'] as { text: string }[]).map((i) => i.text)).to.deep.equal(['later']);
+    host.send({ type: 'queue', sid: 's', request_id: 'q2', op: 'delete', queue_id: 'q-unknown' });
+    expect(await host.next('queue.error', { where: (f) => f['request_id'] === 'q2' })).to.include({ code: 4041 });
+    host.send({ type: 'interrupt', sid: 's', request_id: 'i1', keep_queue: true });
+    await started(host, 'r3');
+    expect(await ended(host, 'r3')).to.include({ type: 'turn.end', queue_id: queued['queue_id'] });
+  });
+
+  it('after a restart the stored queue is named in hello and runs only after `queue resume`, in order', async () => {
+    const home = h.tempDir();
+    const first = await h.startHost(home);
+    first.send({ type: 'turn.start', sid: 'p', request_id: 'r1', text: '/sleep 30' });
+    await started(first, 'r1');
+    for (const [id, text] of [['r2', 'one'], ['r3', 'two']]) {
+      first.send({ type: 'turn.start', sid: 'p', request_id: id, text, on_busy: 'queue' });
+      await first.next('turn.queued', { where: (f) => f['request_id'] === id });
+    }
+    first.kill('SIGKILL');
+    await first.waitExit();
+    const second = await h.startHost(home);
+    const hello = second.all('hello')[0]!;
+    expect(hello['queued']).to.deep.equal(['p']);
+    // Another session's whole turn: the host works, and p's queue has not moved.
+    second.send({ type: 'turn.start', sid: 'other', request_id: 'o1', text: 'busy elsewhere' });
+    await ended(second, 'o1');
+    expect(second.all('turn.started', (f) => f['sid'] === 'p')).to.have.length(0);
+    second.send({ type: 'queue', sid: 'p', request_id: 'go', op: 'resume' });
+    await ended(second, 'r3');
+    expect(second.all('turn.end', (f) => f['sid'] === 'p').map((f) => f['request_id'])).to.deep.equal(['r2', 'r3']);
+    const revisions = queueEvents(second, 'p').map((e) => e.revision);
+    expect(revisions).to.deep.equal([revisions[0], revisions[0]! + 1]);
+    expect(revisions[0]).to.equal(3); // two added before the crash, so the first start is the third change
+  });
+});
