@@ -16,6 +16,13 @@ import { newTurnId, removeTaken, requestTurn, stopTurn, type SessionEnv } from '
 import { SteeringInbox } from './steering-inbox.js';
 import { nextTicketId } from './turn-admission.js';
 
+/**
+ * Prompts one session may hold in its queue. Every change sends the whole queue to the clients
+ * (PROTOCOL.md §2.1), so a queue of n costs n² over its life: a client that never stops
+ * submitting gets "session busy" here instead of slowing the host and the daemon for everyone.
+ */
+export const MAX_QUEUED = 1000;
+
 /** turn.start: a duplicate runs nothing; a busy session queues, steers, interrupts or refuses as asked. */
 export async function receiveTurnStart(s: SessionState, frame: TurnStartFrame, reservedTicket: number | undefined, env: SessionEnv): Promise<void> {
   // requestTurn runs it now, or refuses it (shutting down, busy with on_busy reject).
@@ -123,6 +130,10 @@ const tailPosition = (s: SessionState): number => (s.queue.at(-1)?.position ?? -
  */
 async function enqueue(s: SessionState, frame: TurnStartFrame, where: 'head' | 'tail', answer: 'queued' | 'accepted', env: SessionEnv): Promise<void> {
   const { writer } = env.services;
+  if (s.queue.length >= MAX_QUEUED) {
+    writer.write({ type: 'turn.error', sid: s.sid, request_id: frame.request_id, message: `session busy: its queue is full (${MAX_QUEUED} prompts)`, reason: 'busy' });
+    return;
+  }
   const turnId = frame.turn_id ?? newTurnId(env.services.bootId);
   const item = newQueuedPrompt(frame, turnId, where === 'head' ? headPosition(s) : tailPosition(s));
   const remember = rememberSubmit(s, frame, { turnId, queueId: item.queueId, steered: false });

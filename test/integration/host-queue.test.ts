@@ -34,6 +34,16 @@ describe('host: on_busy, the queue frame and a queue held after a start (real ho
     expect(await ended(host, 'r3')).to.include({ type: 'turn.end', queue_id: queued['queue_id'] });
   });
 
+  it('holds at most 1,000 queued prompts per session: the next one is refused as busy, naming the bound', async () => {
+    const host = await h.startHost(h.tempDir());
+    host.send({ type: 'turn.start', sid: 'full', request_id: 'r0', text: '/sleep 30' });
+    await started(host, 'r0');
+    host.sendRaw(Array.from({ length: 1001 }, (_, i) => `${JSON.stringify({ type: 'turn.start', sid: 'full', request_id: `q${i}`, text: 'x', on_busy: 'queue' })}\n`).join(''));
+    const refused = await ended(host, 'q1000');
+    expect(refused).to.include({ type: 'turn.error', reason: 'busy', message: 'session busy: its queue is full (1000 prompts)' });
+    expect(host.all('turn.queued', (f) => f['sid'] === 'full')).to.have.length(1000);
+  });
+
   it('after a restart the stored queue is named in hello and runs only after `queue resume`, in order', async () => {
     const home = h.tempDir();
     const first = await h.startHost(home);
