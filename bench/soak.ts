@@ -91,7 +91,7 @@ function neverReading(socketPath: string, until: number): () => void {
     socket.on('connect', () => {
       socket!.pause();
       const text = Array.from({ length: 50_000 }, (_, i) => `w${i}`).join(' ');
-      socket!.write(`${JSON.stringify({ jsonrpc: '2.0', id: ++n, method: 'prompt.submit', params: { session_id: 'never-reads', text } })}\n`);
+      socket!.write(`${JSON.stringify({ jsonrpc: '2.0', id: ++n, method: 'prompt.submit', params: { session_id: 'never-reads', text, on_busy: 'reject' } })}\n`);
     });
     socket.on('error', () => {});
     socket.on('close', () => setTimeout(open, 1000));

@@ -101,6 +101,7 @@ const MIGRATIONS: readonly string[] = [
     steered           INTEGER NOT NULL DEFAULT 0,
     UNIQUE (sid, client_message_id)
   );
+  CREATE INDEX submits_by_session ON submits (sid);
   `,
 ];
 

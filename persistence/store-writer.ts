@@ -122,8 +122,8 @@ export class StoreWriter {
     this.insertSubmit = db.prepare(
       'INSERT OR REPLACE INTO submits (sid, client_message_id, turn_id, queue_id, steered) VALUES (?, ?, ?, ?, ?)',
     );
-    this.updateSubmitRow = db.prepare('UPDATE submits SET queue_id = ?, steered = ? WHERE sid = ? AND client_message_id = ?');
-    this.deleteSubmit = db.prepare('DELETE FROM submits WHERE sid = ? AND client_message_id = ?');
+    this.updateSubmitRow = db.prepare('UPDATE submits SET steered = ? WHERE sid = ? AND client_message_id = ?');
+    this.deleteSubmit = db.prepare('DELETE FROM submits WHERE rowid = (SELECT MIN(rowid) FROM submits WHERE sid = ?)');
   }
 
   /** Writes the session row; `activate` makes it `active` (a retained or finalized session named again is active again). */
@@ -222,11 +222,13 @@ export class StoreWriter {
     this.insertSubmit.run(sid, clientMessageId, record.turnId, record.queueId, record.steered ? 1 : 0);
   }
 
-  updateSubmit(sid: string, clientMessageId: string, record: SubmitRecord): void {
-    this.updateSubmitRow.run(record.queueId, record.steered ? 1 : 0, sid, clientMessageId);
+  /** The submit's text went into a running turn (steered), or back into the queue. */
+  markSteered(sid: string, clientMessageId: string, steered: boolean): void {
+    this.updateSubmitRow.run(steered ? 1 : 0, sid, clientMessageId);
   }
 
-  forgetSubmit(sid: string, clientMessageId: string): void {
-    this.deleteSubmit.run(sid, clientMessageId);
+  /** The session's oldest remembered client_message_id is forgotten. */
+  forgetOldestSubmit(sid: string): void {
+    this.deleteSubmit.run(sid);
   }
 }

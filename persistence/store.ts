@@ -26,11 +26,12 @@ export interface StoredSession {
   historyVersion: number;
   overridesText: string;
   cwd: string | null;
-  messages: ChatMessage[];
+  /** How many messages the history holds; the messages stay in the database (`messages()`). */
+  messageCount: number;
   queue: QueuedPrompt[];
   queueRevision: number;
-  /** Accepted client_message_ids, oldest first. */
-  submits: Map<string, SubmitRecord>;
+  /** How many client_message_ids the session remembers. */
+  submitCount: number;
 }
 
 export interface RecoveryCounts {
@@ -90,9 +91,11 @@ export class Store {
   private firstQueuedMs = 0;
   private readonly writer: StoreWriter;
   private readonly selectSession: Database.Statement<[string]>;
-  private readonly selectMessages: Database.Statement<[string]>;
+  private readonly selectMessages: Database.Statement<[string, number, number]>;
+  private readonly countMessages: Database.Statement<[string]>;
   private readonly selectQueue: Database.Statement<[string]>;
-  private readonly selectSubmits: Database.Statement<[string]>;
+  private readonly selectSubmit: Database.Statement<[string, string]>;
+  private readonly countSubmits: Database.Statement<[string]>;
   private readonly selectTurn: Database.Statement<[string]>;
   private readonly flushWhenSettled = (): void => {
     this.idleLooks = this.queue.length > this.queuedAtLastLook ? 0 : this.idleLooks + 1;
@@ -116,13 +119,15 @@ export class Store {
     this.selectSession = db.prepare(
       'SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision FROM sessions WHERE sid = ?',
     );
-    this.selectMessages = db.prepare('SELECT role, content, tool_calls, tool_call_id FROM messages WHERE sid = ? ORDER BY seq');
+    this.selectMessages = db.prepare('SELECT role, content, tool_calls, tool_call_id FROM messages WHERE sid = ? AND seq >= ? AND seq < ? ORDER BY seq');
+    this.countMessages = db.prepare('SELECT COUNT(*) AS n FROM messages WHERE sid = ?');
     this.selectQueue = db.prepare(`
       SELECT queue_id AS queueId, text, client_message_id AS clientMessageId, request_id AS requestId, turn_id AS turnId,
              queued_at AS queuedAt, position
       FROM queue WHERE sid = ? ORDER BY position`);
     this.selectTurn = db.prepare('SELECT 1 FROM turns WHERE turn_id = ?');
-    this.selectSubmits = db.prepare('SELECT client_message_id, turn_id, queue_id, steered FROM submits WHERE sid = ? ORDER BY rowid');
+    this.selectSubmit = db.prepare('SELECT turn_id, queue_id, steered FROM submits WHERE sid = ? AND client_message_id = ?');
+    this.countSubmits = db.prepare('SELECT COUNT(*) AS n FROM submits WHERE sid = ?');
   }
 
   static open(file: string): Store {
@@ -221,16 +226,26 @@ export class Store {
       historyVersion: row.history_version,
       overridesText: row.overrides,
       cwd: row.cwd,
-      messages: (this.selectMessages.all(sid) as MessageRow[]).map(toChatMessage),
+      messageCount: (this.countMessages.get(sid) as { n: number }).n,
       queue: this.selectQueue.all(sid) as QueuedPrompt[],
       queueRevision: row.queue_revision,
-      submits: new Map(
-        (this.selectSubmits.all(sid) as { client_message_id: string; turn_id: string; queue_id: string | null; steered: number }[]).map((r) => [
-          r.client_message_id,
-          { turnId: r.turn_id, queueId: r.queue_id, steered: r.steered === 1 },
-        ]),
-      ),
+      submitCount: (this.countSubmits.get(sid) as { n: number }).n,
     };
+  }
+
+  /**
+   * A session's messages at positions [from, to): the host keeps none in memory (a long-lived
+   * session's history would grow the host without bound), and reads them when a turn's agent or
+   * a control route needs them. Everything a session committed is visible: it awaits its commits.
+   */
+  messages(sid: string, from = 0, to = Number.MAX_SAFE_INTEGER): ChatMessage[] {
+    return (this.selectMessages.all(sid, from, to) as MessageRow[]).map(toChatMessage);
+  }
+
+  /** What the session remembers of an accepted client_message_id (committed ones). */
+  submitRecord(sid: string, clientMessageId: string): SubmitRecord | undefined {
+    const row = this.selectSubmit.get(sid, clientMessageId) as { turn_id: string; queue_id: string | null; steered: number } | undefined;
+    return row === undefined ? undefined : { turnId: row.turn_id, queueId: row.queue_id, steered: row.steered === 1 };
   }
 
   /** Whether a turn with this id was ever started (a turn.start sent again after a host died). */

@@ -49,13 +49,14 @@ async function applyControl(s: SessionState, request: Exclude<ControlRequest, { 
     case 'session.compress':
     case 'slash.compress': {
       const agent = env.services.agent;
+      const history = env.services.store.messages(s.sid, 0, s.messageCount);
       let summary: ChatMessage[];
       try {
-        summary = agent.compress ? await agent.compress(s.history, request.focusTopic, { sid: s.sid, overrides: s.overrides }) : keepRecent(s.history, request.focusTopic);
+        summary = agent.compress ? await agent.compress(history, request.focusTopic, { sid: s.sid, overrides: s.overrides }) : keepRecent(history, request.focusTopic);
       } catch (err) {
         throw new ControlFailure(`compression failed: ${(err as Error).message}`);
       }
-      const replaced = s.history.length;
+      const replaced = history.length;
       await changeHistory(s, { history: summary, keepStored: 0, rotateKey: true }, env);
       return { output: `compressed ${replaced} messages into ${summary.length}`, replaced };
     }
@@ -63,14 +64,14 @@ async function applyControl(s: SessionState, request: Exclude<ControlRequest, { 
       await changeHistory(s, { history: [], keepStored: 0, rotateKey: true }, env);
       return { output: 'session reset' };
     case 'session.history.reload': {
-      const stored = env.services.store.loadSession(s.sid);
-      await changeHistory(s, { history: stored?.messages ?? [], keepStored: Infinity, rotateKey: false }, env);
-      return { output: `reloaded ${s.history.length} messages` };
+      const stored = env.services.store.messages(s.sid);
+      await changeHistory(s, { history: stored, keepStored: Infinity, rotateKey: false }, env);
+      return { output: `reloaded ${s.messageCount} messages` };
     }
     case 'prompt.submit.truncate': {
-      const removed = Math.max(0, s.history.length - request.keep);
-      await changeHistory(s, { history: s.history.slice(0, request.keep), keepStored: request.keep, rotateKey: false }, env);
-      return { output: `kept ${s.history.length} messages`, removed };
+      const removed = Math.max(0, s.messageCount - request.keep);
+      await changeHistory(s, { history: env.services.store.messages(s.sid, 0, request.keep), keepStored: request.keep, rotateKey: false }, env);
+      return { output: `kept ${s.messageCount} messages`, removed };
     }
     case 'slash.model':
       await changeOverrides(s, { ...s.overrides, model: request.model }, env);
@@ -82,10 +83,11 @@ async function applyControl(s: SessionState, request: Exclude<ControlRequest, { 
       await changeOverrides(s, { ...s.overrides, systemPrompt: request.prompt }, env);
       return { output: 'system prompt set' };
     case 'slash.retry': {
-      const lastUser = s.history.findLastIndex((m) => m.role === 'user');
+      const history = env.services.store.messages(s.sid, 0, s.messageCount);
+      const lastUser = history.findLastIndex((m) => m.role === 'user');
       if (lastUser === -1) throw new ControlFailure('nothing to retry: the session has no user message');
-      const text = s.history[lastUser]!.content;
-      await changeHistory(s, { history: s.history.slice(0, lastUser), keepStored: lastUser, rotateKey: false }, env);
+      const text = history[lastUser]!.content;
+      await changeHistory(s, { history: history.slice(0, lastUser), keepStored: lastUser, rotateKey: false }, env);
       return { output: text };
     }
   }
@@ -98,11 +100,11 @@ async function saveRunningTail(s: SessionState, env: SessionEnv): Promise<number
   const messages = turn.pending.slice();
   const version = s.historyVersion + 1;
   await env.services.store.commit((w) => {
-    w.appendMessages(s.sid, s.history.length, messages, turn.turnId);
+    w.appendMessages(s.sid, s.messageCount, messages, turn.turnId);
     w.touchSession(s.sid, version);
   });
   turn.pending.splice(0, messages.length);
-  s.history.push(...messages);
+  s.messageCount += messages.length;
   s.historyVersion = version;
   return messages.length;
 }
@@ -111,7 +113,7 @@ async function changeHistory(s: SessionState, change: HistoryChange, env: Sessio
   const sessionKey = change.rotateKey ? `sk-${randomBytes(6).toString('hex')}` : s.sessionKey;
   const keep = Math.min(change.keepStored, change.history.length);
   const rewritten = change.history.slice(keep);
-  const next: SessionState = { ...s, sessionKey, history: change.history, historyVersion: s.historyVersion + 1 };
+  const next: SessionState = { ...s, sessionKey, messageCount: change.history.length, historyVersion: s.historyVersion + 1 };
   const row = sessionRow(next, env.services.bootId);
   const tail = change.turnTail;
   const untilTail = tail === undefined ? rewritten.length : Math.max(0, tail.fromSeq - keep);
@@ -123,7 +125,7 @@ async function changeHistory(s: SessionState, change: HistoryChange, env: Sessio
   };
   await env.services.store.commit(work);
   s.sessionKey = sessionKey;
-  s.history = change.history;
+  s.messageCount = change.history.length;
   s.historyVersion = next.historyVersion;
   rowSaved(s);
 }
@@ -164,7 +166,7 @@ export async function saveDuringTurn(s: SessionState, turnId: string, env: Sessi
 export async function compressDuringTurn(s: SessionState, turnId: string, summary: ChatMessage[], env: SessionEnv): Promise<string | null> {
   if (s.activity.phase !== 'running' || s.activity.turn.turnId !== turnId || s.activity.turn.finished) return 'the turn has ended';
   const turn = s.activity.turn;
-  const tail = s.history.slice(turn.promptSeq);
+  const tail = env.services.store.messages(s.sid, turn.promptSeq, s.messageCount);
   try {
     await changeHistory(s, { history: [...summary, ...tail], keepStored: 0, rotateKey: true, turnTail: { fromSeq: summary.length, turnId } }, env);
   } catch (err) {

@@ -34,8 +34,8 @@ export function retain(s: SessionState, reason: RetainReason, services: HostServ
   }
   const turn = s.activity.phase === 'running' ? s.activity.turn : undefined;
   const tail = turn ? turn.pending.splice(0) : [];
-  const firstSeq = s.history.length;
-  s.history.push(...tail);
+  const firstSeq = s.messageCount;
+  s.messageCount += tail.length;
   turn?.controller.abort();
   const work: Work = (w) => {
     for (const id of requestIds) w.closeRequest(id, 'cancelled', null, 'shutdown');

@@ -90,8 +90,13 @@ interface Duplicate {
 
 /** A submit the session has accepted before: by its client_message_id, or by a turn id sent again after a host died. */
 function duplicateOf(s: SessionState, frame: TurnStartFrame, env: SessionEnv): Duplicate | null {
-  const record = frame.client_message_id === undefined ? undefined : s.submits.get(frame.client_message_id);
-  if (record !== undefined) return stateOf(s, record);
+  const id = frame.client_message_id;
+  if (id !== undefined) {
+    // Accepted to run and waiting for a worker: its id is stored with the turn's start.
+    if (s.activity.phase === 'waiting' && s.activity.frame.client_message_id === id) return { state: 'running', turn_id: s.activity.turnId };
+    const record = env.services.store.submitRecord(s.sid, id);
+    if (record !== undefined) return stateOf(s, record);
+  }
   const turnId = frame.turn_id;
   if (turnId === undefined) return null;
   const queued = s.queue.find((item) => item.turnId === turnId);
@@ -142,7 +147,6 @@ async function enqueue(s: SessionState, frame: TurnStartFrame, where: 'head' | '
     remember(w);
   }, () => (where === 'head' ? s.queue.unshift(item) : s.queue.push(item)));
   if (stored !== true) {
-    if (frame.client_message_id !== undefined) s.submits.delete(frame.client_message_id);
     writer.write({ type: 'turn.error', sid: s.sid, request_id: frame.request_id, message: `could not queue the prompt: ${stored}`, reason: 'storage' });
     return;
   }
@@ -168,7 +172,6 @@ async function steer(s: SessionState, frame: TurnStartFrame, env: SessionEnv): P
       remember(w);
     });
   } catch (err) {
-    if (frame.client_message_id !== undefined) s.submits.delete(frame.client_message_id);
     writer.write({ type: 'turn.error', sid: s.sid, request_id: frame.request_id, message: `could not steer: ${storageProblem(err as Error)}`, reason: 'storage' });
     return;
   }
@@ -190,17 +193,10 @@ export async function requeue(s: SessionState, items: QueuedPrompt[], env: Sessi
   const work: Work = (w) => {
     for (const item of placed) {
       w.placeQueued(item.queueId, false, item.position);
-      const record = item.clientMessageId === null ? undefined : s.submits.get(item.clientMessageId);
-      if (record !== undefined) w.updateSubmit(s.sid, item.clientMessageId!, { ...record, steered: false });
+      if (item.clientMessageId !== null) w.markSteered(s.sid, item.clientMessageId, false);
     }
   };
-  const apply = (): void => {
-    s.queue.unshift(...placed);
-    for (const item of placed) {
-      const record = item.clientMessageId === null ? undefined : s.submits.get(item.clientMessageId);
-      if (record !== undefined) record.steered = false;
-    }
-  };
+  const apply = (): void => void s.queue.unshift(...placed);
   const stored = await changeQueue(s, env, work, apply);
   if (stored !== true) {
     // A full disk: the rows stay marked steered, and the next start puts them at the head.
@@ -234,22 +230,19 @@ function changeItem(s: SessionState, item: QueuedPrompt, frame: Extract<QueueFra
       return changeQueue(s, env, (w) => w.editQueued(item.queueId, frame.text), () => (s.queue[s.queue.indexOf(item)] = { ...item, text: frame.text }));
     case 'delete':
       return changeQueue(s, env, (w) => w.removeQueued(item.queueId), drop);
-    case 'steer': {
-      const record = item.clientMessageId === null ? undefined : s.submits.get(item.clientMessageId);
+    case 'steer':
       return changeQueue(
         s,
         env,
         (w) => {
           w.placeQueued(item.queueId, true, item.position);
-          if (record !== undefined) w.updateSubmit(s.sid, item.clientMessageId!, { ...record, steered: true });
+          if (item.clientMessageId !== null) w.markSteered(s.sid, item.clientMessageId, true);
         },
         () => {
           drop();
-          if (record !== undefined) record.steered = true;
           inbox!.add(item);
         },
       );
-    }
   }
 }
 

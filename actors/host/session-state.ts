@@ -64,8 +64,11 @@ export interface OpenRequest {
 export interface SessionState {
   readonly sid: string;
   sessionKey: string;
-  /** Every committed message, in order; a message's position is its seq. */
-  history: ChatMessage[];
+  /**
+   * How many messages the session has committed; a message's position is its seq. The messages
+   * themselves are read from the database when needed (`store.messages`), never kept here.
+   */
+  messageCount: number;
   historyVersion: number;
   overrides: SessionOverrides;
   overridesText: string;
@@ -89,8 +92,8 @@ export interface SessionState {
   queueRevision: number;
   /** A queue loaded by this host waits for the parent's `queue resume` before anything of it runs. */
   queuePaused: boolean;
-  /** The last MAX_SUBMITS accepted client_message_ids, oldest first. */
-  submits: Map<string, SubmitRecord>;
+  /** How many accepted client_message_ids the database remembers for the session (at most MAX_SUBMITS). */
+  submitCount: number;
 }
 
 export function newSessionState(sid: string, stored: StoredSession | undefined, nowMs: number): SessionState {
@@ -98,7 +101,7 @@ export function newSessionState(sid: string, stored: StoredSession | undefined, 
   return {
     sid,
     sessionKey: stored?.sessionKey ?? sid,
-    history: stored?.messages ?? [],
+    messageCount: stored?.messageCount ?? 0,
     historyVersion: stored?.historyVersion ?? 0,
     overrides,
     overridesText: stored?.overridesText || encode(overrides),
@@ -114,7 +117,7 @@ export function newSessionState(sid: string, stored: StoredSession | undefined, 
     queue: stored?.queue ?? [],
     queueRevision: stored?.queueRevision ?? 0,
     queuePaused: (stored?.queue.length ?? 0) > 0,
-    submits: stored?.submits ?? new Map(),
+    submitCount: stored?.submitCount ?? 0,
   };
 }
 
@@ -128,7 +131,7 @@ export function currentTurnId(s: SessionState): string | null {
 }
 
 export function historyMeta(s: SessionState): HistoryMeta {
-  return { session_key: s.sessionKey, history_version: s.historyVersion, message_count: s.history.length };
+  return { session_key: s.sessionKey, history_version: s.historyVersion, message_count: s.messageCount };
 }
 
 /** The full session row, as of `historyVersion`. */
@@ -169,18 +172,18 @@ export function setOverrides(s: SessionState, overrides: SessionOverrides): void
 export const MAX_SUBMITS = 1000;
 
 /**
- * Remembers an accepted client_message_id now (a repeat arriving before the commit is a duplicate
- * too) and returns the rows that store it, forgetting the oldest past MAX_SUBMITS.
+ * The rows that remember an accepted client_message_id, forgetting the session's oldest past
+ * MAX_SUBMITS. They live in the database only (a session's ids could fill the host's memory);
+ * the count is moved on now, so a commit that fails leaves it one high: an id forgotten early.
  */
 export function rememberSubmit(s: SessionState, frame: TurnStartFrame, record: SubmitRecord): Work {
   const id = frame.client_message_id;
   if (id === undefined) return () => {};
-  s.submits.set(id, record);
-  const evicted = s.submits.size > MAX_SUBMITS ? s.submits.keys().next().value : undefined;
-  if (evicted !== undefined) s.submits.delete(evicted);
+  const full = s.submitCount >= MAX_SUBMITS;
+  if (!full) s.submitCount++;
   return (w) => {
+    if (full) w.forgetOldestSubmit(s.sid);
     w.rememberSubmit(s.sid, id, record);
-    if (evicted !== undefined) w.forgetSubmit(s.sid, evicted);
   };
 }
 

@@ -91,7 +91,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   adoptFrameSettings(s, frame, isNew);
   const seed = isNew && frame.history ? frame.history : [];
   const prompt: ChatMessage = { role: 'user', content: frame.text };
-  const firstSeq = s.history.length;
+  const firstSeq = s.messageCount;
   const version = (isNew && frame.history_version !== undefined ? frame.history_version : s.historyVersion) + 1;
   // The row is written once per run (to mark it active); later turn starts only add rows.
   const row = s.row === 'active' ? undefined : sessionRow(s, bootId, version);
@@ -117,10 +117,8 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
     s.queueRevision = queueRevision;
     writer.writeJson(queueEventFrame(s));
   }
-  // In place: copying a long history on every turn would cost more than the turn itself.
-  for (const message of seed) s.history.push(message);
-  const historyLength = s.history.length;
-  s.history.push(prompt);
+  const historyLength = firstSeq + seed.length;
+  s.messageCount = historyLength + 1;
   s.historyVersion = version;
   if (row) rowSaved(s);
   s.turnsRun++;
@@ -141,7 +139,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   };
   s.activity = { phase: 'running', turn };
   writer.write({ type: 'turn.started', sid: s.sid, request_id: frame.request_id, turn_id: turnId, ...queueIdOf(turn), started_ns: Nanos.of(turn.startedNs) });
-  const spec = { sid: s.sid, prompt: frame.text, history: s.history, historyLength, overrides: { ...s.overrides }, cwd: s.cwd };
+  const spec = { sid: s.sid, prompt: frame.text, historyLength, overrides: { ...s.overrides }, cwd: s.cwd };
   // On the next turn of the loop, after the writer's flush: turn.started is on the wire before
   // the agent runs, even an agent that blocks the loop at once.
   setImmediate(() => runAgent(env.services.agent, buildTurnContext(spec, turn, env.services, env.self), env.self));
@@ -222,7 +220,7 @@ async function commitTurnEnd(
   env: SessionEnv,
 ): Promise<true | Error> {
   const { store } = env.services;
-  const firstSeq = s.history.length;
+  const firstSeq = s.messageCount;
   const version = s.historyVersion + (messages.length > 0 ? 1 : 0);
   const taken = turn.steering.takenSoFar();
   try {
@@ -238,7 +236,7 @@ async function commitTurnEnd(
     return err as Error;
   }
   turn.steering.committed(taken.length);
-  s.history.push(...messages);
+  s.messageCount += messages.length;
   s.historyVersion = version;
   return true;
 }
@@ -257,7 +255,7 @@ export function removeTaken(taken: readonly QueuedPrompt[]): Work {
  */
 function undoTurn(s: SessionState, turn: RunningTurn, err: Error, env: SessionEnv): void {
   const fromSeq = turn.promptSeq;
-  s.history.length = fromSeq;
+  s.messageCount = fromSeq;
   const error = `could not persist the turn: ${storageProblem(err)}`;
   env.services.store.owe((w) => w.undoTurn(s.sid, fromSeq, turn.turnId, error));
 }

@@ -186,7 +186,7 @@ function describe(s: SessionState, env: SessionEnv): SessionDescription {
     phase: activity.phase,
     lifecycle: s.lifecycle,
     turn_id: activity.phase === 'running' ? activity.turn.turnId : activity.phase === 'waiting' ? activity.turnId : null,
-    message_count: s.history.length,
+    message_count: s.messageCount,
     history_version: s.historyVersion,
     open_requests: [...s.requests.values()].map((r) => ({ id: r.id, sid: s.sid, method: r.method, age_ms: Math.round(now - r.createdMs) })),
     idle_ms: activity.phase === 'idle' ? Math.round(now - s.lastActiveMs) : 0,

@@ -19,8 +19,7 @@ const TOOL_SUMMARY_MAX = 200;
 export interface TurnSpec {
   sid: string;
   prompt: string;
-  /** The session's live history; the agent sees its first historyLength messages (those before the prompt). */
-  history: readonly ChatMessage[];
+  /** The agent sees the session's first historyLength messages (those before the prompt). */
   historyLength: number;
   overrides: TurnContext['overrides'];
   cwd: string | null;
@@ -33,9 +32,9 @@ export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: Ho
     sid: spec.sid,
     turnId: turn.turnId,
     prompt: spec.prompt,
-    // Copied on first read only: most turns of the script agent never look.
+    // Read from the database on first look only: most turns of the script agent never look.
     get history() {
-      return (history ??= Object.freeze(spec.history.slice(0, spec.historyLength)));
+      return (history ??= Object.freeze(services.store.messages(spec.sid, 0, spec.historyLength)));
     },
     overrides: spec.overrides,
     cwd: spec.cwd,

@@ -44,6 +44,17 @@ describe('host: on_busy, the queue frame and a queue held after a start (real ho
     expect(host.all('turn.queued', (f) => f['sid'] === 'full')).to.have.length(1000);
   });
 
+  it('remembers the last 1,000 client_message_ids of a session: the oldest is forgotten, the rest stay duplicates', async () => {
+    const host = await h.startHost(h.tempDir());
+    const frames = Array.from({ length: 1001 }, (_, i) => JSON.stringify({ type: 'turn.start', sid: 'ids', request_id: `r${i}`, text: 'x', on_busy: 'queue', client_message_id: `m-${i}` }));
+    host.sendRaw(`${frames.join('\n')}\n`);
+    await ended(host, 'r1000');
+    host.send({ type: 'turn.start', sid: 'ids', request_id: 'again-1', text: 'x', on_busy: 'queue', client_message_id: 'm-1' });
+    expect(await host.nextOf(['turn.duplicate', 'turn.started'], { where: (f) => f['request_id'] === 'again-1' })).to.include({ type: 'turn.duplicate', state: 'done' });
+    host.send({ type: 'turn.start', sid: 'ids', request_id: 'again-0', text: 'x', on_busy: 'queue', client_message_id: 'm-0' });
+    expect(await host.nextOf(['turn.duplicate', 'turn.started'], { where: (f) => f['request_id'] === 'again-0' })).to.include({ type: 'turn.started' });
+  });
+
   it('after a restart the stored queue is named in hello and runs only after `queue resume`, in order', async () => {
     const home = h.tempDir();
     const first = await h.startHost(home);

@@ -51,7 +51,7 @@ describe('store', () => {
     expect(store.db.pragma('user_version', { simple: true })).to.equal(SCHEMA_VERSION);
     const call = { id: 'c1', type: 'function' as const, function: { name: 'f', arguments: '{}' } };
     await store.commit((w) => w.appendMessages('old', 1, [{ role: 'assistant', content: '', tool_calls: [call] }, { role: 'tool', content: 'r', tool_call_id: 'c1' }], 't1'));
-    expect(store.loadSession('old')!.messages).to.deep.equal([
+    expect(store.messages('old')).to.deep.equal([
       { role: 'user', content: 'from before' },
       { role: 'assistant', content: '', tool_calls: [call] },
       { role: 'tool', content: 'r', tool_call_id: 'c1' },
@@ -153,7 +153,9 @@ describe('store', () => {
     expect(loaded.sessionKey).to.equal('key-s1');
     expect(loaded.status).to.equal('active');
     expect(loaded.historyVersion).to.equal(4);
-    expect(loaded.messages.map((m) => m.content)).to.deep.equal(['a', 'b', 'c']);
+    expect(loaded.messageCount).to.equal(3);
+    expect(store.messages('s1').map((m) => m.content)).to.deep.equal(['a', 'b', 'c']);
+    expect(store.messages('s1', 1, 2).map((m) => m.content)).to.deep.equal(['b']);
     expect(store.loadSession('missing')).to.equal(undefined);
   });
 
@@ -163,7 +165,7 @@ describe('store', () => {
       w.appendMessages('s1', 0, [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }, { role: 'user', content: 'c' }], null);
       w.truncateHistory('s1', 1);
     });
-    expect(store.loadSession('s1')!.messages).to.deep.equal([{ role: 'user', content: 'a' }]);
+    expect(store.messages('s1')).to.deep.equal([{ role: 'user', content: 'a' }]);
   });
 
   it('finalizes and retains with their reasons; a later save does not reactivate a finalized row', () => {
