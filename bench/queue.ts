@@ -4,36 +4,62 @@
 // queue path at no less than 50% of the host's plain turn rate (issue 13).
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { LineReader } from '../protocol/line-reader.js';
 import { CLI, printTable, round, verdict, withTempDir, writeResult } from './common.js';
 import { startDaemon, stopDaemon } from './daemon.js';
 import { backToBack, TurnProcess } from './driver.js';
 
 const PROMPTS = 1000;
+const NEWLINE = 0x0a;
+const HEAD_BYTES = 160;
+const TURN_END = '{"jsonrpc":"2.0","method":"event","params":{"type":"turn.end"';
 const WARMUP = 200;
 const SID = 'busy';
 
-/** The daemon's socket, counting answers to submits and the session's turn.end events. */
+/**
+ * The daemon's socket, counting answers to submits and the session's turn.end events. It looks at
+ * each line's first bytes only: the queue's events carry the whole queue (110 MB in a run), and a
+ * client that decodes them all falls behind the daemon and is cut off at 8 MiB unread.
+ */
 class QueueClient {
   private nextId = 0;
   private answered = 0;
   private ended = 0;
+  /** The start of the line being read, up to HEAD_BYTES. */
+  private head: Buffer[] = [];
+  private headBytes = 0;
   private readonly waits: { what: 'answered' | 'ended'; count: number; resolve: () => void }[] = [];
 
   private constructor(private readonly socket: Socket) {
-    const reader = new LineReader({
-      line: (line) => {
-        if (line.includes('"type":"turn.end"')) this.ended++;
-        else if (line.includes('"status":"queued"')) this.answered++;
-        else if (line.includes('"error"')) throw new Error(`the daemon refused a submit: ${line}`);
-        for (const wait of this.waits.splice(0)) {
-          if (this[wait.what] >= wait.count) wait.resolve();
-          else this.waits.push(wait);
-        }
-      },
-      oversized: () => {},
-    });
-    socket.on('data', (chunk: Buffer) => reader.push(chunk));
+    socket.on('data', (chunk: Buffer) => this.read(chunk));
+  }
+
+  private read(chunk: Buffer): void {
+    let start = 0;
+    for (let newline = chunk.indexOf(NEWLINE); newline !== -1; newline = chunk.indexOf(NEWLINE, start)) {
+      this.keepHead(chunk.subarray(start, newline));
+      this.line(Buffer.concat(this.head).toString('latin1'));
+      this.head = [];
+      this.headBytes = 0;
+      start = newline + 1;
+    }
+    this.keepHead(chunk.subarray(start));
+  }
+
+  private keepHead(piece: Buffer): void {
+    if (this.headBytes >= HEAD_BYTES || piece.length === 0) return;
+    const kept = piece.subarray(0, HEAD_BYTES - this.headBytes);
+    this.head.push(kept);
+    this.headBytes += kept.length;
+  }
+
+  private line(head: string): void {
+    if (head.startsWith(TURN_END)) this.ended++;
+    else if (head.includes('"status":"queued"')) this.answered++;
+    else if (head.includes('"error"')) throw new Error(`the daemon refused a submit: ${head}`);
+    for (const wait of this.waits.splice(0)) {
+      if (this[wait.what] >= wait.count) wait.resolve();
+      else this.waits.push(wait);
+    }
   }
 
   static open(path: string): Promise<QueueClient> {

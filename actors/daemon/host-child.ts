@@ -13,6 +13,9 @@ const PASSED_PREFIXES = ['LC_', 'TURNHOST_'];
 const EXTRA_NAMES = 'TURNHOST_AGENT_ENV';
 
 /** `agentNames`: what the agent needs besides (the model agent's key variable, say). */
+/** How long a dead host's remaining output is waited for before its exit is reported. */
+const LAST_WORDS_WAIT_MS = 1000;
+
 export function hostEnvironment(env: NodeJS.ProcessEnv, agentNames: readonly string[] = []): NodeJS.ProcessEnv {
   const extra = [...(env[EXTRA_NAMES] ?? '').split(/\s+/).filter((n) => n !== ''), ...agentNames];
   const passed: NodeJS.ProcessEnv = {};
@@ -85,7 +88,20 @@ export class HostChild implements HostHandle {
       this.exited = true;
       events.exit(this, code, signal);
     };
-    child.once('exit', report);
+    // A process's exit can be seen before the last of its output is read: the exit is reported
+    // once stdout has ended too (its last frames, a turn.started say, are handled first), or
+    // after LAST_WORDS_WAIT_MS when something else holds the pipe open.
+    let stdoutEnded = child.stdout === null;
+    child.stdout?.once('end', () => (stdoutEnded = true));
+    child.once('exit', (code, signal) => {
+      if (stdoutEnded) return report(code, signal);
+      const timer = setTimeout(() => report(code, signal), LAST_WORDS_WAIT_MS);
+      child.stdout!.once('end', () => {
+        clearTimeout(timer);
+        // After the 'data' handlers of the last chunk: they ran before 'end' was emitted.
+        report(code, signal);
+      });
+    });
     child.once('error', () => report(null, null)); // the spawn itself failed
   }
 

@@ -228,10 +228,11 @@ export function resumeQueue(s: SupervisorState, sid: string): void {
  * The host's word on a submit or a turn: the submitter's answer comes from the first of them;
  * turn.started and its end keep the running-turn map that host.status and the crash path read.
  */
-export function onTurnFrame(s: SupervisorState, frame: HostFrameIn): void {
+export function onTurnFrame(s: SupervisorState, frame: HostFrameIn, wiring: SupervisorWiring): void {
   const requestId = String(frame['request_id']);
   const sid = String(frame['sid']);
   const submit = s.submits.get(requestId);
+  if (submit !== undefined && submit.resent && frame.type === 'turn.duplicate' && frame['state'] !== 'queued') endLostTurn(submit, wiring);
   if (submit !== undefined && submit.replyTo !== null) {
     const answer = submitAnswer(frame, submit);
     if (answer !== null) {
@@ -251,6 +252,18 @@ export function onTurnFrame(s: SupervisorState, frame: HostFrameIn): void {
       break;
   }
   s.submits.delete(requestId);
+}
+
+/**
+ * A submit sent again to a new host, which says the dead one had already started it: its
+ * turn.started was still in the pipe when the host died (a process's exit can be seen before
+ * the last of its output). That turn died with the host; its clients hear so, as for any turn
+ * the crash ended.
+ */
+function endLostTurn(submit: PendingSubmit, wiring: SupervisorWiring): void {
+  const message = 'the compute host died during the turn';
+  tell(wiring.gateway, { kind: 'event', sid: submit.sid, type: 'turn.error', payload: { turn_id: submit.turnId, message, reason: 'crash' } });
+  tell(wiring.gateway, { kind: 'turn-ended', sid: submit.sid });
 }
 
 function submitAnswer(frame: HostFrameIn, submit: PendingSubmit): CallReply | null {

@@ -272,7 +272,7 @@ function onFrame(s: SupervisorState, frame: HostFrameIn, ctx: ActorContext<Super
     case 'turn.started':
     case 'turn.end':
     case 'turn.error':
-      onTurnFrame(s, frame);
+      onTurnFrame(s, frame, wiring);
       return;
     case 'shutdown.ack':
       if (s.stop !== null) {

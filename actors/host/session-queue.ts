@@ -11,7 +11,8 @@ import { Nanos } from '../../protocol/nanos.js';
 import { ErrorCodes } from '../../protocol/client-rpc.js';
 import type { SubmitState } from '../../protocol/outbound.js';
 import { tell } from '../runtime.js';
-import { currentSteering, currentTurnId, queueEventFrame, queueView, rememberSubmit, type SessionState } from './session-state.js';
+import { announceQueue } from './queue-events.js';
+import { currentSteering, currentTurnId, queueView, rememberSubmit, type SessionState } from './session-state.js';
 import { newTurnId, removeTaken, requestTurn, stopTurn, type SessionEnv } from './session-turn.js';
 import { SteeringInbox } from './steering-inbox.js';
 import { nextTicketId } from './turn-admission.js';
@@ -263,12 +264,8 @@ async function changeQueue(s: SessionState, env: SessionEnv, work: Work, apply: 
   }
   apply();
   s.queueRevision = revision;
-  announceQueue(s, env);
+  announceQueue(s, env.services.writer);
   return true;
-}
-
-export function announceQueue(s: SessionState, env: SessionEnv): void {
-  env.services.writer.writeJson(queueEventFrame(s));
 }
 
 /**

@@ -7,7 +7,8 @@ import type { StoredSession } from '../../persistence/store.js';
 import type { QueuedPrompt, SessionRow, SubmitRecord } from '../../persistence/store-writer.js';
 import type { ChatMessage } from '../../protocol/chat.js';
 import type { TurnStartFrame } from '../../protocol/frames.js';
-import type { HistoryMeta, QueueItemView, QueueView, SessionInfo } from '../../protocol/outbound.js';
+import type { HistoryMeta, QueueView, SessionInfo } from '../../protocol/outbound.js';
+import { itemView } from './queue-events.js';
 import type { Work } from '../../persistence/store.js';
 import type { ServerRequestMethod } from '../../protocol/rpc.js';
 import type { ServerRequestMsg, Settled } from './messages.js';
@@ -189,31 +190,4 @@ export function rememberSubmit(s: SessionState, frame: TurnStartFrame, record: S
 
 export function queueView(s: SessionState): QueueView {
   return { revision: s.queueRevision, items: s.queue.map(itemView) };
-}
-
-function itemView(item: QueuedPrompt): QueueItemView {
-  return { queue_id: item.queueId, client_message_id: item.clientMessageId, text: item.text, queued_at: new Date(item.queuedAt).toISOString() };
-}
-
-/** Each item's JSON, made once: an item never changes (an edit replaces it). */
-const itemJson = new WeakMap<QueuedPrompt, string>();
-
-/**
- * The `session.queue` event (PROTOCOL.md §2.1): every change carries the whole queue, so n
- * queued prompts cost n² item views over their lifetime; the event is built from each item's
- * JSON, made once, instead of serializing the whole list again on every change. The rpc frame
- * keeps the shape and key order of `rpcEvent` (the daemon reads events in that shape).
- */
-export function queueEventFrame(s: SessionState): string {
-  const items = s.queue.map((item) => {
-    let json = itemJson.get(item);
-    if (json === undefined) {
-      json = JSON.stringify(itemView(item));
-      itemJson.set(item, json);
-    }
-    return json;
-  });
-  const sid = JSON.stringify(s.sid);
-  const params = `{"type":"session.queue","session_id":${sid},"payload":{"revision":${s.queueRevision},"items":[${items.join(',')}]}}`;
-  return `{"type":"rpc","sid":${sid},"message":{"jsonrpc":"2.0","method":"event","params":${params}}}`;
 }

@@ -13,7 +13,6 @@ import { tell, SECOND_MS, type Ref } from '../runtime.js';
 import type { HostServices } from './services.js';
 import {
   historyMeta,
-  queueEventFrame,
   rememberSubmit,
   rowSaved,
   sessionInfo,
@@ -23,6 +22,7 @@ import {
   type SessionState,
 } from './session-state.js';
 import { SteeringInbox } from './steering-inbox.js';
+import { announceQueue } from './queue-events.js';
 import { finalize } from './session-lifecycle.js';
 import { buildTurnContext, runAgent } from './turn-context.js';
 import { nextTicketId } from './turn-admission.js';
@@ -115,7 +115,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   }
   if (queued) {
     s.queueRevision = queueRevision;
-    writer.writeJson(queueEventFrame(s));
+    announceQueue(s, writer);
   }
   const historyLength = firstSeq + seed.length;
   s.messageCount = historyLength + 1;
