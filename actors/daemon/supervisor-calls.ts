@@ -203,16 +203,17 @@ export function failEverything(s: SupervisorState, message: string, reason: 'cra
   const submits = s.submits;
   s.running = new Map();
   s.submits = new Map();
-  for (const [sid, turn] of running) {
-    const queueId = turn.queueId === undefined ? {} : { queue_id: turn.queueId };
+  const endTurn = (sid: string, turnId: string, queueId?: string): void => {
     tell(wiring.gateway, { kind: 'event', sid, type: 'error', payload: { message, reason } });
-    tell(wiring.gateway, { kind: 'event', sid, type: 'turn.error', payload: { turn_id: turn.turnId, ...queueId, message, reason } });
+    tell(wiring.gateway, { kind: 'event', sid, type: 'turn.error', payload: { turn_id: turnId, ...(queueId === undefined ? {} : { queue_id: queueId }), message, reason } });
     tell(wiring.gateway, { kind: 'turn-ended', sid });
-  }
+  };
+  for (const [sid, turn] of running) endTurn(sid, turn.turnId, turn.queueId);
   const lost = reason === 'crash' ? RpcError.hostUnavailable('crash') : new RpcError(ErrorCodes.shuttingDown, message);
   for (const [requestId, submit] of submits) {
     if (keepUnstarted) s.submits.set(requestId, submit);
     else if (submit.replyTo !== null) fail(submit.replyTo, lost);
+    else endTurn(submit.sid, submit.turnId); // answered `streaming`, never started: its turn ends here
   }
   const { waiting, late } = s.replies.failAll();
   for (const entry of waiting) fail(entry.replyTo, lost);

@@ -52,7 +52,7 @@ describe('daemon: host failures (real processes)', function () {
   });
 
   it('more than 3 restarts in 300 s: failed, clients get 5019 crash_loop, status shows it, host.restart clears it', async () => {
-    const daemon = await startDaemon(h);
+    const daemon = await startDaemon(h, ['--workers', '1']);
     const client = await TestClient.connect(daemon);
     for (let crash = 1; crash <= 3; crash++) {
       process.kill(await hostPid(client), 'SIGKILL');
@@ -60,8 +60,16 @@ describe('daemon: host failures (real processes)', function () {
     }
     const backoffs = [...daemon.process.stderr.matchAll(/"delayMs":(\d+)/g)].map((m) => Number(m[1]));
     expect(backoffs).to.deep.equal([250, 500, 1000]);
+    // One turn holds the only worker; another is accepted and waits for it when the host dies for good.
+    await client.call('prompt.submit', { session_id: 'busy', text: '/sleep 30' });
+    await client.nextEvent('turn.started', 'busy');
+    const waiting = await client.call<{ status: string; turn_id: string }>('prompt.submit', { session_id: 'waits', text: 'after it' });
+    expect(waiting.status).to.equal('streaming');
     process.kill(await hostPid(client), 'SIGKILL');
     await daemon.process.logged(/crash loop/);
+    // Both turns end for their clients: the running one and the one that never got a worker.
+    expect((await client.nextEvent('turn.error', 'busy')).payload).to.include({ reason: 'crash' });
+    expect((await client.nextEvent('turn.error', 'waits')).payload).to.include({ turn_id: waiting.turn_id, reason: 'crash' });
     const status = await client.call<HostStatus>('host.status');
     expect(status.host.state).to.equal('failed');
     expect(status.host.last_error).to.match(/crash loop/);
