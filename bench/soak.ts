@@ -16,7 +16,7 @@ import { CLI, printTable, round, verdict, withTempDir, writeResult } from './com
 const SESSIONS = 64;
 const RESUME_EVERY_MS = 10_000;
 const KILL_EVERY_MS = 60_000;
-/** Kills fall half-way between the per-minute samples, so that each sample finds a host running. */
+/** Kills fall half-way through each minute. */
 const FIRST_KILL_MS = 30_000;
 /** No kill this close to the end: the host that recovers the last kill's turns must have started. */
 const QUIET_END_MS = 20_000;
@@ -42,6 +42,16 @@ function rssMb(pid: number | null): number | null {
   } catch {
     return null;
   }
+}
+
+function median(values: (number | null)[]): number | null {
+  const known = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
+  return known.length === 0 ? null : known[Math.floor(known.length / 2)]!;
+}
+
+function peaks(readings: { daemonMb: number | null; hostMb: number | null }[]): { daemonPeakMb: number | null; hostPeakMb: number | null } {
+  const max = (values: (number | null)[]) => values.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? v, v)), null);
+  return { daemonPeakMb: max(readings.map((r) => r.daemonMb)), hostPeakMb: max(readings.map((r) => r.hostMb)) };
 }
 
 function sizeOf(path: string): number {
@@ -124,7 +134,7 @@ export async function soak(): Promise<void> {
     const started = performance.now();
     const until = started + minutes * 60_000;
     const acknowledged: Acknowledged[] = [];
-    const samples: { minute: number; daemonMb: number | null; hostMb: number | null }[] = [];
+    const samples: { minute: number; daemonMb: number | null; hostMb: number | null; daemonPeakMb: number | null; hostPeakMb: number | null }[] = [];
     let walMax = 0;
     let kills = 0;
     let crashLoopsCleared = 0;
@@ -162,22 +172,30 @@ export async function soak(): Promise<void> {
       void killHost();
       killTimer = setInterval(() => void killHost(), KILL_EVERY_MS);
     }, FIRST_KILL_MS);
-    /** RSS at the end of each minute (and of the run). */
-    const sample = async (minute: number): Promise<void> => {
-      const status = await main.hostStatus().catch(() => null);
-      samples.push({ minute, daemonMb: rssMb(daemon.pid ?? null), hostMb: rssMb(status?.host.pid ?? null) });
+    /**
+     * A minute's RSS is the median of its per-second readings: one reading lands anywhere in V8's
+     * collection cycle (the daemon's moved by ±15% between consecutive minutes); the peak is kept too.
+     */
+    let readings: { daemonMb: number | null; hostMb: number | null }[] = [];
+    const sample = (minute: number): void => {
+      samples.push({ minute, daemonMb: median(readings.map((r) => r.daemonMb)), hostMb: median(readings.map((r) => r.hostMb)), ...peaks(readings) });
+      readings = [];
       process.stdout.write(`minute ${minute}: ${acknowledged.length} turns acknowledged, ${kills} host kills\n`);
     };
     const sampleTimer = setInterval(() => {
       walMax = Math.max(walMax, sizeOf(join(home, 'turnhost.db-wal')));
+      void main.hostStatus().then(
+        (status) => readings.push({ daemonMb: rssMb(daemon.pid ?? null), hostMb: rssMb(status.host.pid) }),
+        () => {},
+      );
       const minute = Math.floor((performance.now() - started) / 60_000);
-      if (minute > (samples.at(-1)?.minute ?? 0)) void sample(minute);
+      if (minute > (samples.at(-1)?.minute ?? 0)) sample(minute);
     }, SAMPLE_EVERY_MS);
 
     const random = seededRandom(7);
     await Promise.all(Array.from({ length: SESSIONS }, (_, i) => driveSession(main, `s${i}`, () => random(), until, acknowledged)));
     const seconds = (performance.now() - started) / 1000;
-    if (seconds % 60 > 5) await sample(Math.ceil(seconds / 60));
+    if (seconds % 60 > 5) sample(Math.ceil(seconds / 60));
     clearInterval(resumeTimer);
     clearTimeout(firstKill);
     clearInterval(killTimer);
@@ -199,7 +217,8 @@ export async function soak(): Promise<void> {
     const second = samples.find((s) => s.minute === 2);
     const last = samples.at(-1);
     const within = (a: number | null | undefined, b: number | null | undefined) => (a && b ? Math.abs(b - a) / a <= 0.1 : null);
-    printTable('RSS per minute (MB)', ['minute', 'daemon', 'host'], samples.map((s) => [s.minute, s.daemonMb === null ? '' : round(s.daemonMb), s.hostMb === null ? '' : round(s.hostMb)]));
+    const mb = (v: number | null) => (v === null ? '' : round(v));
+    printTable('RSS per minute (MB: median of the minute, peak)', ['minute', 'daemon', 'daemon peak', 'host', 'host peak'], samples.map((s) => [s.minute, mb(s.daemonMb), mb(s.daemonPeakMb), mb(s.hostMb), mb(s.hostPeakMb)]));
     const checks = {
       acknowledgedTurnsLost: { value: lost, target: '0', met: lost === 0 },
       runningRowsLeft: { value: running, target: '0', met: running === 0 },

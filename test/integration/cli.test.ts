@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -63,6 +64,29 @@ describe('the command line (real processes)', function () {
     const out = await collect(child);
     expect(out.code, out.stderr).to.equal(0);
     expect(out.stdout).to.equal('first line\nsecond line\n');
+  });
+
+  it('chat at a terminal: a line typed while a turn runs is queued, the queue is shown, and it runs next', async function () {
+    // A terminal needs a pseudo-terminal: script(1) from util-linux gives one.
+    if (spawnSync('script', ['--version']).status !== 0) {
+      process.stdout.write('      (skipped: script(1) is not installed, so there is no terminal to type into)\n');
+      this.skip();
+    }
+    const daemon = await startDaemon(h);
+    const cli = `${JSON.stringify(process.execPath)} dist/bin/turnhost.js chat --home ${JSON.stringify(daemon.home)} --session typed`;
+    const chat = h.spawnRaw('script', ['-qfec', cli, '/dev/null']);
+    const done = collect(chat);
+    await untilOutput(chat, 'Ctrl-D to leave');
+    chat.stdin!.write('/tool busy 2\r');
+    await untilOutput(chat, '→ busy');
+    chat.stdin!.write('queued meanwhile\r');
+    await untilOutput(chat, '(queued, #1');
+    chat.stdin!.write('\x04');
+    const out = await done;
+    expect(out.code, out.stdout).to.equal(0);
+    expect(out.stdout).to.include('[queue] 1 waiting: 1. queued meanwhile');
+    const history = JSON.parse((await h.runCli(['history', 'typed', '--home', daemon.home, '--json'])).stdout) as { role: string; content: string }[];
+    expect(history.map((m) => `${m.role}:${m.content}`)).to.deep.equal(['user:/tool busy 2', 'assistant:tool busy ok', 'user:queued meanwhile', 'assistant:queued meanwhile']);
   });
 
   it('chat: Ctrl-C interrupts the running turn', async () => {
