@@ -101,7 +101,7 @@ function duplicateOf(s: SessionState, frame: TurnStartFrame, env: SessionEnv): D
   const turnId = frame.turn_id;
   if (turnId === undefined) return null;
   const queued = s.queue.find((item) => item.turnId === turnId);
-  if (queued) return { state: 'queued', queue_id: queued.queueId };
+  if (queued) return { state: 'queued', queue_id: queued.queueId, turn_id: queued.turnId };
   if (currentTurnId(s) === turnId) return { state: 'running', turn_id: turnId };
   if (currentSteering(s)?.holds(turnId)) return { state: 'steered' };
   return env.services.store.hasTurn(turnId) ? { state: 'done', turn_id: turnId } : null;
@@ -109,7 +109,7 @@ function duplicateOf(s: SessionState, frame: TurnStartFrame, env: SessionEnv): D
 
 function stateOf(s: SessionState, record: SubmitRecord): Duplicate {
   const queued = record.queueId === null ? undefined : s.queue.find((item) => item.queueId === record.queueId);
-  if (queued) return { state: 'queued', queue_id: queued.queueId };
+  if (queued) return { state: 'queued', queue_id: queued.queueId, turn_id: queued.turnId };
   if (currentTurnId(s) === record.turnId) return { state: 'running', turn_id: record.turnId };
   if (record.steered) return { state: 'steered' };
   return { state: 'done', turn_id: record.turnId };

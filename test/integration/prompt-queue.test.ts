@@ -140,7 +140,7 @@ describe('input while a turn runs: the queue, steering, targeted stop, idempoten
     const again = await submit(c, 'd', '/sleep 0.3', { client_message_id: 'm-1' });
     expect(again).to.deep.equal({ status: 'duplicate', state: 'running', turn_id: first.turn_id });
     const queued = await submit(c, 'd', 'once', { client_message_id: 'm-2' });
-    expect(await submit(c, 'd', 'once', { client_message_id: 'm-2' })).to.include({ status: 'duplicate', state: 'queued', queue_id: queued.queue_id });
+    expect(await submit(c, 'd', 'once', { client_message_id: 'm-2' })).to.deep.equal({ status: 'duplicate', state: 'queued', queue_id: queued.queue_id, turn_id: queued.turn_id });
     await untilEnds(c, 'd', 2);
     expect(await submit(c, 'd', 'once', { client_message_id: 'm-2' })).to.include({ status: 'duplicate', state: 'done', turn_id: queued.turn_id });
     process.kill(await hostPid(c), 'SIGKILL');
