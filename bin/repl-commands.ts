@@ -52,6 +52,9 @@ function requireReader(reader: () => Reader | null): Reader {
 }
 
 export function defineDatabaseCommands(command: DefineCommand, out: ReplOutput, reader: () => Reader | null, logPath: string): void {
+  command('queues', 'sessions with queued prompts: how many, the oldest', async () => {
+    printRows(out, ['SESSION', 'QUEUED', 'OLDEST'], requireReader(reader).queues().map((q) => [q.session_id, q.queued, q.oldest]));
+  });
   command('sql', 'run a read-only SQL query on the database (writes are refused)', async (query) => {
     if (query === '') throw new Error('usage: .sql SELECT …');
     const statement = requireReader(reader).db.prepare(query);

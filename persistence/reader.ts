@@ -85,6 +85,14 @@ export class Reader {
     return row && toSummary(row);
   }
 
+  /** Sessions with prompts waiting in their queue: how many, and since when (the oldest). */
+  queues(): { session_id: string; queued: number; oldest: string }[] {
+    const rows = this.db
+      .prepare('SELECT sid, count(*) AS n, min(queued_at) AS oldest FROM queue WHERE steered = 0 GROUP BY sid ORDER BY sid')
+      .all() as { sid: string; n: number; oldest: number }[];
+    return rows.map((r) => ({ session_id: r.sid, queued: r.n, oldest: new Date(r.oldest).toISOString() }));
+  }
+
   statusCounts(): Record<SessionStatus, number> {
     const counts: Record<SessionStatus, number> = { active: 0, finalized: 0, retained: 0 };
     const rows = this.db.prepare('SELECT status, count(*) AS n FROM sessions GROUP BY status').all() as { status: SessionStatus; n: number }[];

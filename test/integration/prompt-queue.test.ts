@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { connect as connectSocket } from 'node:net';
+import { join } from 'node:path';
 import { connect, type TurnhostClient } from '../../client/index.js';
 import type { EventParams } from '../../client/rpc-connection.js';
 import { hostPid, hostReady, startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
@@ -13,6 +15,18 @@ interface Submitted {
 }
 
 const payload = (e: EventParams) => e.payload as Record<string, unknown>;
+
+/** What the daemon's REPL prints for `input`, over its socket. */
+function replOutput(home: string, input: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connectSocket(join(home, 'repl.sock'));
+    let text = '';
+    socket.on('data', (c: Buffer) => (text += c.toString()));
+    socket.on('close', () => resolve(text));
+    socket.on('error', reject);
+    socket.on('connect', () => socket.end(input));
+  });
+}
 
 describe('input while a turn runs: the queue, steering, targeted stop, idempotent submit (real processes)', function () {
   this.timeout(60_000);
@@ -186,6 +200,8 @@ describe('input while a turn runs: the queue, steering, targeted stop, idempoten
     const steer = await watcher.call('session.queue.update', { session_id: 'p', queue_id: queue.items[1]!.queue_id, action: 'steer' }).catch((e: { code: number }) => e);
     expect(steer).to.include({ code: 4009 });
     expect((await watcher.call<typeof queue>('session.queue.get', { session_id: 'p' })).items.map((i) => i.text)).to.deep.equal(['x', 'y']);
+    // An operator sees the waiting queue in the REPL.
+    expect(await replOutput(home, '.queues\n')).to.match(/SESSION\s+QUEUED\s+OLDEST\s*\n\s*p\s+2\s/);
     expect(await history(watcher, 'p')).to.deep.equal(['user:/sleep 30']);
     await watcher.call('session.resume', { session_id: 'p' });
     await untilEnds(watcher, 'p', 2);
