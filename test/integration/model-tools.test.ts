@@ -108,7 +108,7 @@ describe('model agent: tools, approvals and clarify (real host, fake model serve
 
   it('a text steered in during a tool call reaches the next model request, after the tool results, and is stored there', async () => {
     const s = await toolScene();
-    s.fake.reply({ toolCalls: [{ id: 'nap', name: 'mcp_t_slow', args: ['{"seconds": 1}'] }] }, { text: ['noted'] });
+    s.fake.reply({ toolCalls: [{ id: 'nap', name: 'mcp_t_slow', args: ['{"seconds": 3}'] }] }, { text: ['noted'] });
     const host = await startModelHost(h, s);
     host.send({ type: 'turn.start', sid: 's1', request_id: 'r1', text: 'take a nap' });
     await host.next('rpc', { where: (f) => (f['message'] as { params?: { type?: string } }).params?.type === 'tool.start' });

@@ -54,7 +54,7 @@ describe('input while a turn runs: the queue, steering, targeted stop, idempoten
   it('queues three prompts behind a running turn; they run in order with their queue_ids, one session.queue revision per change', async () => {
     const daemon = await startDaemon(h);
     const c = await open(daemon);
-    const first = await submit(c, 'q', '/sleep 0.5');
+    const first = await submit(c, 'q', '/sleep 2');
     expect(first.status).to.equal('streaming');
     const queued = [await submit(c, 'q', 'one'), await submit(c, 'q', 'two'), await submit(c, 'q', 'three')];
     expect(queued.map((q) => [q.status, q.position])).to.deep.equal([['queued', 1], ['queued', 2], ['queued', 3]]);
@@ -72,7 +72,7 @@ describe('input while a turn runs: the queue, steering, targeted stop, idempoten
   it('edits and deletes a queued prompt; an unknown item is 4041', async () => {
     const daemon = await startDaemon(h);
     const c = await open(daemon);
-    await submit(c, 'e', '/sleep 0.8');
+    await submit(c, 'e', '/sleep 2');
     const a = await submit(c, 'e', 'first draft');
     const b = await submit(c, 'e', 'to be deleted');
     expect((await c.call<{ revision: number }>('session.queue.update', { session_id: 'e', queue_id: a.queue_id, action: 'edit', text: 'edited' })).revision).to.be.a('number');
@@ -136,7 +136,7 @@ describe('input while a turn runs: the queue, steering, targeted stop, idempoten
     expect(replies(c, 'st')).to.deep.equal(['steered: go left']);
     expect(await history(c, 'st')).to.deep.equal(['user:/await-steer 10', 'user:go left', 'assistant:steered: go left']);
     // A turn that never takes steering: the text becomes the queue's head when it ends.
-    await submit(c, 'st', '/sleep 0.5');
+    await submit(c, 'st', '/sleep 2');
     await c.until(() => c.events.filter((e) => e.session_id === 'st' && e.type === 'turn.started').length === 2, 'the second turn');
     const late = await submit(c, 'st', 'too late', { on_busy: 'steer' });
     expect(late.status).to.equal('steered');
@@ -150,8 +150,8 @@ describe('input while a turn runs: the queue, steering, targeted stop, idempoten
   it('a repeated client_message_id runs nothing and answers duplicate, also across a kill -9 of the host', async () => {
     const daemon = await startDaemon(h);
     const c = await open(daemon);
-    const first = await submit(c, 'd', '/sleep 0.3', { client_message_id: 'm-1' });
-    const again = await submit(c, 'd', '/sleep 0.3', { client_message_id: 'm-1' });
+    const first = await submit(c, 'd', '/sleep 2', { client_message_id: 'm-1' });
+    const again = await submit(c, 'd', '/sleep 2', { client_message_id: 'm-1' });
     expect(again).to.deep.equal({ status: 'duplicate', state: 'running', turn_id: first.turn_id });
     const queued = await submit(c, 'd', 'once', { client_message_id: 'm-2' });
     expect(await submit(c, 'd', 'once', { client_message_id: 'm-2' })).to.deep.equal({ status: 'duplicate', state: 'queued', queue_id: queued.queue_id, turn_id: queued.turn_id });
@@ -213,7 +213,7 @@ describe('input while a turn runs: the queue, steering, targeted stop, idempoten
     const client = await connect({ home: daemon.home });
     clients.push(client);
     await client.createSession({ session_id: 'lib' });
-    const running = await client.submit('lib', '/sleep 0.5');
+    const running = await client.submit('lib', '/sleep 2');
     const queued = await client.submit('lib', 'later', { client_message_id: 'cm-1' });
     expect(queued).to.include({ status: 'queued', position: 1 });
     expect(await client.submit('lib', 'later', { client_message_id: 'cm-1' })).to.include({ status: 'duplicate', state: 'queued' });
