@@ -120,7 +120,8 @@ export class Store {
       'SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision FROM sessions WHERE sid = ?',
     );
     this.selectMessages = db.prepare('SELECT role, content, tool_calls, tool_call_id FROM messages WHERE sid = ? AND seq >= ? AND seq < ? ORDER BY seq');
-    this.countMessages = db.prepare('SELECT COUNT(*) AS n FROM messages WHERE sid = ?');
+    // Positions run 0 … n-1 without holes: the last one gives the count from the key, without a scan.
+    this.countMessages = db.prepare('SELECT COALESCE(MAX(seq) + 1, 0) AS n FROM messages WHERE sid = ?');
     this.selectQueue = db.prepare(`
       SELECT queue_id AS queueId, text, client_message_id AS clientMessageId, request_id AS requestId, turn_id AS turnId,
              queued_at AS queuedAt, position

@@ -13,7 +13,7 @@ import type { SubmitState } from '../../protocol/outbound.js';
 import { tell } from '../runtime.js';
 import { announceQueue } from './queue-events.js';
 import { currentSteering, currentTurnId, queueView, rememberSubmit, type SessionState } from './session-state.js';
-import { newTurnId, removeTaken, requestTurn, stopTurn, type SessionEnv } from './session-turn.js';
+import { newTurnId, removeQueuedRows, requestTurn, stopTurn, type SessionEnv } from './session-turn.js';
 import { SteeringInbox } from './steering-inbox.js';
 import { nextTicketId } from './turn-admission.js';
 
@@ -22,7 +22,7 @@ import { nextTicketId } from './turn-admission.js';
  * (PROTOCOL.md §2.1), so a queue of n costs n² over its life: a client that never stops
  * submitting gets "session busy" here instead of slowing the host and the daemon for everyone.
  */
-export const MAX_QUEUED = 1000;
+const MAX_QUEUED = 1000;
 
 /** turn.start: a duplicate runs nothing; a busy session queues, steers, interrupts or refuses as asked. */
 export async function receiveTurnStart(s: SessionState, frame: TurnStartFrame, reservedTicket: number | undefined, env: SessionEnv): Promise<void> {
@@ -69,15 +69,13 @@ export async function interrupt(s: SessionState, frame: InterruptFrame, env: Ses
 
 /** A stop means stop: the turn, the texts steered into it and not taken, and (unless kept) the queue. */
 async function stopAndClear(s: SessionState, keepQueue: boolean, env: SessionEnv): Promise<void> {
-  if (!keepQueue) currentSteering(s)?.drop();
+  const dropped = keepQueue ? [] : (currentSteering(s)?.drop() ?? []);
   const ranQueued = stopTurn(s, env);
-  if (keepQueue) {
-    if (ranQueued !== null) await changeQueue(s, env, removeTaken([ranQueued]), () => {});
-    return;
-  }
-  if (s.queue.length === 0 && ranQueued === null) {
-    // Steered rows not taken go too; the visible queue did not change.
-    await env.services.store.commit((w) => w.clearQueue(s.sid)).catch((err: Error) => env.services.log.error({ err, sid: s.sid }, 'could not clear steered texts'));
+  const gone = ranQueued === null ? dropped : [...dropped, ranQueued];
+  if (keepQueue || s.queue.length === 0) {
+    if (ranQueued !== null) await changeQueue(s, env, removeQueuedRows(gone), () => {});
+    // Only steered rows go: the queue the clients see did not change.
+    else if (gone.length > 0) await env.services.store.commit(removeQueuedRows(gone)).catch((err: Error) => env.services.log.error({ err, sid: s.sid }, 'could not drop steered texts'));
     return;
   }
   await changeQueue(s, env, (w) => w.clearQueue(s.sid), () => (s.queue.length = 0));

@@ -170,7 +170,7 @@ export function setOverrides(s: SessionState, overrides: SessionOverrides): void
 }
 
 /** Accepted client_message_ids each session remembers (PROTOCOL.md §2.1). */
-export const MAX_SUBMITS = 1000;
+const MAX_SUBMITS = 1000;
 
 /**
  * The rows that remember an accepted client_message_id, forgetting the session's oldest past

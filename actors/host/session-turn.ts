@@ -228,7 +228,7 @@ async function commitTurnEnd(
       w.appendMessages(s.sid, firstSeq, messages, turn.turnId);
       w.endTurn(turn.turnId, ending.outcome, ending.failure, ending.report);
       w.touchSession(s.sid, version);
-      removeTaken(taken)(w);
+      removeQueuedRows(taken)(w);
     });
   } catch (err) {
     env.services.log.error({ err, sid: s.sid, turnId: turn.turnId }, 'could not commit the turn end');
@@ -241,10 +241,10 @@ async function commitTurnEnd(
   return true;
 }
 
-/** Steered texts the agent took are stored as its messages: their queue rows go in the same commit. */
-export function removeTaken(taken: readonly QueuedPrompt[]): Work {
+/** The queue rows of these prompts go: steered texts stored as messages, a prompt that ran, texts a stop dropped. */
+export function removeQueuedRows(items: readonly QueuedPrompt[]): Work {
   return (w) => {
-    for (const item of taken) w.removeQueued(item.queueId);
+    for (const item of items) w.removeQueued(item.queueId);
   };
 }
 

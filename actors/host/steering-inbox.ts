@@ -55,17 +55,13 @@ export class SteeringInbox {
     return items;
   }
 
-  /** An interrupt's stop drops the texts not taken yet (those taken are part of the turn). */
-  drop(): void {
-    this.waiting = [];
+  /** An interrupt's stop drops the texts not taken yet (those taken are part of the turn); answers them. */
+  drop(): QueuedPrompt[] {
+    return this.waiting.splice(0);
   }
 
   /** Whether `turnId` is the id a waiting text was submitted under. */
   holds(turnId: string): boolean {
     return this.waiting.some((item) => item.turnId === turnId);
-  }
-
-  get size(): number {
-    return this.waiting.length;
   }
 }
