@@ -17,8 +17,8 @@ const SID = 'busy';
 
 /**
  * The daemon's socket, counting answers to submits and the session's turn.end events. It looks at
- * each line's first bytes only: the queue's events carry the whole queue (110 MB in a run), and a
- * client that decodes them all falls behind the daemon and is cut off at 8 MiB unread.
+ * each line's first bytes only: the queue's events carry the whole queue (110 MB in a run). A cut
+ * connection fails the run instead of leaving it waiting.
  */
 class QueueClient {
   private nextId = 0;
@@ -27,10 +27,15 @@ class QueueClient {
   /** The start of the line being read, up to HEAD_BYTES. */
   private head: Buffer[] = [];
   private headBytes = 0;
-  private readonly waits: { what: 'answered' | 'ended'; count: number; resolve: () => void }[] = [];
+  private readonly waits: { what: 'answered' | 'ended'; count: number; resolve: () => void; reject: (err: Error) => void }[] = [];
+  private closed = false;
 
   private constructor(private readonly socket: Socket) {
     socket.on('data', (chunk: Buffer) => this.read(chunk));
+    socket.on('close', () => {
+      this.closed = true;
+      for (const wait of this.waits.splice(0)) wait.reject(new Error(`the daemon closed the connection after ${this.answered} answers and ${this.ended} turn ends`));
+    });
   }
 
   private read(chunk: Buffer): void {
@@ -76,7 +81,8 @@ class QueueClient {
 
   until(what: 'answered' | 'ended', count: number): Promise<void> {
     if (this[what] >= count) return Promise.resolve();
-    return new Promise((resolve) => this.waits.push({ what, count, resolve }));
+    if (this.closed) return Promise.reject(new Error('the daemon closed the connection'));
+    return new Promise((resolve, reject) => this.waits.push({ what, count, resolve, reject }));
   }
 
   close(): void {

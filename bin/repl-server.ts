@@ -6,7 +6,7 @@ import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import repl, { type REPLServer } from 'node:repl';
-import { MAX_UNREAD_BYTES } from '../actors/daemon/client-connection.js';
+import { UnreadBound } from '../actors/daemon/unread-bound.js';
 import { ask, type Ref, type SystemRef } from '../actors/runtime.js';
 import type { CallReply, GatewayMsg, HostStatus, SupervisorMsg } from '../actors/daemon/supervisor-messages.js';
 import type { Reader } from '../persistence/reader.js';
@@ -91,12 +91,17 @@ async function closeServer(server: Server, sockets: Set<Socket>, path: string): 
 }
 
 function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { session: REPLServer; idle: () => Promise<void> } {
+  // A REPL client that stops reading is cut off like any client of the daemon.
+  const bound = new UnreadBound(socket);
   const out: ReplOutput = {
     write(text) {
       if (socket.destroyed) return;
-      // A REPL client that stops reading is cut off like any client of the daemon.
-      if (socket.writableLength > MAX_UNREAD_BYTES) socket.destroy();
-      else socket.write(text);
+      if (bound.overrun() !== null) {
+        socket.destroy();
+        return;
+      }
+      socket.write(text);
+      bound.wrote();
     },
   };
   // Everything the REPL writes (prompts, results) goes through the same bound.

@@ -1,6 +1,7 @@
 // One client actor per connection on turnhost.sock: reads JSON-RPC lines, runs each request
 // without holding up the next (a slow control must not delay an interrupt), and writes every
-// answer as one line. A client that stops reading is cut off before its buffer grows unbounded.
+// answer as one line. A client that stops reading is cut off before its buffer grows unbounded
+// (unread-bound.ts).
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { ErrorCodes, errorLine, parseClientMessage, resultLine, RpcError } from '../../protocol/client-rpc.js';
@@ -9,13 +10,8 @@ import { tickWrites } from '../../protocol/tick-writes.js';
 import { ANSWERED_ELSEWHERE, answerServerRequest, callMethod, type ClientContext } from './client-methods.js';
 import { spawnActor, stopActor, tell, type AnyRef } from '../runtime.js';
 import type { ClientMsg, ClientSink } from './supervisor-messages.js';
+import { MAX_UNREAD_BYTES, MAX_UNREAD_BYTES_READING, UnreadBound } from './unread-bound.js';
 
-/**
- * Output a client has not read yet, past which it is disconnected: a client that stops reading
- * (a terminal suspended with Ctrl-Z) must not make the daemon buffer a night of events. It loses
- * nothing: reconnecting, `session.resume` with `after_seq` replays what it missed.
- */
-export const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
 
 let lastClientId = 0;
 
@@ -25,16 +21,20 @@ export function acceptClient(parent: AnyRef, socket: Socket, shared: ConnectionC
   const id = ++lastClientId;
   const clientLog = log.child({ client: id });
   const writeLine = tickWrites(socket);
+  const bound = new UnreadBound(socket);
   const sink: ClientSink = {
     id,
     write(line) {
       if (socket.destroyed) return;
-      if (socket.writableLength > MAX_UNREAD_BYTES) {
-        clientLog.warn({ unreadBytes: socket.writableLength, maxUnreadBytes: MAX_UNREAD_BYTES }, 'client is not reading its output: disconnecting it');
+      const overrun = bound.overrun();
+      if (overrun !== null) {
+        const maxUnreadBytes = overrun === 'not reading' ? MAX_UNREAD_BYTES : MAX_UNREAD_BYTES_READING;
+        clientLog.warn({ unreadBytes: bound.unread, maxUnreadBytes }, `client is ${overrun} its output: disconnecting it`);
         socket.destroy();
         return;
       }
       writeLine(line);
+      bound.wrote();
     },
   };
   const ctx: ClientContext = { ...shared, clientId: id, cwds: new Map() };

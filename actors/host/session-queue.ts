@@ -102,6 +102,8 @@ function duplicateOf(s: SessionState, frame: TurnStartFrame, env: SessionEnv): D
   if (queued) return { state: 'queued', queue_id: queued.queueId, turn_id: queued.turnId };
   if (currentTurnId(s) === turnId) return { state: 'running', turn_id: turnId };
   if (currentSteering(s)?.holds(turnId)) return { state: 'steered' };
+  // A submit's id is stored in the commit that accepts it: had this turn ended, its record was found above.
+  if (id !== undefined) return null;
   return env.services.store.hasTurn(turnId) ? { state: 'done', turn_id: turnId } : null;
 }
 

@@ -38,8 +38,8 @@ export async function startInProcessHost(agent: Agent, options: { clock?: Clock;
   const waiters = new Waiters<Frame>();
   const writer = new FrameWriter(
     {
-      write(text) {
-        for (const line of text.split('\n')) {
+      write(parts) {
+        for (const line of Buffer.concat(parts).toString('utf8').split('\n')) {
           if (line === '') continue;
           const frame = JSON.parse(line) as Frame;
           frames.push(frame);

@@ -122,7 +122,7 @@ describe('frames', () => {
 
   it('writes each frame as one line with host_ns, and nanosecond stamps with all their digits', async () => {
     const written: string[] = [];
-    const writer = new FrameWriter({ write: (t) => written.push(t) }, () => 12345678901234567890n);
+    const writer = new FrameWriter({ write: (parts) => written.push(Buffer.concat(parts).toString('utf8')) }, () => 12345678901234567890n);
     writer.write({ type: 'turn.started', sid: 's', request_id: 'r', turn_id: 't', started_ns: Nanos.of(98765432109876543210n) });
     writer.write({ type: 'error', request_id: null, message: 'x' });
     expect(written).to.deep.equal([]);

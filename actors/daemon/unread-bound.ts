@@ -1,0 +1,47 @@
+// How much output a connection may leave unread. A client that stops reading (a terminal
+// suspended with Ctrl-Z) must not make the daemon buffer a night of events, and loses nothing by
+// being cut off: reconnecting, `session.resume` with `after_seq` replays what it missed. A client
+// that reads, only more slowly than a burst arrives, must not be cut for it: a queue of 1,000
+// prompts sends ~50 MB of `session.queue` events within a second (each carries the whole queue).
+import type { Socket } from 'node:net';
+
+/** Unread output past which a connection that has taken none of its output for STALL_MS is ended. */
+export const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
+/** Unread output past which any connection is ended, however it reads: the daemon's memory per client. */
+export const MAX_UNREAD_BYTES_READING = 64 * 1024 * 1024;
+/** A connection that has taken nothing of its output for this long is not reading. */
+export const STALL_MS = 500;
+
+export type Overrun = 'not reading' | 'reading too slowly';
+
+export class UnreadBound {
+  /** The socket's unread bytes just after the last write: fewer later means the client took some. */
+  private unreadAfterWrite = 0;
+  private lastProgressMs: number;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly nowMs: () => number = () => performance.now(),
+  ) {
+    this.lastProgressMs = nowMs();
+  }
+
+  /** Asked before each write: why the connection must end now, or null. */
+  overrun(): Overrun | null {
+    const unread = this.socket.writableLength;
+    // Nothing owed counts as progress: an idle client that a burst then reaches is not stalled.
+    if (unread === 0 || unread < this.unreadAfterWrite) this.lastProgressMs = this.nowMs();
+    if (unread > MAX_UNREAD_BYTES_READING) return 'reading too slowly';
+    if (unread > MAX_UNREAD_BYTES && this.nowMs() - this.lastProgressMs > STALL_MS) return 'not reading';
+    return null;
+  }
+
+  /** Told after each write. */
+  wrote(): void {
+    this.unreadAfterWrite = this.socket.writableLength;
+  }
+
+  get unread(): number {
+    return this.socket.writableLength;
+  }
+}
