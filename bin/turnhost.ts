@@ -88,7 +88,10 @@ const program = new Command('turnhost')
 
 hostOptions(program.command('host').description('run the compute host on stdin/stdout (the host protocol)'))
   .addOption(homeOption())
-  .action((opts) => run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs })));
+  .addOption(new Option('--queue-deltas', 'send queue.delta frames instead of session.queue events (for the daemon)').hideHelp())
+  .action((opts) =>
+    run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas })),
+  );
 
 hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)'))
   .addOption(homeOption())

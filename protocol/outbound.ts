@@ -47,6 +47,17 @@ export interface QueueItemView {
   queued_at: string;
 }
 
+/**
+ * A change of a session's queue, for a parent started with --queue-deltas instead of the
+ * `session.queue` events it stands for: `append` an item at the tail, `shift` the head out, or
+ * `reset` to these items. A host's first change of a session is always a reset.
+ */
+export type QueueDeltaFrame = { type: 'queue.delta'; sid: string; revision: number } & (
+  | { op: 'append'; item: QueueItemView }
+  | { op: 'shift' }
+  | { op: 'reset'; items: QueueItemView[] }
+);
+
 export interface QueueView {
   revision: number;
   items: QueueItemView[];
@@ -110,6 +121,7 @@ export type HostOutFrame =
   | HeartbeatFrame
   | { type: 'orphan'; old_ppid: number; ppid: number }
   | { type: 'rpc'; sid: string; message: RpcMessage }
+  | QueueDeltaFrame
   | { type: 'turn.started'; sid: string; request_id: string; turn_id: string; queue_id?: string; started_ns: Nanos }
   | TurnEndFrame
   | { type: 'turn.error'; sid: string | null; request_id: string | null; turn_id?: string; queue_id?: string; message: string; reason: TurnErrorReason }

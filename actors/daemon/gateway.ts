@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { resultLine } from '../../protocol/client-rpc.js';
 import { spawnActor, tell, type Ref, type SystemRef } from '../runtime.js';
 import { EventRings } from './event-rings.js';
+import { QueueMirrors } from './queue-mirrors.js';
 import type { OutputGate } from './output-gate.js';
 import type { ClientSink, GatewayMsg } from './supervisor-messages.js';
 
@@ -19,6 +20,7 @@ interface GatewayState {
   attached: Map<string, Set<number>>;
   requests: Map<string, OpenRequest>;
   events: EventRings;
+  queues: QueueMirrors;
 }
 
 export function spawnGateway(system: SystemRef, log: Logger, gate: OutputGate): Ref<GatewayMsg> {
@@ -28,7 +30,7 @@ export function spawnGateway(system: SystemRef, log: Logger, gate: OutputGate): 
     return next;
   }, {
     log: log.child({ actor: 'gateway' }),
-    init: () => ({ clients: new Map(), attached: new Map(), requests: new Map(), events: new EventRings() }),
+    init: () => ({ clients: new Map(), attached: new Map(), requests: new Map(), events: new EventRings(), queues: new QueueMirrors() }),
   });
 }
 
@@ -65,6 +67,12 @@ function handle(state: GatewayState, msg: GatewayMsg): GatewayState {
       return state;
     case 'request-session':
       tell(msg.replyTo, state.requests.get(msg.requestId)?.sid ?? null);
+      return state;
+    case 'queue-delta':
+      deliverEvent(state, msg.delta.sid, state.queues.apply(msg.delta));
+      return state;
+    case 'host-hello':
+      state.queues.clear();
       return state;
     case 'batch':
       for (const message of msg.messages) handle(state, message);

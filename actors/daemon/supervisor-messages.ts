@@ -1,7 +1,7 @@
 // Messages of the supervisor process's actors: the supervisor (the host child and everything
 // pending on it), the gateway (client connections and who is attached to which session) and one
 // client actor per connection.
-import type { RecoveredSession } from '../../protocol/outbound.js';
+import type { QueueDeltaFrame, RecoveredSession } from '../../protocol/outbound.js';
 import type { EventPayloads, EventType, RequestId, RpcErrorObject } from '../../protocol/rpc.js';
 import type { UnknownRecord } from '../../protocol/fields.js';
 import type { OnBusy, QueueOp } from '../../protocol/frames.js';
@@ -88,6 +88,10 @@ export type GatewayMsg =
   | { kind: 'request-closed'; requestId: string }
   | { kind: 'host-ready'; recovered: RecoveredSession[] }
   | { kind: 'turn-ended'; sid: string }
+  /** A change of a session's queue, from a host started with --queue-deltas. */
+  | { kind: 'queue-delta'; delta: QueueDeltaFrame }
+  /** A host said hello: the queues copied from the one before are gone. */
+  | { kind: 'host-hello' }
   /** What one read from the host holds for the clients, in order: one actor message, not one per line. */
   | { kind: 'batch'; messages: GatewayMsg[] };
 

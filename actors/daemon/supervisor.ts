@@ -4,7 +4,7 @@
 // exactly once: the mailbox orders the two.
 import type { Logger } from 'pino';
 import { removeRegistry, reconcile, writeRegistry } from '../../persistence/registry.js';
-import type { HelloFrame, TurnUsage } from '../../protocol/outbound.js';
+import type { HelloFrame, QueueDeltaFrame, TurnUsage } from '../../protocol/outbound.js';
 import type { EventPayloads } from '../../protocol/rpc.js';
 import { RpcError } from '../../protocol/client-rpc.js';
 import { eventLine } from '../../protocol/event-line.js';
@@ -159,7 +159,7 @@ async function spawnHost(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, w
     exit: (child, code, signal) => tell(ctx.self, { kind: 'host-exit', child, code, signal }),
   };
   const spawn = config.spawnHost ?? HostChild.spawn;
-  const child = spawn(config.hostEntry, ['host', '--home', config.home, ...config.hostArgs], config.hostEnv, events);
+  const child = spawn(config.hostEntry, ['host', '--home', config.home, '--queue-deltas', ...config.hostArgs], config.hostEnv, events);
   wiring.gate.attach(() => child.pauseOutput(), () => child.resumeOutput());
   s.child = child;
   s.hello = null;
@@ -224,6 +224,11 @@ function routeHostFrame(frame: HostFrameIn, forClients: GatewayMsg[], forSupervi
     });
     return;
   }
+  if (frame.type === 'queue.delta') {
+    forClients.push({ kind: 'queue-delta', delta: frame as unknown as QueueDeltaFrame });
+    return;
+  }
+  if (frame.type === 'hello') forClients.push({ kind: 'host-hello' });
   if (frame.type === 'turn.started' || frame.type === 'turn.end' || frame.type === 'turn.error') turnEvents(frame, forClients);
   forSupervisor.push(frame);
 }

@@ -1,14 +1,37 @@
-// How a session's queue changes reach its clients (PROTOCOL.md §2.1): one `session.queue` event
-// per change, carrying the whole queue. n queued prompts therefore cost n² item views over their
-// life, so the items' JSON is kept as bytes between changes: the two changes a busy session sees
-// most (a prompt added at the tail, the head started) cost one item, and an event is a copy.
+// How a session's queue changes leave the host (PROTOCOL.md §2.1): one `session.queue` event per
+// change, carrying the whole queue, in an `rpc` frame. A parent that makes those events itself
+// (the daemon, which starts its host with --queue-deltas) gets one small `queue.delta` frame per
+// change instead: the queue's bytes then cross the pipe once, not once per change.
 import type { QueuedPrompt } from '../../persistence/store-writer.js';
-import type { QueueItemView } from '../../protocol/outbound.js';
+import type { QueueDeltaFrame, QueueItemView } from '../../protocol/outbound.js';
 import type { FrameWriter } from '../../protocol/frame-writer.js';
+import { QueueItemsJson } from '../../protocol/queue-items-json.js';
 import type { SessionState } from './session-state.js';
 
 export function itemView(item: QueuedPrompt): QueueItemView {
   return { queue_id: item.queueId, client_message_id: item.clientMessageId, text: item.text, queued_at: new Date(item.queuedAt).toISOString() };
+}
+
+/** What a change did to the queue; `reset` stands for any change but the two common ones. */
+type QueueChange = { op: 'append'; item: QueuedPrompt } | { op: 'shift' } | { op: 'reset' };
+
+/** A session's queue as last announced by this process (null: never), to name the next change. */
+class LastAnnounced {
+  private items: QueuedPrompt[] | null = null;
+
+  changeTo(queue: readonly QueuedPrompt[]): QueueChange {
+    const before = this.items;
+    this.items = queue.slice();
+    if (before === null) return { op: 'reset' };
+    if (queue.length === before.length + 1 && before.every((item, i) => item === queue[i])) return { op: 'append', item: queue[queue.length - 1]! };
+    if (queue.length === before.length - 1 && queue.every((item, i) => item === before[i + 1])) return { op: 'shift' };
+    return { op: 'reset' };
+  }
+}
+
+export interface QueueAnnouncer {
+  /** Says that the session's queue changed: it is now `s.queue`, at `s.queueRevision`. */
+  announce(s: SessionState): void;
 }
 
 /** Each item's JSON, made once: an item never changes (an edit replaces it). */
@@ -23,67 +46,38 @@ function jsonOf(item: QueuedPrompt): Buffer {
   return json;
 }
 
-const COMMA = 0x2c;
-const MIN_CAPACITY = 4096;
-
-/**
- * The comma-separated JSON of a queue's items, as bytes. Never writes below `end`: the frame
- * writer holds the slices it was given until the end of the event-loop turn, so a slice handed
- * out stays as it was; room is made by moving to a new buffer.
- */
-class ItemsJson {
-  private items: QueuedPrompt[] = [];
-  private bytes = Buffer.alloc(0);
-  private start = 0;
-  private end = 0;
-
-  /** The JSON of `queue`, brought up to date from what it was at the last call. */
-  of(queue: readonly QueuedPrompt[]): Buffer {
-    if (this.isAppendOf(queue)) this.append(jsonOf(queue[queue.length - 1]!));
-    else if (this.isShiftOf(queue)) this.start = queue.length === 0 ? this.end : this.start + jsonOf(this.items[0]!).length + 1;
-    else this.rebuild(queue);
-    this.items = queue.slice();
-    return this.bytes.subarray(this.start, this.end);
-  }
-
-  private isAppendOf(queue: readonly QueuedPrompt[]): boolean {
-    return queue.length === this.items.length + 1 && this.items.every((item, i) => item === queue[i]);
-  }
-
-  private isShiftOf(queue: readonly QueuedPrompt[]): boolean {
-    return queue.length === this.items.length - 1 && queue.every((item, i) => item === this.items[i + 1]);
-  }
-
-  private append(json: Buffer): void {
-    const separator = this.end > this.start ? 1 : 0;
-    if (this.end + separator + json.length > this.bytes.length) this.moveTo(Math.max(MIN_CAPACITY, 2 * (this.end - this.start + separator + json.length)));
-    if (separator) this.bytes[this.end++] = COMMA;
-    this.end += json.copy(this.bytes, this.end);
-  }
-
-  private rebuild(queue: readonly QueuedPrompt[]): void {
-    this.bytes = Buffer.alloc(0);
-    this.start = this.end = 0;
-    for (const item of queue) this.append(jsonOf(item));
-  }
-
-  private moveTo(capacity: number): void {
-    const moved = Buffer.allocUnsafe(capacity);
-    this.end = this.bytes.copy(moved, 0, this.start, this.end);
-    this.start = 0;
-    this.bytes = moved;
-  }
+/** The contract's events: the whole queue in every one. */
+export function fullQueueEvents(writer: FrameWriter): QueueAnnouncer {
+  const sessions = new WeakMap<SessionState, { last: LastAnnounced; items: QueueItemsJson }>();
+  return {
+    announce(s) {
+      let kept = sessions.get(s);
+      if (kept === undefined) sessions.set(s, (kept = { last: new LastAnnounced(), items: new QueueItemsJson() }));
+      const change = kept.last.changeTo(s.queue);
+      if (change.op === 'append') kept.items.append(jsonOf(change.item));
+      else if (change.op === 'shift') kept.items.shift();
+      else kept.items.reset(s.queue.map(jsonOf));
+      const sid = JSON.stringify(s.sid);
+      // The shape and key order of rpcEvent: the daemon reads events in that shape (event-line.ts).
+      const head = `{"type":"rpc","sid":${sid},"message":{"jsonrpc":"2.0","method":"event","params":{"type":"session.queue","session_id":${sid},"payload":{"revision":${s.queueRevision},"items":[`;
+      writer.writeAround(head, kept.items.json, ']}}}}');
+      if (s.queue.length === 0) sessions.delete(s); // what a drained queue's bytes held goes
+    },
+  };
 }
 
-const itemsJson = new WeakMap<SessionState, ItemsJson>();
-
-/** Says that the session's queue changed: the whole queue, at its new revision. */
-export function announceQueue(s: SessionState, writer: FrameWriter): void {
-  let items = itemsJson.get(s);
-  if (items === undefined) itemsJson.set(s, (items = new ItemsJson()));
-  const sid = JSON.stringify(s.sid);
-  // The shape and key order of rpcEvent: the daemon reads events in that shape (event-line.ts).
-  const head = `{"type":"rpc","sid":${sid},"message":{"jsonrpc":"2.0","method":"event","params":{"type":"session.queue","session_id":${sid},"payload":{"revision":${s.queueRevision},"items":[`;
-  writer.writeAround(head, items.of(s.queue), ']}}}}');
-  if (s.queue.length === 0) itemsJson.delete(s);
+/** One `queue.delta` frame per change, for a parent that keeps each queue and makes the events. */
+export function queueDeltas(writer: FrameWriter): QueueAnnouncer {
+  const sessions = new WeakMap<SessionState, LastAnnounced>();
+  return {
+    announce(s) {
+      let last = sessions.get(s);
+      if (last === undefined) sessions.set(s, (last = new LastAnnounced()));
+      const change = last.changeTo(s.queue);
+      const base = { type: 'queue.delta', sid: s.sid, revision: s.queueRevision } as const;
+      const frame: QueueDeltaFrame =
+        change.op === 'append' ? { ...base, op: 'append', item: itemView(change.item) } : change.op === 'shift' ? { ...base, op: 'shift' } : { ...base, op: 'reset', items: s.queue.map(itemView) };
+      writer.write(frame);
+    },
+  };
 }

@@ -4,10 +4,13 @@ import type { Agent } from '../../agents/agent.js';
 import type { Store } from '../../persistence/store.js';
 import type { FrameWriter } from '../../protocol/frame-writer.js';
 import type { Clock } from '../clock.js';
+import type { QueueAnnouncer } from './queue-events.js';
 
 export interface HostServices {
   store: Store;
   writer: FrameWriter;
+  /** How changes of a queue leave the host: `session.queue` events, or deltas for the daemon. */
+  queueEvents: QueueAnnouncer;
   agent: Agent;
   clock: Clock;
   log: Logger;

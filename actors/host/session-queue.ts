@@ -11,7 +11,6 @@ import { Nanos } from '../../protocol/nanos.js';
 import { ErrorCodes } from '../../protocol/client-rpc.js';
 import type { SubmitState } from '../../protocol/outbound.js';
 import { tell } from '../runtime.js';
-import { announceQueue } from './queue-events.js';
 import { currentSteering, currentTurnId, queueView, rememberSubmit, type SessionState } from './session-state.js';
 import { newTurnId, removeQueuedRows, requestTurn, stopTurn, type SessionEnv } from './session-turn.js';
 import { SteeringInbox } from './steering-inbox.js';
@@ -264,7 +263,7 @@ async function changeQueue(s: SessionState, env: SessionEnv, work: Work, apply: 
   }
   apply();
   s.queueRevision = revision;
-  announceQueue(s, env.services.writer);
+  env.services.queueEvents.announce(s);
   return true;
 }
 

@@ -22,7 +22,6 @@ import {
   type SessionState,
 } from './session-state.js';
 import { SteeringInbox } from './steering-inbox.js';
-import { announceQueue } from './queue-events.js';
 import { finalize } from './session-lifecycle.js';
 import { buildTurnContext, runAgent } from './turn-context.js';
 import { nextTicketId } from './turn-admission.js';
@@ -115,7 +114,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   }
   if (queued) {
     s.queueRevision = queueRevision;
-    announceQueue(s, writer);
+    env.services.queueEvents.announce(s);
   }
   const historyLength = firstSeq + seed.length;
   s.messageCount = historyLength + 1;

@@ -6,6 +6,7 @@ import type { ShutdownReason } from '../../actors/host/messages.js';
 import { monotonicClock } from '../../actors/clock.js';
 import { startSystem, stopSystem, SECOND_MS } from '../../actors/runtime.js';
 import type { HostServices } from '../../actors/host/services.js';
+import { fullQueueEvents, queueDeltas } from '../../actors/host/queue-events.js';
 import { AgentLoadError, loadAgent } from '../../agents/loader.js';
 import { Store } from '../../persistence/store.js';
 import { FrameWriter, fdSink } from '../../protocol/frame-writer.js';
@@ -24,6 +25,8 @@ export interface HostCommandOptions {
   agentConfig?: string;
   workers?: number;
   heartbeatSecs?: number;
+  /** The parent makes the `session.queue` events from `queue.delta` frames (the daemon does). */
+  queueDeltas?: boolean;
 }
 
 export const EXIT_CONFIG = 78;
@@ -81,7 +84,8 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   });
   writer.flush();
 
-  const services: HostServices = { store, writer, agent, clock, log, bootId, requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS };
+  const queueEvents = options.queueDeltas ? queueDeltas(writer) : fullQueueEvents(writer);
+  const services: HostServices = { store, writer, queueEvents, agent, clock, log, bootId, requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS };
   const system = startSystem();
   const host = startHost(system, services, { workers, heartbeatSecs });
   const shutdown = (reason: ShutdownReason, waitSec: number): void => void host.shutdown(reason, waitSec).catch(() => {});

@@ -8,6 +8,7 @@ import { monotonicClock, type Clock } from '../../actors/clock.js';
 import { startHost, type HostHandle } from '../../actors/host/host.js';
 import { startSystem, stopSystem } from '../../actors/runtime.js';
 import type { HostServices } from '../../actors/host/services.js';
+import { fullQueueEvents } from '../../actors/host/queue-events.js';
 import type { Agent } from '../../agents/agent.js';
 import { Reader, type SessionSummary } from '../../persistence/reader.js';
 import { Store } from '../../persistence/store.js';
@@ -52,6 +53,7 @@ export async function startInProcessHost(agent: Agent, options: { clock?: Clock;
   const services: HostServices = {
     store,
     writer,
+    queueEvents: fullQueueEvents(writer),
     agent,
     clock,
     log: pino({ level: process.env['TURNHOST_LOG_LEVEL'] ?? 'silent' }),

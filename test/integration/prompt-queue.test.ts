@@ -66,7 +66,9 @@ describe('input while a turn runs: the queue, steering, targeted stop, idempoten
     const revisions = queueEvents(c, 'q').map((e) => payload(e)['revision'] as number);
     expect(revisions).to.have.length(6); // three added, three started
     revisions.forEach((revision, i) => expect(revision).to.equal(revisions[0]! + i));
-    expect((queueEvents(c, 'q').at(-1)!.payload as { items: unknown[] }).items).to.deep.equal([]);
+    // Each event carries the whole queue (the daemon makes them from the host's queue.delta frames).
+    const queues = queueEvents(c, 'q').map((e) => (e.payload as { items: { text: string }[] }).items.map((i) => i.text));
+    expect(queues).to.deep.equal([['one'], ['one', 'two'], ['one', 'two', 'three'], ['two', 'three'], ['three'], []]);
   });
 
   it('edits and deletes a queued prompt; an unknown item is 4041', async () => {

@@ -1,8 +1,10 @@
 import { expect } from 'chai';
-import { announceQueue, itemView } from '../../actors/host/queue-events.js';
+import { fullQueueEvents, itemView, queueDeltas } from '../../actors/host/queue-events.js';
+import { QueueMirrors } from '../../actors/daemon/queue-mirrors.js';
 import type { SessionState } from '../../actors/host/session-state.js';
 import type { QueuedPrompt } from '../../persistence/store-writer.js';
 import { FrameWriter } from '../../protocol/frame-writer.js';
+import type { QueueDeltaFrame } from '../../protocol/outbound.js';
 
 let next = 0;
 function prompt(text = `prompt ${next}`): QueuedPrompt {
@@ -10,35 +12,48 @@ function prompt(text = `prompt ${next}`): QueuedPrompt {
   return { queueId: `q-${next}`, text, clientMessageId: next % 2 ? `m-${next}` : null, requestId: `r-${next}`, turnId: `t-${next}`, queuedAt: 1_700_000_000_000 + next, position: next };
 }
 
-/** Each session.queue event's payload, as a client decodes it. */
-function announcer(): { announce: (s: SessionState) => void; payloads: { revision: number; items: unknown[] }[] } {
-  const payloads: { revision: number; items: unknown[] }[] = [];
-  const writer = new FrameWriter(
-    {
-      write(parts) {
-        for (const line of Buffer.concat(parts).toString('utf8').split('\n').filter((l) => l !== '')) {
-          const frame = JSON.parse(line) as { type: string; sid: string; message: { params: { type: string; session_id: string; payload: { revision: number; items: unknown[] } } } };
-          expect(frame.type).to.equal('rpc');
-          expect(frame.message.params.type).to.equal('session.queue');
-          payloads.push(frame.message.params.payload);
-        }
-      },
-    },
-    () => 1n,
-  );
+type Payload = { revision: number; items: unknown[] };
+
+/** The host's frames, each line decoded. */
+function capture(): { writer: FrameWriter; frames: Record<string, unknown>[] } {
+  const frames: Record<string, unknown>[] = [];
+  const writer = new FrameWriter({ write: (parts) => frames.push(...lines(parts).map((l) => JSON.parse(l) as Record<string, unknown>)) }, () => 1n);
+  return { writer, frames };
+}
+
+function lines(parts: Buffer[]): string[] {
+  return Buffer.concat(parts).toString('utf8').split('\n').filter((l) => l !== '');
+}
+
+/** What the clients get as the payload of each session.queue event: from the host's own events, or made by the daemon from deltas. */
+function announcer(mode: 'full' | 'deltas'): { announce: (s: SessionState) => void; payloads: Payload[] } {
+  const { writer, frames } = capture();
+  const announcer = mode === 'full' ? fullQueueEvents(writer) : queueDeltas(writer);
+  const mirrors = new QueueMirrors();
+  const payloads: Payload[] = [];
   return {
     payloads,
     announce: (s) => {
-      announceQueue(s, writer);
+      announcer.announce(s);
       writer.flush();
+      const frame = frames.pop()!;
+      expect(frames).to.have.length(0);
+      if (mode === 'deltas') {
+        expect(frame['type']).to.equal('queue.delta');
+        payloads.push((JSON.parse(mirrors.apply(frame as unknown as QueueDeltaFrame)) as { payload: Payload }).payload);
+        return;
+      }
+      const params = (frame as { type: string; message: { params: { type: string; payload: Payload } } }).message.params;
+      expect([frame['type'], params.type]).to.deep.equal(['rpc', 'session.queue']);
+      payloads.push(params.payload);
     },
   };
 }
 
 describe('session.queue events', () => {
-  it('carry the whole queue after every kind of change: added, started, edited, deleted, put back at the head, cleared', () => {
+  for (const mode of ['full', 'deltas'] as const) it(`carry the whole queue after every kind of change: added, started, edited, deleted, put back at the head, cleared (${mode})`, () => {
     const s = { sid: 'ü "quoted"', queueRevision: 0, queue: [] as QueuedPrompt[] } as unknown as SessionState;
-    const { announce, payloads } = announcer();
+    const { announce, payloads } = announcer(mode);
     const changes: ((q: QueuedPrompt[]) => void)[] = [
       (q) => q.push(prompt()),
       (q) => q.push(prompt('naïve "text"\nwith a newline')),
@@ -66,18 +81,17 @@ describe('session.queue events', () => {
 
   it('an event written earlier in the same event-loop turn keeps its items when the queue changes again before the flush', () => {
     const s = { sid: 's', queueRevision: 0, queue: [] as QueuedPrompt[] } as unknown as SessionState;
-    const written: string[] = [];
-    const writer = new FrameWriter({ write: (parts) => written.push(Buffer.concat(parts).toString('utf8')) }, () => 1n);
+    const { writer, frames } = capture();
+    const events = fullQueueEvents(writer);
     const snapshots: string[][] = [];
     for (let i = 0; i < 200; i++) {
       if (i % 3 === 2) s.queue.shift();
       else s.queue.push(prompt('x'.repeat(i)));
       s.queueRevision++;
-      announceQueue(s, writer);
+      events.announce(s);
       snapshots.push(s.queue.map((q) => q.queueId));
     }
     writer.flush();
-    const lines = written.join('').split('\n').filter((l) => l !== '');
-    expect(lines.map((l) => (JSON.parse(l) as { message: { params: { payload: { items: { queue_id: string }[] } } } }).message.params.payload.items.map((i) => i.queue_id))).to.deep.equal(snapshots);
+    expect(frames.map((f) => (f as { message: { params: { payload: { items: { queue_id: string }[] } } } }).message.params.payload.items.map((i) => i.queue_id))).to.deep.equal(snapshots);
   });
 });
