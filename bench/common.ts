@@ -39,3 +39,8 @@ export const round = (value: number, digits = 0) => Number(value.toFixed(digits)
 export function verdict(ok: boolean): string {
   return ok ? 'met' : 'MISSED';
 }
+
+/** The middle value (the upper one of an even count). */
+export function median(values: readonly number[]): number {
+  return values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+}

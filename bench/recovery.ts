@@ -5,7 +5,7 @@ import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { migrate } from '../persistence/schema.js';
-import { CLI, printTable, round, verdict, withTempDir, writeResult } from './common.js';
+import { CLI, median, printTable, round, verdict, withTempDir, writeResult } from './common.js';
 
 const SESSIONS = 10_000;
 const MESSAGES_PER_SESSION = 20;
@@ -52,7 +52,6 @@ function timeToHello(home: string): Promise<{ ms: number; recovered: number }> {
   });
 }
 
-const median = (values: number[]) => values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 export async function benchRecovery(): Promise<void> {
   const result = await withTempDir(async (dir) => {

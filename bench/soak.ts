@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { connect, type TurnhostClient } from '../client/index.js';
 import { seededRandom } from '../test/helpers/random.js';
-import { CLI, printTable, round, verdict, withTempDir, writeResult } from './common.js';
+import { CLI, median, printTable, round, verdict, withTempDir, writeResult } from './common.js';
 
 const SESSIONS = 64;
 const RESUME_EVERY_MS = 10_000;
@@ -44,9 +44,9 @@ function rssMb(pid: number | null): number | null {
   }
 }
 
-function median(values: (number | null)[]): number | null {
-  const known = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
-  return known.length === 0 ? null : known[Math.floor(known.length / 2)]!;
+function medianKnown(values: (number | null)[]): number | null {
+  const known = values.filter((v): v is number => v !== null);
+  return known.length === 0 ? null : median(known);
 }
 
 function peaks(readings: { daemonMb: number | null; hostMb: number | null }[]): { daemonPeakMb: number | null; hostPeakMb: number | null } {
@@ -178,7 +178,7 @@ export async function soak(): Promise<void> {
      */
     let readings: { daemonMb: number | null; hostMb: number | null }[] = [];
     const sample = (minute: number): void => {
-      samples.push({ minute, daemonMb: median(readings.map((r) => r.daemonMb)), hostMb: median(readings.map((r) => r.hostMb)), ...peaks(readings) });
+      samples.push({ minute, daemonMb: medianKnown(readings.map((r) => r.daemonMb)), hostMb: medianKnown(readings.map((r) => r.hostMb)), ...peaks(readings) });
       readings = [];
       process.stdout.write(`minute ${minute}: ${acknowledged.length} turns acknowledged, ${kills} host kills\n`);
     };

@@ -4,18 +4,18 @@
 // once per line. `end()` uncorks, so nothing written before a close is held back.
 import type { Writable } from 'node:stream';
 
-export function tickWrites(stream: Writable): (text: string) => void {
+export function tickWrites(stream: Writable): (chunk: string | Buffer) => void {
   let corked = false;
   const uncork = (): void => {
     corked = false;
     stream.uncork();
   };
-  return (text) => {
+  return (chunk) => {
     if (!corked) {
       corked = true;
       stream.cork();
       setImmediate(uncork);
     }
-    stream.write(text);
+    stream.write(chunk);
   };
 }

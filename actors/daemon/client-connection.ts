@@ -10,7 +10,7 @@ import { tickWrites } from '../../protocol/tick-writes.js';
 import { ANSWERED_ELSEWHERE, answerServerRequest, callMethod, type ClientContext } from './client-methods.js';
 import { spawnActor, stopActor, tell, type AnyRef } from '../runtime.js';
 import type { ClientMsg, ClientSink } from './supervisor-messages.js';
-import { MAX_UNREAD_BYTES, MAX_UNREAD_BYTES_READING, UnreadBound } from './unread-bound.js';
+import { UnreadBound } from './unread-bound.js';
 
 
 let lastClientId = 0;
@@ -28,8 +28,7 @@ export function acceptClient(parent: AnyRef, socket: Socket, shared: ConnectionC
       if (socket.destroyed) return;
       const overrun = bound.overrun();
       if (overrun !== null) {
-        const maxUnreadBytes = overrun === 'not reading' ? MAX_UNREAD_BYTES : MAX_UNREAD_BYTES_READING;
-        clientLog.warn({ unreadBytes: bound.unread, maxUnreadBytes }, `client is ${overrun} its output: disconnecting it`);
+        clientLog.warn({ unreadBytes: bound.unread, maxUnreadBytes: overrun.maxUnreadBytes }, `client ${overrun.why}: disconnecting it`);
         socket.destroy();
         return;
       }

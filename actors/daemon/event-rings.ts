@@ -14,15 +14,18 @@ interface Ring {
   /** The seq of the last event numbered for the session (0: none yet). */
   lastSeq: number;
   /** Kept lines, oldest first; the first has seq lastSeq - lines.length + 1. */
-  lines: string[];
+  lines: EventLine[];
   /** Index of the oldest kept line in `lines` (dropped lines are skipped, then compacted). */
   head: number;
   bytes: number;
 }
 
+/** An event's line as sent: text, or bytes for an event made from bytes (a queue's, see queue-mirrors.ts). */
+export type EventLine = string | Buffer;
+
 export interface Replay {
   lastSeq: number;
-  lines: string[];
+  lines: EventLine[];
   /** Set when events after the asked seq are no longer kept: the seq of the first one replayed. */
   firstSeq?: number;
 }
@@ -31,8 +34,8 @@ export class EventRings {
   private readonly rings = new Map<string, Ring>();
   private bytes = 0;
 
-  /** Numbers the session's next event; `line(seq)` makes its text, which is kept and returned. */
-  record(sid: string, line: (seq: number) => string): string {
+  /** Numbers the session's next event; `line(seq)` makes its line, which is kept and returned. */
+  record(sid: string, line: (seq: number) => EventLine): EventLine {
     const ring = this.touch(sid);
     const text = line(++ring.lastSeq);
     ring.lines.push(text);

@@ -4,8 +4,9 @@
 // each event is numbered per session (`params.seq`) and kept for a resuming client.
 import type { Logger } from 'pino';
 import { resultLine } from '../../protocol/client-rpc.js';
+import type { QueueDeltaFrame } from '../../protocol/outbound.js';
 import { spawnActor, tell, type Ref, type SystemRef } from '../runtime.js';
-import { EventRings } from './event-rings.js';
+import { EventRings, type EventLine } from './event-rings.js';
 import { QueueMirrors } from './queue-mirrors.js';
 import type { OutputGate } from './output-gate.js';
 import type { ClientSink, GatewayMsg } from './supervisor-messages.js';
@@ -69,7 +70,7 @@ function handle(state: GatewayState, msg: GatewayMsg): GatewayState {
       tell(msg.replyTo, state.requests.get(msg.requestId)?.sid ?? null);
       return state;
     case 'queue-delta':
-      deliverEvent(state, msg.delta.sid, state.queues.apply(msg.delta));
+      deliverQueueEvent(state, msg.delta, state.queues.apply(msg.delta));
       return state;
     case 'host-hello':
       state.queues.clear();
@@ -100,6 +101,17 @@ function deliverEvent(state: GatewayState, sid: string, paramsJson: string): voi
 }
 
 /**
+ * A `session.queue` event made from the session's queue copy: bytes from end to end, since each
+ * carries the whole queue (2,000 events of 50 KB for 1,000 queued prompts) and as text they were
+ * most of the daemon's garbage. The same params, in the same key order, as deliverEvent's.
+ */
+function deliverQueueEvent(state: GatewayState, delta: QueueDeltaFrame, items: Buffer): void {
+  const head = Buffer.from(`{"jsonrpc":"2.0","method":"event","params":{"type":"session.queue","session_id":${JSON.stringify(delta.sid)},"payload":{"revision":${delta.revision},"items":[`);
+  const line = state.events.record(delta.sid, (seq) => Buffer.concat([head, items, Buffer.from(`]},"seq":${seq}}}\n`)]));
+  deliver(state, delta.sid, line);
+}
+
+/**
  * One actor message, so no live event can fall between them: the answer, then every kept event
  * after `afterSeq`, then the session's open server requests again; from then on the client is
  * attached and gets what comes next.
@@ -127,7 +139,7 @@ function resume(state: GatewayState, msg: Extract<GatewayMsg, { kind: 'resume' }
   for (const request of open) sink.write(`${request.json}\n`);
 }
 
-function deliver(state: GatewayState, sid: string, line: string): void {
+function deliver(state: GatewayState, sid: string, line: EventLine): void {
   const ids = state.attached.get(sid);
   if (ids === undefined) return;
   for (const id of ids) state.clients.get(id)?.write(line);

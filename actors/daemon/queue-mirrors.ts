@@ -13,16 +13,18 @@ function itemBytes(item: unknown): Buffer {
 export class QueueMirrors {
   private readonly queues = new Map<string, QueueItemsJson>();
 
-  /** Applies a change; answers the params of the `session.queue` event it stands for, as JSON text. */
-  apply(delta: QueueDeltaFrame): string {
+  /**
+   * Applies a change; answers the queue's items as they go in the `session.queue` event it
+   * stands for (comma-separated JSON, valid until the next change of that session).
+   */
+  apply(delta: QueueDeltaFrame): Buffer {
     let items = this.queues.get(delta.sid);
     if (items === undefined) this.queues.set(delta.sid, (items = new QueueItemsJson()));
     if (delta.op === 'append') items.append(itemBytes(delta.item));
     else if (delta.op === 'shift') items.shift();
     else items.reset(delta.items.map(itemBytes));
-    const params = `{"type":"session.queue","session_id":${JSON.stringify(delta.sid)},"payload":{"revision":${delta.revision},"items":[${items.json.toString('utf8')}]}}`;
     if (items.size === 0) this.queues.delete(delta.sid);
-    return params;
+    return items.json;
   }
 
   clear(): void {

@@ -66,10 +66,10 @@ export type SupervisorMsg =
   | { kind: 'restart'; replyTo: Ref<{ state: HostStateName }> }
   | { kind: 'stop'; waitSec: number; replyTo?: Ref<StopReport> };
 
-/** Where a client connection's output goes: whole lines, one write each. */
+/** Where a client connection's output goes: whole lines (text, or bytes), one write each. */
 export interface ClientSink {
   readonly id: number;
-  write(line: string): void;
+  write(line: string | Buffer): void;
 }
 
 export type GatewayMsg =

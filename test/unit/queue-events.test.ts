@@ -40,7 +40,8 @@ function announcer(mode: 'full' | 'deltas'): { announce: (s: SessionState) => vo
       expect(frames).to.have.length(0);
       if (mode === 'deltas') {
         expect(frame['type']).to.equal('queue.delta');
-        payloads.push((JSON.parse(mirrors.apply(frame as unknown as QueueDeltaFrame)) as { payload: Payload }).payload);
+        const delta = frame as unknown as QueueDeltaFrame;
+        payloads.push({ revision: delta.revision, items: JSON.parse(`[${mirrors.apply(delta).toString('utf8')}]`) as unknown[] });
         return;
       }
       const params = (frame as { type: string; message: { params: { type: string; payload: Payload } } }).message.params;

@@ -18,7 +18,7 @@ describe('a connection\'s unread output', () => {
     expect(bound.overrun()).to.equal(null); // it just got there
     bound.wrote();
     clock.ms += STALL_MS + 1;
-    expect(bound.overrun()).to.equal('not reading');
+    expect(bound.overrun()?.why).to.equal('is not reading its output');
   });
 
   it('lets a client that keeps taking its output lag a burst, up to the hard bound', () => {
@@ -34,7 +34,7 @@ describe('a connection\'s unread output', () => {
       bound.wrote();
     }
     socket.writableLength = MAX_UNREAD_BYTES_READING + 1;
-    expect(bound.overrun()).to.equal('reading too slowly');
+    expect(bound.overrun()?.why).to.equal('reads its output too slowly');
   });
 
   it('does not count an idle time with nothing owed as a stall', () => {
