@@ -29,14 +29,19 @@ export function appendLogRecord(path: string, record: LogRecord): number {
 /** A log file kept open for a process's lifetime; the same one-write-per-record rule. */
 export class LogFile {
   private readonly fd: number;
+  private closed = false;
 
   constructor(readonly path: string) {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     this.fd = openSync(path, APPEND_FLAGS, LOG_MODE);
   }
 
+  /**
+   * After close a record is dropped: the process is on its way out (where it echoes its log, stderr
+   * still has it), and its descriptor number may already name another file.
+   */
   append(record: LogRecord): void {
-    writeSync(this.fd, recordBytes(record));
+    if (!this.closed) writeSync(this.fd, recordBytes(record));
   }
 
   /** A pino destination: pino hands over one serialized record per call. */
@@ -45,6 +50,8 @@ export class LogFile {
   }
 
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
     closeSync(this.fd);
   }
 }

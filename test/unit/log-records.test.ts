@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, rmSync, statSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { appendLogRecord } from '../../persistence/log.js';
+import { appendLogRecord, LogFile } from '../../persistence/log.js';
 import { REPO_ROOT } from '../helpers/processes.js';
 
 describe('log records', () => {
@@ -18,6 +18,22 @@ describe('log records', () => {
     appendLogRecord(path, { three: 3 });
     expect(readFileSync(path, 'utf8')).to.equal('one\ntwo\n{"three":3}\n');
     expect(statSync(path).mode & 0o777).to.equal(0o600);
+  });
+
+  it('drops a record written after close (a late log line at exit), and never into the file that took its descriptor', () => {
+    const log = new LogFile(join(dir, 'daemon.log'));
+    log.write('before\n');
+    log.close();
+    const other = join(dir, 'other');
+    const fd = openSync(other, 'w'); // likely the descriptor number the log had
+    try {
+      expect(() => log.write('after\n')).to.not.throw();
+      log.close();
+    } finally {
+      closeSync(fd);
+    }
+    expect(readFileSync(join(dir, 'daemon.log'), 'utf8')).to.equal('before\n');
+    expect(readFileSync(other, 'utf8')).to.equal('');
   });
 
   it('keeps 32 concurrent writers in separate processes from interleaving (the seed test)', async function () {
