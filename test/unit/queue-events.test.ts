@@ -3,7 +3,10 @@ import { fullQueueEvents, itemView, queueDeltas } from '../../actors/host/queue-
 import { QueueMirrors } from '../../actors/daemon/queue-mirrors.js';
 import type { SessionState } from '../../actors/host/session-state.js';
 import type { QueuedPrompt } from '../../persistence/store-writer.js';
-import { FrameWriter } from '../../protocol/frame-writer.js';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FrameWriter, fdSink } from '../../protocol/frame-writer.js';
 import type { QueueDeltaFrame } from '../../protocol/outbound.js';
 
 let next = 0;
@@ -94,5 +97,22 @@ describe('session.queue events', () => {
     }
     writer.flush();
     expect(frames.map((f) => (f as { message: { params: { payload: { items: { queue_id: string }[] } } } }).message.params.payload.items.map((i) => i.queue_id))).to.deep.equal(snapshots);
+  });
+
+  it('a batch of thousands of events (more parts than one writev takes) reaches a file whole and in order', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'turnhost-writev-'));
+    try {
+      const fd = openSync(join(dir, 'frames'), 'w');
+      const writer = new FrameWriter(fdSink(fd), () => 1n);
+      const events = fullQueueEvents(writer);
+      const sessions = Array.from({ length: 3000 }, (_, i) => ({ sid: `s${i}`, queueRevision: 1, queue: [prompt('p')] }) as unknown as SessionState);
+      for (const s of sessions) events.announce(s); // ~700 KB: flushes of ~2,000 parts, past the 1,024 one writev takes
+      writer.flush();
+      closeSync(fd);
+      const lines = readFileSync(join(dir, 'frames'), 'utf8').split('\n').filter((l) => l !== '');
+      expect(lines.map((l) => (JSON.parse(l) as { sid: string }).sid)).to.deep.equal(sessions.map((s) => s.sid));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
