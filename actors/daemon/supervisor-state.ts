@@ -77,7 +77,10 @@ export interface SupervisorState {
   pausedQueues: Set<string>;
   replies: PendingControls<ReplyEntry>;
   nextRequest: number;
+  /** The current host's one-shot timers (hello, kill deadlines, the respawn delay). */
   cancelTimers: (() => void)[];
+  /** The heartbeat watchdog's next look: one slot, since it re-arms every second for the host's life. */
+  cancelWatchdog: () => void;
   stop: { waiters: Ref<StopReport>[]; report: StopReport } | null;
   /** Calls that came while the host was starting or restarting: answered once it says hello (PROTOCOL.md §2 readiness). */
   parkedCalls: Map<number, ParkedCall>;

@@ -46,6 +46,7 @@ export function spawnSupervisor(system: SystemRef, wiring: SupervisorWiring): Re
       replies: new PendingControls<ReplyEntry>(() => config.clock.nowMs()),
       nextRequest: 0,
       cancelTimers: [],
+      cancelWatchdog: () => {},
       stop: null,
       parkedCalls: new Map(),
       nextParked: 0,
@@ -345,9 +346,14 @@ function holdOrResumeQueues(s: SupervisorState, queued: readonly string[]): void
   }
 }
 
+function cancelTimers(s: SupervisorState): void {
+  for (const cancel of s.cancelTimers.splice(0)) cancel();
+  s.cancelWatchdog();
+}
+
 function scheduleWatchdog(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, config: SupervisorConfig): void {
   const periodMs = Math.min(SECOND_MS, s.heartbeatMs);
-  s.cancelTimers.push(config.clock.after(periodMs, () => tell(ctx.self, { kind: 'watchdog' })));
+  s.cancelWatchdog = config.clock.after(periodMs, () => tell(ctx.self, { kind: 'watchdog' }));
 }
 
 /** No frame for 3 × heartbeat: the host is wedged (a blocked loop, SIGSTOP); kill its group, the crash path respawns it. */
@@ -374,7 +380,7 @@ function expireReply(s: SupervisorState, requestId: string, wiring: SupervisorWi
 function onExit(s: SupervisorState, code: number | null, signal: NodeJS.Signals | null, ctx: ActorContext<SupervisorMsg>, wiring: SupervisorWiring): void {
   const { config } = wiring;
   const child = s.child!;
-  for (const cancel of s.cancelTimers.splice(0)) cancel();
+  cancelTimers(s);
   removeRegistry(config.registryPath);
   s.child = null;
   s.hello = null;
@@ -424,7 +430,7 @@ function beginStop(s: SupervisorState, waitSec: number, replyTo: Ref<StopReport>
   const running = s.child !== null && s.child.alive;
   s.phase = 'stopping';
   releaseParkedCalls(s, ctx, wiring);
-  for (const cancel of s.cancelTimers.splice(0)) cancel();
+  cancelTimers(s);
   if (!running) {
     finishStop(s, ctx, wiring);
     return;
