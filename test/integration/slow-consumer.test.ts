@@ -8,7 +8,7 @@ const PROMPTS = 5;
 const WORDS = 200_000;
 /**
  * The daemon's RSS may grow this much above idle while the million events pass through it. The
- * issue asks for 64 MB; measured here it peaks at +120 to +130 MB (+160 before the daemon stopped
+ * issue asks for 64 MB; measured here it peaks at +117 to +130 MB (+160 before the daemon stopped
  * parsing event lines), most of it heap garbage V8 collects late at ~200,000 events/s (heapUsed
  * ~100 MB at the peak, a heap snapshot ~20 MB live; a smaller young generation, malloc arenas or
  * an old-space cap of 160 MB move it by 10 to 30 MB at most; rings of 20 events instead of 2,000
