@@ -5,6 +5,14 @@
 // is a copy. The host keeps one per session for its events, the daemon one per session for the
 // events it makes from the host's changes (queue-deltas).
 
+/**
+ * The start of a `session.queue` event's params, up to its items: `{"type":"session.queue",…,
+ * "items":[`. The host's full events and the daemon's events made from deltas both start so.
+ */
+export function queueParamsOpen(sid: string, revision: number): string {
+  return `{"type":"session.queue","session_id":${JSON.stringify(sid)},"payload":{"revision":${revision},"items":[`;
+}
+
 const COMMA = 0x2c;
 const MIN_CAPACITY = 4096;
 

@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import { resultLine } from '../../protocol/client-rpc.js';
 import type { QueueDeltaFrame } from '../../protocol/outbound.js';
+import { queueParamsOpen } from '../../protocol/queue-items-json.js';
 import { spawnActor, tell, type Ref, type SystemRef } from '../runtime.js';
 import { EventRings, type EventLine } from './event-rings.js';
 import { QueueMirrors } from './queue-mirrors.js';
@@ -106,7 +107,7 @@ function deliverEvent(state: GatewayState, sid: string, paramsJson: string): voi
  * most of the daemon's garbage. The same params, in the same key order, as deliverEvent's.
  */
 function deliverQueueEvent(state: GatewayState, delta: QueueDeltaFrame, items: Buffer): void {
-  const head = Buffer.from(`{"jsonrpc":"2.0","method":"event","params":{"type":"session.queue","session_id":${JSON.stringify(delta.sid)},"payload":{"revision":${delta.revision},"items":[`);
+  const head = Buffer.from(`{"jsonrpc":"2.0","method":"event","params":${queueParamsOpen(delta.sid, delta.revision)}`);
   const line = state.events.record(delta.sid, (seq) => Buffer.concat([head, items, Buffer.from(`]},"seq":${seq}}}\n`)]));
   deliver(state, delta.sid, line);
 }

@@ -5,7 +5,7 @@
 import type { QueuedPrompt } from '../../persistence/store-writer.js';
 import type { QueueDeltaFrame, QueueItemView } from '../../protocol/outbound.js';
 import type { FrameWriter } from '../../protocol/frame-writer.js';
-import { QueueItemsJson } from '../../protocol/queue-items-json.js';
+import { QueueItemsJson, queueParamsOpen } from '../../protocol/queue-items-json.js';
 import type { SessionState } from './session-state.js';
 
 export function itemView(item: QueuedPrompt): QueueItemView {
@@ -57,9 +57,8 @@ export function fullQueueEvents(writer: FrameWriter): QueueAnnouncer {
       if (change.op === 'append') kept.items.append(jsonOf(change.item));
       else if (change.op === 'shift') kept.items.shift();
       else kept.items.reset(s.queue.map(jsonOf));
-      const sid = JSON.stringify(s.sid);
       // The shape and key order of rpcEvent: the daemon reads events in that shape (event-line.ts).
-      const head = `{"type":"rpc","sid":${sid},"message":{"jsonrpc":"2.0","method":"event","params":{"type":"session.queue","session_id":${sid},"payload":{"revision":${s.queueRevision},"items":[`;
+      const head = `{"type":"rpc","sid":${JSON.stringify(s.sid)},"message":{"jsonrpc":"2.0","method":"event","params":${queueParamsOpen(s.sid, s.queueRevision)}`;
       writer.writeAround(head, kept.items.json, ']}}}}');
       if (s.queue.length === 0) sessions.delete(s); // what a drained queue's bytes held goes
     },
