@@ -3,6 +3,8 @@
 // the bound itself: an unfinished line is copied into one reusable buffer of `maxBytes`
 // (allocated on first need; only the pages written to become resident), so a caller may reuse
 // its chunk buffer and nothing per chunk, or per growth step, is left for the garbage collector.
+// After a line longer than KEEP_BYTES the buffer is let go: its written pages would otherwise
+// stay resident for the life of the connection (a client that once sent a 5 MB prompt).
 
 export const MAX_FRAME_BYTES = 8 * 1024 * 1024;
 
@@ -13,9 +15,12 @@ export interface LineSink {
 }
 
 const NEWLINE = 0x0a;
+/** The longest unfinished line whose buffer is kept for the next one: 64 KiB resident per reader at most. */
+const KEEP_BYTES = 64 * 1024;
+const EMPTY = Buffer.alloc(0);
 
 export class LineReader {
-  private pending: Buffer = Buffer.alloc(0);
+  private pending: Buffer = EMPTY;
   private pendingBytes = 0;
   private skipping = false;
 
@@ -38,7 +43,7 @@ export class LineReader {
       }
       // Offsets, not a subarray per line: at 200,000 lines a second each Buffer object is garbage.
       if (this.pendingBytes + (end - start) > this.maxBytes) {
-        this.pendingBytes = 0;
+        this.release();
         this.sink.oversized();
         if (newline === -1) {
           this.skipping = true;
@@ -56,7 +61,7 @@ export class LineReader {
       } else {
         this.keep(chunk, start, end);
         this.emit(this.pending, 0, this.pendingBytes);
-        this.pendingBytes = 0;
+        this.release();
       }
       start = newline + 1;
     }
@@ -65,8 +70,13 @@ export class LineReader {
   /** End of stream: a last line without a newline still counts. */
   end(): void {
     if (!this.skipping && this.pendingBytes > 0) this.emit(this.pending, 0, this.pendingBytes);
-    this.pendingBytes = 0;
+    this.release();
     this.skipping = false;
+  }
+
+  private release(): void {
+    if (this.pendingBytes > KEEP_BYTES) this.pending = EMPTY;
+    this.pendingBytes = 0;
   }
 
   private keep(chunk: Buffer, start: number, end: number): void {

@@ -1,41 +1,29 @@
 // One client actor per connection on turnhost.sock: reads JSON-RPC lines, runs each request
 // without holding up the next (a slow control must not delay an interrupt), and writes every
 // answer as one line. A client that stops reading is cut off before its buffer grows unbounded
-// (unread-bound.ts).
+// (client-output.ts, unread-bound.ts).
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { ErrorCodes, errorLine, parseClientMessage, resultLine, RpcError } from '../../protocol/client-rpc.js';
 import { LineReader, MAX_FRAME_BYTES } from '../../protocol/line-reader.js';
-import { tickWrites } from '../../protocol/tick-writes.js';
 import { ANSWERED_ELSEWHERE, answerServerRequest, callMethod, type ClientContext } from './client-methods.js';
 import { spawnActor, stopActor, tell, type AnyRef } from '../runtime.js';
 import type { ClientMsg, ClientSink } from './supervisor-messages.js';
-import { UnreadBound } from './unread-bound.js';
+import { ClientOutput } from './client-output.js';
 
 
 let lastClientId = 0;
 
 export type ConnectionContext = Omit<ClientContext, 'clientId' | 'cwds'>;
 
-export function acceptClient(parent: AnyRef, socket: Socket, shared: ConnectionContext, log: Logger): void {
+/** Serves one connection; its output is returned so a stopping daemon can end it after its last lines. */
+export function acceptClient(parent: AnyRef, socket: Socket, shared: ConnectionContext, log: Logger): ClientOutput {
   const id = ++lastClientId;
   const clientLog = log.child({ client: id });
-  const writeLine = tickWrites(socket);
-  const bound = new UnreadBound(socket);
-  const sink: ClientSink = {
-    id,
-    write(line) {
-      if (socket.destroyed) return;
-      const overrun = bound.overrun();
-      if (overrun !== null) {
-        clientLog.warn({ unreadBytes: bound.unread, maxUnreadBytes: overrun.maxUnreadBytes }, `client ${overrun.why}: disconnecting it`);
-        socket.destroy();
-        return;
-      }
-      writeLine(line);
-      bound.wrote();
-    },
-  };
+  const output = new ClientOutput(socket, (overrun, unreadBytes) =>
+    clientLog.warn({ unreadBytes, maxUnreadBytes: overrun.maxUnreadBytes }, `client ${overrun.why}: disconnecting it`),
+  );
+  const sink: ClientSink = { id, write: (line) => output.write(line) };
   const ctx: ClientContext = { ...shared, clientId: id, cwds: new Map() };
   const ref = spawnActor<null, ClientMsg>(
     parent,
@@ -59,6 +47,7 @@ export function acceptClient(parent: AnyRef, socket: Socket, shared: ConnectionC
   socket.on('data', (chunk: Buffer) => reader.push(chunk));
   socket.on('error', () => socket.destroy());
   socket.on('close', () => tell(ref, { kind: 'closed' }));
+  return output;
 }
 
 function onLine(text: string, sink: ClientSink, ctx: ClientContext, log: Logger): void {

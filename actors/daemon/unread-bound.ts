@@ -32,11 +32,15 @@ export class UnreadBound {
     this.lastProgressMs = nowMs();
   }
 
-  /** Asked before each write: why the connection must end now, or null. */
-  overrun(): Overrun | null {
-    const unread = this.socket.writableLength;
+  /**
+   * Asked before each write: why the connection must end now, or null. `held` is output the
+   * caller has not yet handed to the socket (it counts against the bounds, not as a stall).
+   */
+  overrun(held = 0): Overrun | null {
+    const handed = this.socket.writableLength;
     // Nothing owed counts as progress: an idle client that a burst then reaches is not stalled.
-    if (unread === 0 || unread < this.unreadAfterWrite) this.lastProgressMs = this.nowMs();
+    if (handed === 0 || handed < this.unreadAfterWrite) this.lastProgressMs = this.nowMs();
+    const unread = handed + held;
     if (unread > MAX_UNREAD_BYTES_READING) return TOO_SLOW;
     if (unread > MAX_UNREAD_BYTES && this.nowMs() - this.lastProgressMs > STALL_MS) return NOT_READING;
     return null;

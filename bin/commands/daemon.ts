@@ -5,6 +5,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { resolve } from 'node:path';
 import pino from 'pino';
 import { acceptClient } from '../../actors/daemon/client-connection.js';
+import type { ClientOutput } from '../../actors/daemon/client-output.js';
 import { monotonicClock } from '../../actors/clock.js';
 import { spawnGateway } from '../../actors/daemon/gateway.js';
 import { OutputGate } from '../../actors/daemon/output-gate.js';
@@ -18,6 +19,7 @@ import { LogFile } from '../../persistence/log.js';
 import { realProbe } from '../../persistence/proc.js';
 import { Reader } from '../../persistence/reader.js';
 import { buildSha, cliEntry } from '../build-info.js';
+import { tuneDaemonHeap } from '../daemon-heap.js';
 import { acquireHomeLock } from '../home-lock.js';
 import { ensureHome, homePaths } from '../home.js';
 import { startRepl } from '../repl-server.js';
@@ -52,6 +54,7 @@ export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'agentConfig' | 
 }
 
 export async function daemonCommand(options: DaemonOptions): Promise<number> {
+  tuneDaemonHeap();
   const home = ensureHome(options.home);
   const paths = homePaths(home);
   let agentNames: string[];
@@ -103,16 +106,15 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const database = lazyReader(paths.database);
   const shared = { supervisor, gateway, reader: database.get };
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
-  const sockets = new Set<Socket>();
+  const connections = new Map<Socket, ClientOutput>();
   const maxClients = options.maxClients ?? DEFAULT_MAX_CLIENTS;
   const server = createServer((socket) => {
-    if (sockets.size >= maxClients) {
+    if (connections.size >= maxClients) {
       refuseClient(socket, maxClients, log);
       return;
     }
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-    acceptClient(clients, socket, shared, log);
+    connections.set(socket, acceptClient(clients, socket, shared, log));
+    socket.once('close', () => connections.delete(socket));
   });
   await listen(server, paths.socket);
   const repl = await startRepl({ path: paths.replSocket, home, supervisor, gateway, system, reader: shared.reader, logPath: paths.log });
@@ -127,7 +129,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
 
   await stopped;
   await repl.close();
-  await closeServer(server, sockets);
+  await closeServer(server, connections);
   rmSync(paths.socket, { force: true });
   database.close();
   stopSystem(system);
@@ -175,11 +177,11 @@ function listen(server: Server, path: string): Promise<void> {
 }
 
 /** Stops accepting, gives the stop's answer a moment to leave, then closes what is left. */
-async function closeServer(server: Server, sockets: Set<Socket>): Promise<void> {
+async function closeServer(server: Server, connections: Map<Socket, ClientOutput>): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  for (const socket of sockets) socket.end();
+  for (const output of connections.values()) output.end();
   const timer = setTimeout(() => {
-    for (const socket of sockets) socket.destroy();
+    for (const socket of connections.keys()) socket.destroy();
   }, SECOND_MS);
   await closed;
   clearTimeout(timer);

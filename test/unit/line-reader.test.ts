@@ -24,6 +24,14 @@ describe('line reader', () => {
     expect(lines, `seed ${seed}`).to.deep.equal(payload);
   });
 
+  it('after a line long enough that its buffer is let go, reads the next lines whole', () => {
+    const long = 'L'.repeat(200 * 1024);
+    const bytes = Buffer.from(`${long}\nshort one\n${long}\nshort two\n`);
+    const { reader, lines } = collect();
+    for (let at = 0; at < bytes.length; at += 4096) reader.push(bytes.subarray(at, at + 4096));
+    expect(lines).to.deep.equal([long, 'short one', long, 'short two']);
+  });
+
   it('reports a line over the bound once and skips it to its newline', () => {
     const { reader, lines, oversized } = collect(16);
     reader.push(Buffer.from('{"a":1}\n' + 'y'.repeat(10)));
