@@ -6,7 +6,7 @@ import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import repl, { type REPLServer } from 'node:repl';
-import { UnreadBound } from '../actors/daemon/unread-bound.js';
+import { UnreadBound, type UnreadLimits } from '../actors/daemon/unread-bound.js';
 import { ask, type Ref, type SystemRef } from '../actors/runtime.js';
 import type { CallReply, GatewayMsg, HostStatus, SupervisorMsg } from '../actors/daemon/supervisor-messages.js';
 import type { Reader } from '../persistence/reader.js';
@@ -20,6 +20,7 @@ export interface ReplDeps {
   system: SystemRef;
   reader: () => Reader | null;
   logPath: string;
+  unreadLimits: UnreadLimits;
 }
 
 const ASK_TIMEOUT_MS = 10_000;
@@ -92,7 +93,7 @@ async function closeServer(server: Server, sockets: Set<Socket>, path: string): 
 
 function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { session: REPLServer; idle: () => Promise<void> } {
   // A REPL client that stops reading is cut off like any client of the daemon.
-  const bound = new UnreadBound(socket);
+  const bound = new UnreadBound(socket, deps.unreadLimits);
   const out: ReplOutput = {
     write(text) {
       if (socket.destroyed) return;

@@ -27,6 +27,8 @@ function seconds(text: string): number {
 const homeOption = () => new Option('--home <dir>', 'home folder (default: $TURNHOST_HOME, else ~/.turnhost)');
 const maxClientsOption = () =>
   new Option('--max-clients <n>', 'open client connections past which a new one is refused (default 1024)').argParser(positiveInteger);
+const maxUnreadOption = () =>
+  new Option('--max-unread-mib <n>', "a client's unread output past which it is cut off when it stops reading (default 8; one that reads may lag 8 times that)").argParser(positiveInteger);
 
 function hostOptions(command: Command): Command {
   return command
@@ -96,19 +98,24 @@ hostOptions(program.command('host').description('run the compute host on stdin/s
 hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)'))
   .addOption(homeOption())
   .addOption(maxClientsOption())
+  .addOption(maxUnreadOption())
   .action((opts) =>
     run('daemon', () =>
-      daemonCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, maxClients: opts.maxClients, echoLog: true }),
+      daemonCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, maxClients: opts.maxClients, maxUnreadMib: opts.maxUnreadMib, echoLog: true }),
     ),
   );
 
 hostOptions(program.command('start').description("start the daemon in the background; prints its pid once its host has said hello"))
   .addOption(homeOption())
   .addOption(maxClientsOption())
+  .addOption(maxUnreadOption())
   .action((opts) =>
     run('start', () => {
       checkAgentConfig(opts);
-      const daemonArgs = opts.maxClients === undefined ? [] : ['--max-clients', String(opts.maxClients)];
+      const daemonArgs = [
+        ...(opts.maxClients === undefined ? [] : ['--max-clients', String(opts.maxClients)]),
+        ...(opts.maxUnreadMib === undefined ? [] : ['--max-unread-mib', String(opts.maxUnreadMib)]),
+      ];
       return startCommand(homeFrom(opts.home), [...hostArgs(opts), ...daemonArgs]);
     }),
   );

@@ -10,6 +10,7 @@ import { ANSWERED_ELSEWHERE, answerServerRequest, callMethod, type ClientContext
 import { spawnActor, stopActor, tell, type AnyRef } from '../runtime.js';
 import type { ClientMsg, ClientSink } from './supervisor-messages.js';
 import { ClientOutput } from './client-output.js';
+import type { UnreadLimits } from './unread-bound.js';
 
 
 let lastClientId = 0;
@@ -17,10 +18,10 @@ let lastClientId = 0;
 export type ConnectionContext = Omit<ClientContext, 'clientId' | 'cwds'>;
 
 /** Serves one connection; its output is returned so a stopping daemon can end it after its last lines. */
-export function acceptClient(parent: AnyRef, socket: Socket, shared: ConnectionContext, log: Logger): ClientOutput {
+export function acceptClient(parent: AnyRef, socket: Socket, shared: ConnectionContext, limits: UnreadLimits, log: Logger): ClientOutput {
   const id = ++lastClientId;
   const clientLog = log.child({ client: id });
-  const output = new ClientOutput(socket, (overrun, unreadBytes) =>
+  const output = new ClientOutput(socket, limits, (overrun, unreadBytes) =>
     clientLog.warn({ unreadBytes, maxUnreadBytes: overrun.maxUnreadBytes }, `client ${overrun.why}: disconnecting it`),
   );
   const sink: ClientSink = { id, write: (line) => output.write(line) };

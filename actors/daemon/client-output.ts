@@ -6,7 +6,7 @@
 // write, inside a cork, so it is not copied again. The unread bound (unread-bound.ts) counts the
 // lines held for the turn as well as what the socket holds.
 import type { Socket } from 'node:net';
-import { UnreadBound, type Overrun } from './unread-bound.js';
+import { UnreadBound, type Overrun, type UnreadLimits } from './unread-bound.js';
 
 export class ClientOutput {
   private held: (string | Buffer)[] = [];
@@ -16,9 +16,10 @@ export class ClientOutput {
 
   constructor(
     private readonly socket: Socket,
+    limits: UnreadLimits,
     private readonly onOverrun: (overrun: Overrun, unreadBytes: number) => void,
   ) {
-    this.bound = new UnreadBound(socket);
+    this.bound = new UnreadBound(socket, limits);
   }
 
   write(line: string | Buffer): void {

@@ -9,27 +9,43 @@
 // cut the queue bench's reader in most runs.
 import type { Socket } from 'node:net';
 
-/** Unread output past which a connection that has taken none of its output for STALL_MS is ended. */
-export const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
-/** Unread output past which any connection is ended, however it reads: the daemon's memory per client. */
-export const MAX_UNREAD_BYTES_READING = 64 * 1024 * 1024;
+const MIB = 1024 * 1024;
+/** The default bound, in MiB: `--max-unread-mib`. */
+export const DEFAULT_MAX_UNREAD_MIB = 8;
+/** A client that keeps reading may lag this many times the bound before it is cut anyway. */
+const READING_FACTOR = 8;
 /** A connection that has taken nothing of its output for this long is not reading. */
 export const STALL_MS = 200;
 
+export interface UnreadLimits {
+  /** Unread output past which a connection that has taken none of its output for STALL_MS is ended. */
+  stalledBytes: number;
+  /** Unread output past which any connection is ended, however it reads: the daemon's memory per client. */
+  readingBytes: number;
+}
+
+export function unreadLimits(maxUnreadMib = DEFAULT_MAX_UNREAD_MIB): UnreadLimits {
+  return { stalledBytes: maxUnreadMib * MIB, readingBytes: READING_FACTOR * maxUnreadMib * MIB };
+}
+
 export type Overrun = { why: 'is not reading its output' | 'reads its output too slowly'; maxUnreadBytes: number };
-const NOT_READING: Overrun = { why: 'is not reading its output', maxUnreadBytes: MAX_UNREAD_BYTES };
-const TOO_SLOW: Overrun = { why: 'reads its output too slowly', maxUnreadBytes: MAX_UNREAD_BYTES_READING };
 
 export class UnreadBound {
   /** The socket's unread bytes just after the last write: fewer later means the client took some. */
   private unreadAfterWrite = 0;
   private lastProgressMs: number;
 
+  private readonly notReading: Overrun;
+  private readonly tooSlow: Overrun;
+
   constructor(
     private readonly socket: Socket,
+    private readonly limits: UnreadLimits = unreadLimits(),
     private readonly nowMs: () => number = () => performance.now(),
   ) {
     this.lastProgressMs = nowMs();
+    this.notReading = { why: 'is not reading its output', maxUnreadBytes: limits.stalledBytes };
+    this.tooSlow = { why: 'reads its output too slowly', maxUnreadBytes: limits.readingBytes };
   }
 
   /**
@@ -41,8 +57,8 @@ export class UnreadBound {
     // Nothing owed counts as progress: an idle client that a burst then reaches is not stalled.
     if (handed === 0 || handed < this.unreadAfterWrite) this.lastProgressMs = this.nowMs();
     const unread = handed + held;
-    if (unread > MAX_UNREAD_BYTES_READING) return TOO_SLOW;
-    if (unread > MAX_UNREAD_BYTES && this.nowMs() - this.lastProgressMs > STALL_MS) return NOT_READING;
+    if (unread > this.limits.readingBytes) return this.tooSlow;
+    if (unread > this.limits.stalledBytes && this.nowMs() - this.lastProgressMs > STALL_MS) return this.notReading;
     return null;
   }
 

@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import pino from 'pino';
 import { acceptClient } from '../../actors/daemon/client-connection.js';
 import type { ClientOutput } from '../../actors/daemon/client-output.js';
+import { unreadLimits } from '../../actors/daemon/unread-bound.js';
 import { monotonicClock } from '../../actors/clock.js';
 import { spawnGateway } from '../../actors/daemon/gateway.js';
 import { OutputGate } from '../../actors/daemon/output-gate.js';
@@ -32,6 +33,8 @@ export interface DaemonOptions {
   heartbeatSecs?: number;
   /** Open client connections past which a new one is refused (default 1024). */
   maxClients?: number;
+  /** Unread output in MiB past which a client that is not reading is cut off (default 8). */
+  maxUnreadMib?: number;
   /** Also log to stderr (the foreground daemon), unless stderr is the log file itself (`turnhost start`). */
   echoLog?: boolean;
 }
@@ -108,16 +111,17 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
   const connections = new Map<Socket, ClientOutput>();
   const maxClients = options.maxClients ?? DEFAULT_MAX_CLIENTS;
+  const limits = unreadLimits(options.maxUnreadMib);
   const server = createServer((socket) => {
     if (connections.size >= maxClients) {
       refuseClient(socket, maxClients, log);
       return;
     }
-    connections.set(socket, acceptClient(clients, socket, shared, log));
+    connections.set(socket, acceptClient(clients, socket, shared, limits, log));
     socket.once('close', () => connections.delete(socket));
   });
   await listen(server, paths.socket);
-  const repl = await startRepl({ path: paths.replSocket, home, supervisor, gateway, system, reader: shared.reader, logPath: paths.log });
+  const repl = await startRepl({ path: paths.replSocket, home, supervisor, gateway, system, reader: shared.reader, logPath: paths.log, unreadLimits: limits });
   log.info({ home, socket: paths.socket }, 'daemon listening');
   tell(supervisor, { kind: 'spawn' });
 

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { ClientOutput } from '../../actors/daemon/client-output.js';
+import { unreadLimits } from '../../actors/daemon/unread-bound.js';
 import { Harness } from '../helpers/processes.js';
 
 /** A connected pair of unix sockets: the daemon's end and what a client reads from the other. */
@@ -27,7 +28,7 @@ describe('a client connection\'s output', () => {
     const writes: (string | Buffer)[] = [];
     const write = daemonEnd.write.bind(daemonEnd);
     daemonEnd.write = ((chunk: string | Buffer) => (writes.push(chunk), write(chunk))) as typeof daemonEnd.write;
-    const output = new ClientOutput(daemonEnd, () => expect.fail('no bound is reached'));
+    const output = new ClientOutput(daemonEnd, unreadLimits(), () => expect.fail('no bound is reached'));
     output.write('a\n');
     output.write('b\n');
     output.write(Buffer.from('bytes\n'));

@@ -1,14 +1,15 @@
 import { expect } from 'chai';
 import type { Socket } from 'node:net';
-import { MAX_UNREAD_BYTES, MAX_UNREAD_BYTES_READING, STALL_MS, UnreadBound } from '../../actors/daemon/unread-bound.js';
+import { STALL_MS, UnreadBound, unreadLimits, type UnreadLimits } from '../../actors/daemon/unread-bound.js';
 
 const MIB = 1024 * 1024;
+const { stalledBytes: MAX_UNREAD_BYTES, readingBytes: MAX_UNREAD_BYTES_READING } = unreadLimits();
 
 /** A socket's unread output as the bound sees it, and a clock the test moves. */
-function setup(): { socket: { writableLength: number }; clock: { ms: number }; bound: UnreadBound } {
+function setup(limits?: UnreadLimits): { socket: { writableLength: number }; clock: { ms: number }; bound: UnreadBound } {
   const socket = { writableLength: 0 };
   const clock = { ms: 1000 };
-  return { socket, clock, bound: new UnreadBound(socket as unknown as Socket, () => clock.ms) };
+  return { socket, clock, bound: new UnreadBound(socket as unknown as Socket, limits, () => clock.ms) };
 }
 
 describe('a connection\'s unread output', () => {
@@ -51,5 +52,23 @@ describe('a connection\'s unread output', () => {
     bound.wrote();
     clock.ms += 60_000;
     expect(bound.overrun()).to.equal(null);
+  });
+
+  it('holds the bound it is given (--max-unread-mib): 1 MiB when not reading, 8 MiB however it reads', () => {
+    const { socket, clock, bound } = setup(unreadLimits(1));
+    socket.writableLength = MIB + 1;
+    bound.wrote();
+    clock.ms += STALL_MS + 1;
+    expect(bound.overrun()).to.deep.equal({ why: 'is not reading its output', maxUnreadBytes: MIB });
+    socket.writableLength = 8 * MIB;
+    expect(bound.overrun(1)).to.deep.equal({ why: 'reads its output too slowly', maxUnreadBytes: 8 * MIB });
+  });
+
+  it('counts output held back for the turn against the bounds, not as a stall', () => {
+    const { socket, clock, bound } = setup();
+    socket.writableLength = 0;
+    clock.ms += STALL_MS + 1;
+    expect(bound.overrun(MAX_UNREAD_BYTES + 1)).to.equal(null); // owed nothing to the socket: not stalled
+    expect(bound.overrun(MAX_UNREAD_BYTES_READING + 1)?.why).to.equal('reads its output too slowly');
   });
 });
