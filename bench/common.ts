@@ -44,3 +44,8 @@ export function verdict(ok: boolean): string {
 export function median(values: readonly number[]): number {
   return values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 }
+
+/** "lowest–highest", rounded: the spread of a measure over rounds. */
+export function range(values: readonly number[], digits = 0): string {
+  return `${round(Math.min(...values), digits)}–${round(Math.max(...values), digits)}`;
+}

@@ -4,7 +4,7 @@
 // queue path at no less than 50% of the host's plain turn rate (issue 13).
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { CLI, median, printTable, round, verdict, withTempDir, writeResult } from './common.js';
+import { CLI, median, printTable, range, round, verdict, withTempDir, writeResult } from './common.js';
 import { startDaemon, stopDaemon } from './daemon.js';
 import { backToBack, TurnProcess } from './driver.js';
 
@@ -136,7 +136,6 @@ export async function benchQueue(): Promise<void> {
   const floor = median(floors);
   const queued = runs.find((r) => r.turnsPerSec === median(runs.map((q) => q.turnsPerSec)))!;
   const ratio = queued.turnsPerSec / floor;
-  const range = (values: number[]) => `${round(Math.min(...values))}–${round(Math.max(...values))}`;
   printTable(
     `${PROMPTS} prompts to one session (median of ${ROUNDS} rounds; range)`,
     ['path', 'turns/s', 'range', 'queueing ms', 'draining ms'],
