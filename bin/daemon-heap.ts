@@ -8,8 +8,10 @@
 // which `turnhost daemon` run by systemd or by hand would not have):
 //  - the young generation keeps its starting size (it would double when many objects survive);
 //  - the old generation may grow 30% over what the last full collection kept, not up to 4x.
-// Measured (slow-consumer test): peak +42 to +45 MB instead of +90 to +145; the daemon
-// benchmark's daemon path within its run-to-run noise.
+// Measured (slow-consumer test): peak +46 to +50 MB instead of +90 to +145. The young generation
+// collected more often made the daemon benchmark's collections costlier while the event rings
+// kept each event as a string; with the rings as bytes (event-rings.ts) the benchmark's daemon
+// path is the same with or without these settings.
 import { setFlagsFromString } from 'node:v8';
 
 const GROWTH_FLAGS = ['--semi-space-growth-factor=1', '--heap-growing-percent=30'];
