@@ -80,7 +80,7 @@ class LineRing {
       this.starts[slot] = NOT_IN_BUFFER;
       this.largeBytes += size;
     } else {
-      const at = this.placeFor(size) ?? this.grow(size);
+      const at = this.placeAt(size);
       if (typeof line === 'string') this.buffer.write(line, at, size, 'utf8');
       else line.copy(this.buffer, at);
       this.starts[slot] = at;
@@ -113,6 +113,19 @@ class LineRing {
     this.large.length = 0;
     this.first = this.count = this.used = this.inBuffer = this.largeBytes = this.buffered = this.head = this.tail = 0;
     return freed;
+  }
+
+  /**
+   * Where the line goes: where it fits; else, under the session's bound, in a bigger or compacted
+   * buffer; else where the oldest lines were, once dropped (a full buffer cycles, it is not compacted).
+   */
+  private placeAt(size: number): number {
+    for (;;) {
+      const at = this.placeFor(size);
+      if (at !== null) return at;
+      if (this.buffered > 0 && this.buffer.length >= BYTES_PER_SESSION) this.dropOldest();
+      else return this.grow(size);
+    }
   }
 
   /**
@@ -153,13 +166,14 @@ class LineRing {
   }
 
   /**
-   * A buffer big enough for the kept lines and `size` more (doubling; never past the session's
-   * bound, which push has made room under), with the kept lines laid out from its start, so the
-   * new line goes right after them. Also compacts, when the free bytes are not in one piece.
+   * A buffer with room for the kept lines and `size` more, laid out from its start so the new line
+   * goes right after them (doubling; never past the session's bound, which push has made room
+   * under). A third of it is left free: a buffer compacted nearly full would be compacted again
+   * every few lines, copying all its kept bytes each time.
    */
   private grow(size: number): number {
     let capacity = Math.max(FIRST_CAPACITY, this.buffer.length);
-    while (capacity < this.inBuffer + size) capacity *= 2;
+    while (capacity < ((this.inBuffer + size) * 3) / 2) capacity *= 2;
     const next = Buffer.allocUnsafeSlow(Math.min(capacity, BYTES_PER_SESSION));
     let at = 0;
     for (let i = 0; i < this.count; i++) {
