@@ -160,7 +160,7 @@ function measureDaemon(): Promise<PathRun & { restartMs: number }> {
 }
 
 /** Each measure of a round, as the median over the rounds. */
-function medianRun<R extends PathRun>(runs: R[]): { turnsPerSec: number; p50Ms: number; p99Ms: number } {
+function medianRun(runs: readonly PathRun[]): { turnsPerSec: number; p50Ms: number; p99Ms: number } {
   return {
     turnsPerSec: median(runs.map((r) => r.turnsPerSec)),
     p50Ms: median(runs.map((r) => r.latency.p50Ms)),

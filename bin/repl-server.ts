@@ -6,11 +6,12 @@ import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import repl, { type REPLServer } from 'node:repl';
-import { UnreadBound, type UnreadLimits } from '../actors/daemon/unread-bound.js';
+import { ClientOutput } from '../actors/daemon/client-output.js';
+import type { UnreadLimits } from '../actors/daemon/unread-bound.js';
 import { ask, type Ref, type SystemRef } from '../actors/runtime.js';
 import type { CallReply, GatewayMsg, HostStatus, SupervisorMsg } from '../actors/daemon/supervisor-messages.js';
 import type { Reader } from '../persistence/reader.js';
-import { commandDefiner, defineDatabaseCommands, flattenActors, printRows, type ReplOutput } from './repl-commands.js';
+import { commandDefiner, defineDatabaseCommands, flattenActors, printRows } from './repl-commands.js';
 
 export interface ReplDeps {
   path: string;
@@ -56,9 +57,9 @@ export async function startRepl(deps: ReplDeps): Promise<{ close(): Promise<void
       const newline = head.indexOf(0x0a);
       const header = newline === -1 ? null : parseHeader(head.subarray(0, newline).toString('utf8'));
       const rest = header === null ? head : head.subarray(newline + 1);
-      const { session, idle } = openSession(socket, header?.terminal === true, deps);
+      const { session, idle, out } = openSession(socket, header?.terminal === true, deps);
       // Input ended: the commands still running finish and print before the connection closes.
-      session.on('exit', () => void idle().then(() => socket.end()));
+      session.on('exit', () => void idle().then(() => out.end()));
       if (!ended) {
         if (rest.length > 0) socket.unshift(rest);
         return;
@@ -91,20 +92,9 @@ async function closeServer(server: Server, sockets: Set<Socket>, path: string): 
   rmSync(path, { force: true });
 }
 
-function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { session: REPLServer; idle: () => Promise<void> } {
+function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { session: REPLServer; idle: () => Promise<void>; out: ClientOutput } {
   // A REPL client that stops reading is cut off like any client of the daemon.
-  const bound = new UnreadBound(socket, deps.unreadLimits);
-  const out: ReplOutput = {
-    write(text) {
-      if (socket.destroyed) return;
-      if (bound.overrun() !== null) {
-        socket.destroy();
-        return;
-      }
-      socket.write(text);
-      bound.wrote();
-    },
-  };
+  const out = new ClientOutput(socket, deps.unreadLimits, () => {});
   // Everything the REPL writes (prompts, results) goes through the same bound.
   const output = new PassThrough();
   output.on('data', (chunk: Buffer) => out.write(chunk.toString('utf8')));
@@ -167,7 +157,7 @@ function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { sessi
   const idle = async (): Promise<void> => {
     while (running.size > 0) await Promise.allSettled([...running]);
   };
-  return { session: r, idle };
+  return { session: r, idle, out };
 }
 
 function age(atMs: number): string {

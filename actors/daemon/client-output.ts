@@ -1,4 +1,4 @@
-// What the daemon writes to one client connection. The lines of one event-loop turn leave as
+// What the daemon writes to one client connection (or REPL connection). The lines of one event-loop turn leave as
 // one write: a streaming turn sends ~200,000 events a second, and a write per line made a
 // request object per line for the socket to hold, and, when a client that stopped reading was
 // cut off, an error object per line still queued (~60,000 of them at the 8 MiB bound). Text

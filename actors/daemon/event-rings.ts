@@ -50,8 +50,7 @@ class LineRing {
   /** Slot of the oldest kept line. */
   private first = 0;
   private count = 0;
-  /** Bytes of all kept lines (the session's bound), of those kept in the buffer, and of the others. */
-  private used = 0;
+  /** Bytes of the kept lines in the buffer, and of the others. */
   private inBuffer = 0;
   private largeBytes = 0;
   /** Lines kept in the buffer; where the oldest of them starts, and where the next one would go. */
@@ -73,7 +72,7 @@ class LineRing {
     const before = this.footprint;
     const size = typeof line === 'string' ? Buffer.byteLength(line) : line.length;
     if (this.count === EVENTS_PER_SESSION) this.dropOldest();
-    while (this.count > 0 && this.used + size > BYTES_PER_SESSION) this.dropOldest();
+    while (this.count > 0 && this.inBuffer + this.largeBytes + size > BYTES_PER_SESSION) this.dropOldest();
     const slot = (this.first + this.count) % EVENTS_PER_SESSION;
     if (size >= LARGE_LINE_BYTES) {
       this.large[slot] = line;
@@ -91,7 +90,6 @@ class LineRing {
     }
     this.sizes[slot] = size;
     this.count++;
-    this.used += size;
     return this.footprint - before;
   }
 
@@ -111,7 +109,7 @@ class LineRing {
     const freed = this.footprint;
     this.buffer = EMPTY;
     this.large.length = 0;
-    this.first = this.count = this.used = this.inBuffer = this.largeBytes = this.buffered = this.head = this.tail = 0;
+    this.first = this.count = this.inBuffer = this.largeBytes = this.buffered = this.head = this.tail = 0;
     return freed;
   }
 
@@ -151,7 +149,6 @@ class LineRing {
       this.inBuffer -= size;
       this.buffered--;
     }
-    this.used -= size;
     this.first = (slot + 1) % EVENTS_PER_SESSION;
     this.count--;
     if (this.buffered === 0) this.head = this.tail = 0;
