@@ -4,11 +4,12 @@
 // what the user types while a turn runs is queued (PROTOCOL.md §2.1) and the queue is shown as it
 // changes; from a pipe, each line waits for the turn before it (a line may answer a question).
 // Ctrl-C stops the running turn (and clears the queue); a second Ctrl-C leaves.
-import { createInterface, type Interface } from 'node:readline';
+import { createInterface } from 'node:readline';
 import { connect, type TurnhostClient } from '../../client/turnhost-client.js';
 import type { ApprovalRequest, ClarifyRequest, HandlerContext, SessionEvent } from '../../client/types.js';
 import { launchDaemon, waitForHost } from '../daemon-client.js';
 import { ensureHome, homePaths } from '../home.js';
+import { TerminalPrompt } from '../terminal-prompt.js';
 
 export interface ChatOptions {
   session?: string;
@@ -20,11 +21,22 @@ export interface ChatOptions {
 
 const EXIT_INTERRUPTED = 130;
 
-/** Lines typed at a terminal, or read from a pipe, one consumer at a time. */
+/** Answers to questions (and, from a pipe, the prompts): typed at a terminal or read from stdin lines. */
 interface Input {
   next(prompt: string, signal?: AbortSignal): Promise<string | null>;
   close(): void;
 }
+
+/** Where the chat writes: the reply to stdout, everything about it to stderr; at a terminal, above the input line. */
+interface Output {
+  reply(text: string): void;
+  note(text: string): void;
+}
+
+const plainOutput: Output = {
+  reply: (text) => process.stdout.write(text),
+  note: (text) => process.stderr.write(text),
+};
 
 export async function chatCommand(homeDir: string, options: ChatOptions): Promise<number> {
   const home = ensureHome(homeDir);
@@ -46,14 +58,17 @@ export async function chatCommand(homeDir: string, options: ChatOptions): Promis
       return 1;
     }
   }
-  const input = process.stdin.isTTY ? terminalInput() : pipeInput();
+  // readline takes Ctrl-C from the terminal; it is handed on as the process's SIGINT.
+  const terminal = process.stdin.isTTY ? new TerminalPrompt(() => process.emit('SIGINT', 'SIGINT')) : null;
+  const input: Input = terminal === null ? pipeInput() : { next: (prompt, signal) => terminal.ask(prompt, signal), close: () => terminal.close() };
+  const output: Output = terminal === null ? plainOutput : { reply: (text) => terminal.write(process.stdout, text), note: (text) => terminal.write(process.stderr, text) };
   try {
     await waitForHost(() => client.hostStatus());
     const sid = await openSession(client, options.session);
-    const chat = new Chat(client, sid, input);
+    const chat = new Chat(client, sid, input, output);
     if (options.text !== undefined) return await chat.turn(options.text);
     process.stderr.write(`session ${sid} (Ctrl-D to leave)\n`);
-    if (process.stdin.isTTY) return await chat.typing();
+    if (terminal !== null) return await chat.typing(terminal);
     for (;;) {
       const line = await input.next('> ');
       if (line === null) return 0;
@@ -91,8 +106,6 @@ class Chat {
   private readonly ended = new Set<string>();
   private leave: (code: number) => void = () => {};
   private readonly left = new Promise<number>((resolve) => (this.leave = resolve));
-  /** The prompt read at the terminal, cancelled while a question uses the input. */
-  private reading: AbortController | null = null;
   private questionDone: Promise<void> = Promise.resolve();
   private shownQueue = 0;
   private atLineStart = true;
@@ -107,6 +120,7 @@ class Chat {
     private readonly client: TurnhostClient,
     private readonly sid: string,
     private readonly input: Input,
+    private readonly output: Output,
   ) {
     void this.follow(client.events(sid));
     client.onClarify((request, context) => this.asking(() => this.clarify(request, context)));
@@ -117,7 +131,7 @@ class Chat {
     try {
       for await (const event of events) this.onEvent(event);
     } catch (err) {
-      process.stderr.write(`turnhost chat: ${(err as Error).message}\n`);
+      this.output.note(`turnhost chat: ${(err as Error).message}\n`);
       this.leave(1);
     }
   }
@@ -132,12 +146,13 @@ class Chat {
   }
 
   /** At a terminal: every line typed is submitted at once (queued while a turn runs); Ctrl-D waits for what is left, then leaves. */
-  async typing(): Promise<number> {
+  async typing(terminal: TerminalPrompt): Promise<number> {
     return this.withCtrlC(async () => {
       const ends: Promise<void>[] = [];
+      terminal.showLinePrompt('> ');
       const reading = (async (): Promise<number> => {
         for (;;) {
-          const line = await this.readPrompt();
+          const line = await terminal.nextLine();
           if (line === null) break;
           if (line.trim() === '') continue;
           const submitted = await this.submit(line);
@@ -164,27 +179,15 @@ class Chat {
   private async submit(text: string): Promise<{ ended: Promise<void> } | null> {
     try {
       const result = await this.client.submit(this.sid, text);
-      if (result.status === 'queued') process.stderr.write(`(queued, #${result.position}: it runs when the turns before it end)\n`);
-      if (result.status === 'steered') process.stderr.write('(handed to the running turn)\n');
+      if (result.status === 'queued') this.output.note(`(queued, #${result.position}: it runs when the turns before it end)\n`);
+      if (result.status === 'steered') this.output.note('(handed to the running turn)\n');
       const turnId = result.status === 'steered' ? undefined : result.turn_id;
       if (turnId === undefined) return null;
       if (this.ended.has(turnId)) return { ended: Promise.resolve() };
       return { ended: new Promise((resolve) => this.awaited.set(turnId, resolve)) };
     } catch (err) {
-      process.stderr.write(`turnhost chat: ${(err as Error).message}\n`);
+      this.output.note(`turnhost chat: ${(err as Error).message}\n`);
       return null;
-    }
-  }
-
-  /** The next line typed at the prompt; a question takes the input meanwhile, then the prompt comes back. */
-  private async readPrompt(): Promise<string | null> {
-    for (;;) {
-      await this.questionDone;
-      const reading = new AbortController();
-      this.reading = reading;
-      const line = await this.input.next('> ', reading.signal);
-      this.reading = null;
-      if (line !== null || !reading.signal.aborted) return line;
     }
   }
 
@@ -192,7 +195,6 @@ class Chat {
     let done = (): void => {};
     const previous = this.questionDone;
     this.questionDone = new Promise((resolve) => (done = resolve));
-    this.reading?.abort();
     try {
       await previous;
       return await question();
@@ -211,7 +213,7 @@ class Chat {
       this.leave(EXIT_INTERRUPTED);
       return;
     }
-    process.stderr.write('\n(interrupting; Ctrl-C again to leave)\n');
+    this.output.note('\n(interrupting; Ctrl-C again to leave)\n');
     // Only this turn: a Ctrl-C that lands as the turn ends must not stop the next one.
     this.client.interrupt(this.sid, { turn_id: this.running.turnId }).catch(() => {});
   }
@@ -229,8 +231,8 @@ class Chat {
     if (items.length === 0 && this.shownQueue === 0) return;
     this.shownQueue = items.length;
     this.endLine();
-    if (items.length === 0) process.stderr.write('[queue] empty\n');
-    else process.stderr.write(`[queue] ${items.length} waiting: ${items.map((item, i) => `${i + 1}. ${oneLine(item.text).slice(0, 40)}`).join('  ')}\n`);
+    if (items.length === 0) this.output.note('[queue] empty\n');
+    else this.output.note(`[queue] ${items.length} waiting: ${items.map((item, i) => `${i + 1}. ${oneLine(item.text).slice(0, 40)}`).join('  ')}\n`);
   }
 
   private write(text: string): void {
@@ -238,7 +240,7 @@ class Chat {
     const out = this.addedBreak && text.startsWith('\n') ? text.slice(1) : text;
     this.addedBreak = false;
     if (out === '') return;
-    process.stdout.write(out);
+    this.output.reply(out);
     this.atLineStart = out.endsWith('\n');
   }
 
@@ -269,16 +271,16 @@ class Chat {
         return;
       }
       case 'status.update':
-        process.stderr.write(`[${String(p['kind'])}] ${String(p['text'])}\n`);
+        this.output.note(`[${String(p['kind'])}] ${String(p['text'])}\n`);
         return;
       case 'error':
-        process.stderr.write(`error: ${String(p['message'])}\n`);
+        this.output.note(`error: ${String(p['message'])}\n`);
         return;
       case 'request.cancel':
-        process.stderr.write(`(question withdrawn: ${String(p['reason'])})\n`);
+        this.output.note(`(question withdrawn: ${String(p['reason'])})\n`);
         return;
       case 'replay.partial':
-        process.stderr.write('(reconnected: some of what happened meanwhile is only in `turnhost history`)\n');
+        this.output.note('(reconnected: some of what happened meanwhile is only in `turnhost history`)\n');
         return;
       case 'turn.started':
         this.running = { turnId: String(p['turn_id']), interrupts: 0 };
@@ -288,13 +290,13 @@ class Chat {
         return;
       case 'turn.end':
         this.endLine();
-        if (p['interrupted']) process.stderr.write('(interrupted)\n');
+        if (p['interrupted']) this.output.note('(interrupted)\n');
         if (typeof p['usage'] === 'object' && p['usage'] !== null) this.note(usageLine(p['usage'] as Record<string, number>));
         this.turnEnded(String(p['turn_id']));
         return;
       case 'turn.error':
         this.endLine();
-        process.stderr.write(`turn failed: ${String(p['message'])} (${String(p['reason'])})\n`);
+        this.output.note(`turn failed: ${String(p['message'])} (${String(p['reason'])})\n`);
         this.turnEnded(String(p['turn_id']));
         return;
     }
@@ -311,27 +313,30 @@ class Chat {
     this.endLine();
   }
 
-  /** Dimmed at a terminal; marked `[reasoning]` where stderr is a file or a pipe. */
+  /**
+   * Dimmed at a terminal, each fragment on its own (the input line is drawn between fragments and
+   * must not be dimmed); marked `[reasoning]` where stderr is a file or a pipe.
+   */
   private reasoning(text: string): void {
     if (text === '') return;
     if (!this.inReasoning) {
       this.endLine();
-      process.stderr.write(this.styleErr ? '\x1b[2m' : '[reasoning] ');
+      if (!this.styleErr) this.output.note('[reasoning] ');
       this.inReasoning = true;
     }
-    process.stderr.write(text);
+    this.output.note(this.styleErr ? `\x1b[2m${text}\x1b[22m` : text);
   }
 
   private endReasoning(): void {
     if (!this.inReasoning) return;
     this.inReasoning = false;
-    process.stderr.write(this.styleErr ? '\x1b[22m\n' : '\n');
+    this.output.note('\n');
   }
 
   /** A line about the turn (a tool call, usage) on stderr, never inside the reply's text. */
   private note(text: string): void {
     this.endReasoning();
-    process.stderr.write(`${text}\n`);
+    this.output.note(`${text}\n`);
   }
 
   private async approve(request: ApprovalRequest, context: HandlerContext): Promise<boolean | null> {
@@ -367,29 +372,6 @@ function oneLine(text: string): string {
 function usageLine(u: Record<string, number>): string {
   const calls = u['calls'] ?? 0;
   return `[usage] ${u['prompt_tokens'] ?? 0} prompt + ${u['completion_tokens'] ?? 0} completion tokens, ${calls} model call${calls === 1 ? '' : 's'}`;
-}
-
-function terminalInput(): Input {
-  const rl: Interface = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
-  let closed = false;
-  rl.on('close', () => (closed = true));
-  // readline takes Ctrl-C from the terminal; hand it on as the process's SIGINT.
-  rl.on('SIGINT', () => process.emit('SIGINT', 'SIGINT'));
-  return {
-    next(prompt, signal) {
-      if (closed) return Promise.resolve(null);
-      return new Promise((resolve) => {
-        const onClose = () => resolve(null);
-        rl.once('close', onClose);
-        rl.question(prompt, signal ? { signal } : {}, (answer) => {
-          rl.off('close', onClose);
-          resolve(answer);
-        });
-        signal?.addEventListener('abort', () => resolve(null), { once: true });
-      });
-    },
-    close: () => rl.close(),
-  };
 }
 
 function pipeInput(): Input {
