@@ -71,6 +71,8 @@ export interface TurnResult {
   /** The model that answered, and the turn's usage: stored with the turn and sent on turn.end. */
   model?: string;
   usage?: TurnUsage;
+  /** Set when the reply was cut by the model's token limit: sent on turn.end (AGENT.md §4). */
+  finishReason?: 'length';
 }
 
 /** The session a compress route runs for. */

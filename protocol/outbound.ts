@@ -99,6 +99,8 @@ export type TurnEndFrame = {
   interrupted: boolean;
   ended_ns: Nanos;
   usage?: TurnUsage;
+  /** `length` when the model's token limit cut the reply (AGENT.md §4). */
+  finish_reason?: 'length';
 } & Partial<HistoryMeta & { session_info: SessionInfo; session_info_emitted: true }>;
 
 export type ShutdownReport = {

@@ -27,7 +27,7 @@ export type EventPayloads = {
   'request.cancel': { id: string; method: string; reason: CancelReason };
   error: { message: string; reason?: string };
   'turn.started': { turn_id: string; queue_id?: string };
-  'turn.end': { turn_id: string; queue_id?: string; interrupted: boolean; message_count?: number; history_version?: number; usage?: TurnUsage };
+  'turn.end': { turn_id: string; queue_id?: string; interrupted: boolean; message_count?: number; history_version?: number; usage?: TurnUsage; finish_reason?: 'length' };
   'turn.error': { turn_id: string; queue_id?: string; message: string; reason: string };
   'session.queue': QueueView;
 };

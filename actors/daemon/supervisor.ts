@@ -255,6 +255,7 @@ function turnEvents(frame: HostFrameIn, forClients: GatewayMsg[]): void {
     if (typeof frame['message_count'] === 'number') payload.message_count = frame['message_count'];
     if (typeof frame['history_version'] === 'number') payload.history_version = frame['history_version'];
     if (typeof frame['usage'] === 'object' && frame['usage'] !== null) payload.usage = frame['usage'] as TurnUsage;
+    if (frame['finish_reason'] === 'length') payload.finish_reason = 'length';
     forClients.push({ kind: 'event', sid, type: 'turn.end', payload });
   }
   forClients.push({ kind: 'turn-ended', sid });

@@ -272,6 +272,7 @@ function reportTurnEnd(s: SessionState, turn: RunningTurn, result: TurnResult | 
     interrupted,
     ended_ns: Nanos.of(clock.hostNs()),
     ...(result?.usage === undefined ? {} : { usage: result.usage }),
+    ...(result?.finishReason === undefined ? {} : { finish_reason: result.finishReason }),
     session_info: sessionInfo(s, agent.name),
     session_info_emitted: true,
   });

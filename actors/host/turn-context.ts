@@ -144,5 +144,6 @@ function checkedResult(result: Partial<TurnResult> | undefined): TurnResult {
   if (u && [u.prompt_tokens, u.completion_tokens, u.calls].every((n) => Number.isSafeInteger(n) && n >= 0)) {
     checked.usage = { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, calls: u.calls };
   }
+  if (result?.finishReason === 'length') checked.finishReason = 'length';
   return checked;
 }

@@ -8,7 +8,7 @@ import { PromptSizes, summarize } from './compression.js';
 import { loadModelConfig, type ConfigSource, type ModelConfig } from './config.js';
 import { toApiMessages, type ApiMessage } from './history.js';
 import { McpServers, type McpLog } from './mcp.js';
-import { ContextTooLong, ModelApi, type ChatRequest, type StreamHandlers } from './openai-api.js';
+import { ContextTooLong, CutReply, ModelApi, type ChatRequest, type StreamHandlers } from './openai-api.js';
 import { offeredTools, runToolCalls, type ToolSet } from './tools.js';
 
 /** A turn that begins while a server is still starting waits this long for its tools (AGENT.md §2). */
@@ -80,19 +80,23 @@ class ModelAgent implements Agent {
       try {
         reply = await this.api.stream(sent, turn.signal, streamHandlers(turn));
       } catch (err) {
-        if (!(err instanceof ContextTooLong) || compressed) throw err;
+        if (!(err instanceof ContextTooLong) || compressed) throw keepSeenText(turn, err);
         compressed = true;
         const smaller = await this.compressDuringTurn(turn, prior, model, 'the model said the conversation is too long');
         if (smaller === null) throw err;
         prior = smaller;
         sent = request();
-        reply = await this.api.stream(sent, turn.signal, streamHandlers(turn));
+        reply = await this.api.stream(sent, turn.signal, streamHandlers(turn)).catch((again: unknown) => Promise.reject(keepSeenText(turn, again)));
       }
       usage.calls++;
       if (reply.usage) {
         usage.prompt_tokens += reply.usage.prompt_tokens;
         usage.completion_tokens += reply.usage.completion_tokens;
         this.promptSizes.record(turn.sid, reply.usage.prompt_tokens, sent.messages);
+      }
+      if (reply.finishReason === 'length') {
+        turn.emit({ type: 'status.update', kind: 'length', text: 'the reply was cut by the token limit (max_tokens)' });
+        return { ...done(reply.content), finishReason: 'length' };
       }
       if (reply.aborted || reply.toolCalls.length === 0) return done(reply.content);
       const call: ChatMessage = { role: 'assistant', content: reply.content, tool_calls: reply.toolCalls };
@@ -196,6 +200,15 @@ function newApi(config: ModelConfig, env: ConfigSource['env']): ModelApi {
 function systemPrompt(config: ModelConfig, overrides: Readonly<SessionOverrides>): string {
   const personality = overrides.personality ? config.personalities[overrides.personality] : undefined;
   return [config.system_prompt, personality, overrides.systemPrompt].filter((part) => part !== undefined && part !== '').join('\n\n');
+}
+
+/**
+ * A reply that failed after text was streamed: that text goes into the history, as an interrupted
+ * reply's does, so that the history holds what the person saw. Cut tool calls are never kept.
+ */
+function keepSeenText(turn: TurnContext, err: unknown): unknown {
+  if (err instanceof CutReply) turn.append({ role: 'assistant', content: err.seen });
+  return err;
 }
 
 function streamHandlers(turn: TurnContext): StreamHandlers {

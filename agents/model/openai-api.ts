@@ -7,7 +7,8 @@ import type { ToolCall } from '../../protocol/chat.js';
 import { AgentFailure } from '../agent.js';
 import { sleepUnlessAborted } from '../script.js';
 import type { ApiMessage } from './history.js';
-import { ToolCallStream } from './tool-call-stream.js';
+import { SseLineTooLong, SseReader } from './sse-reader.js';
+import { ServerSaid, StreamedReply, type ReplyHandlers } from './streamed-reply.js';
 
 export interface ApiTool {
   type: 'function';
@@ -22,9 +23,7 @@ export interface ChatRequest {
   max_tokens?: number | undefined;
 }
 
-export interface StreamHandlers {
-  content(text: string): void;
-  reasoning(text: string): void;
+export interface StreamHandlers extends ReplyHandlers {
   /** Before each retry: which one, how long until it, and why. */
   retry(attempt: number, delayMs: number, why: string): void;
 }
@@ -34,6 +33,8 @@ export interface ModelReply {
   toolCalls: ToolCall[];
   /** Null when the server sent no usage (or the stream was cut before it). */
   usage: { prompt_tokens: number; completion_tokens: number } | null;
+  /** How the server said the reply ended (`stop`, `tool_calls`, `length`); null when interrupted. */
+  finishReason: string | null;
   /** The turn was interrupted: `content` holds what had arrived. */
   aborted: boolean;
 }
@@ -49,6 +50,16 @@ export interface Endpoint {
 
 /** A 400 that says the prompt is longer than the model's context: the turn compresses and retries once. */
 export class ContextTooLong extends AgentFailure {}
+
+/** A reply that failed after some of it was streamed: `seen` is what the user was shown. */
+export class CutReply extends AgentFailure {
+  constructor(
+    failure: AgentFailure,
+    readonly seen: string,
+  ) {
+    super(failure.reason, failure.message);
+  }
+}
 
 const RETRY_BASE_MS = 500;
 const RETRY_CAP_MS = 8000;
@@ -74,57 +85,73 @@ export class ModelApi {
     });
   }
 
-  /** One streamed model call; resolves with the reply, or `aborted` when the signal fired. */
+  /**
+   * One streamed model call; resolves with the reply, or `aborted` (with what had arrived) when the
+   * signal fired. The SDK sends the request and sorts HTTP errors; the body is read here, because
+   * servers bend its shape in ways the SDK's reader fails on (AGENT.md §4).
+   */
   async stream(request: ChatRequest, signal: AbortSignal, handlers: StreamHandlers): Promise<ModelReply> {
-    const reply: ModelReply = { content: '', toolCalls: [], usage: null, aborted: false };
+    const reply = new StreamedReply(handlers);
     const call = new AbortController();
     const abortCall = (): void => call.abort();
     signal.addEventListener('abort', abortCall, { once: true });
-    const watchdog = new IdleWatchdog(this.endpoint.idleTimeoutMs, abortCall);
+    // Any byte (a ping too) is traffic; pings alone may hold a response no longer than a request may take.
+    const idle = new Watchdog(this.endpoint.idleTimeoutMs, abortCall);
+    const pingsOnly = new Watchdog(this.endpoint.requestTimeoutMs, abortCall);
+    const aborted = (): ModelReply => ({ content: reply.content, toolCalls: [], usage: reply.usage, finishReason: null, aborted: true });
     try {
-      const stream = await this.withRetries(signal, handlers, () =>
-        this.client.chat.completions.create(
-          {
-            model: request.model,
-            messages: request.messages as OpenAI.ChatCompletionMessageParam[],
-            ...(request.tools.length > 0 ? { tools: request.tools } : {}),
-            ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
-            ...(request.max_tokens === undefined ? {} : { max_tokens: request.max_tokens }),
-            stream: true,
-            stream_options: { include_usage: true },
-          },
-          { signal: call.signal },
-        ),
+      const response = await this.withRetries(signal, handlers, () =>
+        this.client.chat.completions.create(this.streamingBody(request), { signal: call.signal }).asResponse(),
       );
-      if (stream === null) return { ...reply, aborted: true };
-      const toolCalls = new ToolCallStream();
-      watchdog.start();
-      for await (const chunk of stream) {
-        watchdog.reset();
-        if (chunk.usage) reply.usage = { prompt_tokens: chunk.usage.prompt_tokens ?? 0, completion_tokens: chunk.usage.completion_tokens ?? 0 };
-        const delta = chunk.choices[0]?.delta;
-        if (delta === undefined) continue;
-        if (delta.content) {
-          reply.content += delta.content;
-          handlers.content(delta.content);
-        }
-        const reasoning = reasoningText(delta as Record<string, unknown>);
-        if (reasoning) handlers.reasoning(reasoning);
-        for (const fragment of delta.tool_calls ?? []) toolCalls.add(fragment);
-      }
-      // After the stream has started, an abort ends the iteration silently.
-      if (signal.aborted) return { ...reply, aborted: true };
-      if (watchdog.fired) throw this.stalled();
-      reply.toolCalls = toolCalls.finish(`call-${Date.now().toString(36)}`);
-      return reply;
+      if (response === null) return aborted();
+      idle.reset();
+      pingsOnly.reset();
+      await readReply(response, reply, () => idle.reset(), () => pingsOnly.reset());
+      if (signal.aborted) return aborted();
+      this.throwIfStalled(idle, pingsOnly);
+      if (!reply.complete) throw new ServerSaid('the stream ended before the reply was complete');
+      return {
+        content: reply.content,
+        // A reply cut by the token limit may have cut a call's arguments too: no call of it runs.
+        toolCalls: reply.finishReason === 'length' ? [] : reply.toolCalls.finish(`call-${Date.now().toString(36)}`),
+        usage: reply.usage,
+        finishReason: reply.finishReason,
+        aborted: false,
+      };
     } catch (err) {
-      if (signal.aborted) return { ...reply, aborted: true };
-      if (watchdog.fired) throw this.stalled();
-      throw err instanceof AgentFailure ? err : this.failure(err, 'the response stream broke');
+      if (signal.aborted) return aborted();
+      this.throwIfStalled(idle, pingsOnly, reply.content);
+      const failure = err instanceof AgentFailure ? err : err instanceof ServerSaid ? this.serverSaid(err.message) : this.failure(err, 'the response stream broke');
+      throw reply.content === '' ? failure : new CutReply(failure, reply.content);
     } finally {
-      watchdog.stop();
+      idle.stop();
+      pingsOnly.stop();
       signal.removeEventListener('abort', abortCall);
     }
+  }
+
+  private streamingBody(request: ChatRequest): OpenAI.ChatCompletionCreateParamsStreaming {
+    return {
+      model: request.model,
+      messages: request.messages as OpenAI.ChatCompletionMessageParam[],
+      ...(request.tools.length > 0 ? { tools: request.tools } : {}),
+      ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+      ...(request.max_tokens === undefined ? {} : { max_tokens: request.max_tokens }),
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+  }
+
+  private throwIfStalled(idle: Watchdog, pingsOnly: Watchdog, seen = ''): void {
+    const { baseUrl, idleTimeoutMs, requestTimeoutMs } = this.endpoint;
+    let failure: AgentFailure | null = null;
+    if (idle.fired) failure = new AgentFailure('stalled', `${baseUrl} sent nothing for ${idleTimeoutMs / 1000} s in the middle of a response`);
+    if (pingsOnly.fired) failure = new AgentFailure('stalled', `${baseUrl} sent only keep-alive pings for ${requestTimeoutMs / 1000} s`);
+    if (failure !== null) throw seen === '' ? failure : new CutReply(failure, seen);
+  }
+
+  private serverSaid(message: string): AgentFailure {
+    return new AgentFailure('upstream', `${this.endpoint.baseUrl}: ${this.redact(message)}`);
   }
 
   /** One non-streamed call (a compression's summary); null when the signal fired. */
@@ -177,20 +204,11 @@ export class ModelApi {
     return `${baseUrl}: ${this.redact(String((err as Error)?.message ?? err))}`;
   }
 
-  private stalled(): AgentFailure {
-    return new AgentFailure('stalled', `${this.endpoint.baseUrl} sent nothing for ${this.endpoint.idleTimeoutMs / 1000} s in the middle of a response`);
-  }
-
   /** A server may echo the key (or part of it) in an error; it never leaves this file. */
   private redact(text: string): string {
     const key = this.endpoint.apiKey;
     return key && key.length >= 4 ? text.split(key).join('[key]') : text;
   }
-}
-
-function reasoningText(delta: Record<string, unknown>): string {
-  const text = delta['reasoning_content'] ?? delta['reasoning'];
-  return typeof text === 'string' ? text : '';
 }
 
 function isRetryable(err: unknown): boolean {
@@ -218,19 +236,15 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-/** Fires when the stream is silent for `ms`: the SDK's timeout ends with the headers. */
-class IdleWatchdog {
+/** Fires when not reset for `ms` (the SDK's own timeout ends with the headers). */
+class Watchdog {
   fired = false;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly ms: number,
-    private readonly onIdle: () => void,
+    private readonly onSilence: () => void,
   ) {}
-
-  start(): void {
-    this.reset();
-  }
 
   /** Once per chunk: refreshing one timer is far cheaper than a new one each time. */
   reset(): void {
@@ -240,11 +254,57 @@ class IdleWatchdog {
     }
     this.timer = setTimeout(() => {
       this.fired = true;
-      this.onIdle();
+      this.onSilence();
     }, this.ms);
   }
 
   stop(): void {
     clearTimeout(this.timer);
   }
+}
+
+/** The largest JSON body read where a stream was asked for. */
+const JSON_BODY_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Reads the body into the reply: an event stream item by item, or a whole JSON body. `onTraffic`
+ * runs for every chunk of bytes, `onData` for every item that is more than a comment.
+ */
+async function readReply(response: Response, reply: StreamedReply, onTraffic: () => void, onData: () => void): Promise<void> {
+  if (response.body === null) return;
+  if (/\bapplication\/json\b/i.test(response.headers.get('content-type') ?? '')) {
+    reply.takeBody(await readWhole(response.body, onTraffic));
+    return;
+  }
+  const sse = new SseReader();
+  try {
+    for await (const chunk of response.body) {
+      onTraffic();
+      for (const item of sse.push(chunk)) {
+        onData();
+        reply.take(item);
+        if (reply.done) return;
+      }
+    }
+  } catch (err) {
+    if (err instanceof ServerSaid || err instanceof SseLineTooLong || isAbort(err)) throw err;
+    throw new ServerSaid(`the stream ended before the reply was complete (${(err as Error).message})`);
+  }
+  for (const item of sse.end()) reply.take(item);
+}
+
+function isAbort(err: unknown): boolean {
+  return err instanceof Error && err.name === 'AbortError';
+}
+
+async function readWhole(body: ReadableStream<Uint8Array>, onTraffic: () => void): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  for await (const chunk of body) {
+    onTraffic();
+    bytes += chunk.byteLength;
+    if (bytes > JSON_BODY_MAX_BYTES) throw new ServerSaid(`the server's JSON answer is larger than ${JSON_BODY_MAX_BYTES / 1024 / 1024} MiB`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }

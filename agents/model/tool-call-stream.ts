@@ -3,8 +3,9 @@
 // for every call of a parallel batch and differ only by `id`: a new id at a used index is a new call.
 import type { ToolCall } from '../../protocol/chat.js';
 
+/** `index` may be missing (some servers leave it out): such fragments share one slot, told apart by id. */
 export interface ToolCallFragment {
-  index: number;
+  index: number | undefined;
   id?: string | null | undefined;
   function?: { name?: string | null | undefined; arguments?: string | null | undefined } | undefined;
 }
@@ -17,7 +18,7 @@ interface Partial {
 
 export class ToolCallStream {
   private readonly calls: Partial[] = [];
-  private readonly atIndex = new Map<number, Partial>();
+  private readonly atIndex = new Map<number | undefined, Partial>();
 
   add(fragment: ToolCallFragment): void {
     let call = this.atIndex.get(fragment.index);

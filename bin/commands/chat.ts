@@ -271,6 +271,8 @@ class Chat {
         return;
       }
       case 'status.update':
+        // turn.end says it: "(cut by the token limit)".
+        if (p['kind'] === 'length') return;
         this.output.note(`[${String(p['kind'])}] ${String(p['text'])}\n`);
         return;
       case 'error':
@@ -291,6 +293,7 @@ class Chat {
       case 'turn.end':
         this.endLine();
         if (p['interrupted']) this.output.note('(interrupted)\n');
+        if (p['finish_reason'] === 'length') this.output.note('(cut by the token limit)\n');
         if (typeof p['usage'] === 'object' && p['usage'] !== null) this.note(usageLine(p['usage'] as Record<string, number>));
         this.turnEnded(String(p['turn_id']));
         return;

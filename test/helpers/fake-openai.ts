@@ -30,7 +30,12 @@ export type Reply =
   /** Sends these fragments, then cuts the connection mid-stream. */
   | { cutAfter: string[] }
   /** A non-streamed reply (a compression's summary). */
-  | { summary: string };
+  | { summary: string }
+  /**
+   * The body exactly as given, piece by piece (`gapMs` apart), for servers that bend the stream's
+   * shape; then the response ends, or with `hold` stays open until the client leaves.
+   */
+  | { raw: string[]; contentType?: string; gapMs?: number; hold?: boolean };
 
 export interface SeenRequest {
   body: ChatBody;
@@ -127,6 +132,7 @@ export class FakeOpenAI {
       res.end(JSON.stringify({ id, object: 'chat.completion', created: 1, model: body.model, choices: [{ index: 0, message: { role: 'assistant', content: reply.summary }, finish_reason: 'stop' }], usage: { ...DEFAULT_USAGE, total_tokens: 18 } }));
       return;
     }
+    if ('raw' in reply) return sendRaw(res, reply);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.flushHeaders();
     const chunk = (delta: object, finish: string | null = null): void => {
@@ -157,6 +163,23 @@ export class FakeOpenAI {
     }
     res.end('data: [DONE]\n\n');
   }
+}
+
+async function sendRaw(res: ServerResponse, reply: { raw: string[]; contentType?: string; gapMs?: number; hold?: boolean }): Promise<void> {
+  res.writeHead(200, { 'content-type': reply.contentType ?? 'text/event-stream', 'cache-control': 'no-cache' });
+  res.flushHeaders();
+  for (const [i, piece] of reply.raw.entries()) {
+    if (i > 0 && reply.gapMs) await new Promise((resolve) => setTimeout(resolve, reply.gapMs));
+    if (res.destroyed) return;
+    res.write(piece);
+  }
+  if (!reply.hold) res.end();
+}
+
+/** One SSE `data:` event holding a chat.completion.chunk with this choice (or these fields when `choice` is null). */
+export function chunkEvent(delta: object | null, finish: string | null = null, extra: object = {}): string {
+  const choices = delta === null ? {} : { choices: [{ index: 0, delta, finish_reason: finish }] };
+  return `data: ${JSON.stringify({ id: 'chatcmpl-raw', object: 'chat.completion.chunk', created: 1, model: 'test-model', ...choices, ...extra })}\n\n`;
 }
 
 function sendError(res: ServerResponse, reply: { status: number; message: string; code?: string; headers?: Record<string, string> }): void {

@@ -1,0 +1,156 @@
+// One model reply put together from what the server sent (AGENT.md §4): chunks as OpenAI shapes
+// them and as other servers bend that shape, a whole `chat.completion` body where a stream was
+// asked for, and errors in every framing. This is where the server's JSON is checked: past it,
+// the reply is typed. What the server says is wrong ends the reply with its own message.
+import { ToolCallStream, type ToolCallFragment } from './tool-call-stream.js';
+import type { SseItem } from './sse-reader.js';
+
+export type Usage = { prompt_tokens: number; completion_tokens: number };
+
+/** The server said something went wrong, or sent what cannot be read: the message says which. */
+export class ServerSaid extends Error {}
+
+export interface ReplyHandlers {
+  content(text: string): void;
+  reasoning(text: string): void;
+}
+
+const QUOTED_MAX = 200;
+
+type Json = Record<string, unknown>;
+
+export class StreamedReply {
+  content = '';
+  usage: Usage | null = null;
+  finishReason: string | null = null;
+  readonly toolCalls = new ToolCallStream();
+  /** `[DONE]` arrived (or the whole body did): nothing more is to be read. */
+  done = false;
+
+  constructor(private readonly handlers: ReplyHandlers) {}
+
+  /** The reply is whole: the server said how it finished, or said `[DONE]`. */
+  get complete(): boolean {
+    return this.done || this.finishReason !== null;
+  }
+
+  take(item: SseItem): void {
+    if (item.kind === 'field') {
+      if (item.name === 'error') throw new ServerSaid(serverMessage(parseOr(item.value)));
+      return;
+    }
+    if (item.kind === 'bare') {
+      const body = parseOr(item.line);
+      if (isObject(body) && 'error' in body) throw new ServerSaid(serverMessage(body));
+      return;
+    }
+    if (item.event === 'error') throw new ServerSaid(serverMessage(parseOr(item.data)));
+    if (item.data.trim() === '[DONE]') {
+      this.done = true;
+      return;
+    }
+    const chunk = parseOr(item.data, undefined);
+    if (!isObject(chunk)) throw new ServerSaid(`the stream sent a chunk that is not a JSON object: ${quote(item.data)}`);
+    if ('error' in chunk && chunk['error'] !== null) throw new ServerSaid(serverMessage(chunk));
+    this.takeUsage(chunk['usage']);
+    const choice = firstChoice(chunk);
+    if (choice === null) return;
+    const delta = choice['delta'] ?? choice['message'];
+    if (isObject(delta)) this.takeDelta(delta, false);
+    this.takeFinish(choice['finish_reason']);
+  }
+
+  /** A whole `chat.completion`, as a server that ignores `stream: true` answers. */
+  takeBody(text: string): void {
+    const parsed = parseOr(text, undefined);
+    const body = isObject(parsed) ? parsed : {};
+    if ('error' in body) throw new ServerSaid(serverMessage(body));
+    const choice = firstChoice(body);
+    if (choice === null || !isObject(choice['message'])) {
+      throw new ServerSaid(`the server answered the streaming request with JSON that is not a chat completion: ${quote(text)}`);
+    }
+    this.takeUsage(body['usage']);
+    this.takeDelta(choice['message'], true);
+    this.takeFinish(choice['finish_reason'] ?? 'stop');
+    this.done = true;
+  }
+
+  private takeDelta(delta: Json, whole: boolean): void {
+    const reasoning = delta['reasoning_content'] ?? delta['reasoning'];
+    if (typeof reasoning === 'string' && reasoning !== '') this.handlers.reasoning(reasoning);
+    const content = delta['content'];
+    if (typeof content === 'string' && content !== '') {
+      this.content += content;
+      this.handlers.content(content);
+    }
+    const calls = delta['tool_calls'];
+    if (!Array.isArray(calls)) return;
+    calls.forEach((call, i) => {
+      const fragment = toolCallFragment(call, whole ? i : undefined);
+      if (fragment !== null) this.toolCalls.add(fragment);
+    });
+  }
+
+  private takeUsage(usage: unknown): void {
+    if (!isObject(usage)) return;
+    this.usage = { prompt_tokens: count(usage['prompt_tokens']), completion_tokens: count(usage['completion_tokens']) };
+  }
+
+  private takeFinish(reason: unknown): void {
+    if (typeof reason === 'string' && reason !== '') this.finishReason = reason;
+  }
+}
+
+function toolCallFragment(call: unknown, wholeIndex: number | undefined): ToolCallFragment | null {
+  if (!isObject(call)) return null;
+  const fn = isObject(call['function']) ? call['function'] : {};
+  const args = fn['arguments'];
+  return {
+    index: wholeIndex ?? (typeof call['index'] === 'number' ? call['index'] : undefined),
+    id: typeof call['id'] === 'string' ? call['id'] : undefined,
+    function: {
+      name: typeof fn['name'] === 'string' ? fn['name'] : undefined,
+      // llama.cpp may send the arguments as an object: the API's shape is their JSON text.
+      arguments: typeof args === 'string' ? args : isObject(args) || Array.isArray(args) ? JSON.stringify(args) : undefined,
+    },
+  };
+}
+
+function firstChoice(chunk: Json): Json | null {
+  const choices = chunk['choices'];
+  if (!Array.isArray(choices)) return null;
+  const first: unknown = choices[0];
+  return isObject(first) ? first : null;
+}
+
+/** The server's own words: `error.message`, `error` as text, `message`, or the JSON as it came. */
+function serverMessage(body: unknown): string {
+  if (typeof body === 'string') return body === '' ? 'the server sent an empty error' : quote(body);
+  if (isObject(body)) {
+    const error = body['error'];
+    if (isObject(error) && typeof error['message'] === 'string') return error['message'];
+    if (typeof error === 'string') return error;
+    if (typeof body['message'] === 'string') return body['message'];
+  }
+  return quote(JSON.stringify(body));
+}
+
+function parseOr(text: string, fallback: unknown = text): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return fallback;
+  }
+}
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
+}
+
+function quote(text: string): string {
+  return text.length > QUOTED_MAX ? `${text.slice(0, QUOTED_MAX)}…` : text;
+}
