@@ -25,6 +25,11 @@ function looksLikePath(spec: string): boolean {
   return spec.includes('/') || spec.includes('\\') || /\.(c|m)?js$/.test(spec);
 }
 
+/** A module path made absolute against the folder the command was run from; a built-in name as it is. */
+export function resolveAgentSpec(spec: string, cwd = process.cwd()): string {
+  return looksLikePath(spec) && !isAbsolute(spec) ? resolve(cwd, spec) : spec;
+}
+
 export async function loadAgent(spec: string, setup: AgentSetup, cwd = process.cwd()): Promise<Agent> {
   if (!looksLikePath(spec)) {
     const create = BUILT_IN[spec];
@@ -59,4 +64,10 @@ export async function loadAgent(spec: string, setup: AgentSetup, cwd = process.c
 export function agentEnvironmentNames(spec: string, source: ConfigSource): string[] {
   if (spec !== 'openai') return [];
   return ['OPENAI_BASE_URL', loadModelConfig(source).api_key_env];
+}
+
+/** What must never be written anywhere: the model agent's API key (AGENT.md §1); undefined for other agents. */
+export function agentSecret(spec: string, source: ConfigSource): string | undefined {
+  if (spec !== 'openai') return undefined;
+  return source.env[loadModelConfig(source).api_key_env] || undefined;
 }

@@ -49,7 +49,7 @@ export async function launchDaemon(home: string, hostArgs: string[]): Promise<La
   mkdirSync(dirname(paths.log), { recursive: true, mode: 0o700 });
   // Whatever the daemon says before its own log is open goes to the same file.
   const early = openSync(paths.log, constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND, 0o600);
-  const child = spawn(process.execPath, [cliEntry(), 'daemon', '--home', home, ...hostArgs], { detached: true, stdio: ['ignore', 'ignore', early] });
+  const child = spawn(process.execPath, [cliEntry(), 'daemon', '--home', home, ...hostArgs], { detached: true, cwd: home, stdio: ['ignore', 'ignore', early] });
   closeSync(early);
   let exitCode: number | null = null;
   child.once('exit', (code) => (exitCode = code ?? -1));

@@ -24,6 +24,20 @@ export function ensureHome(home: string): string {
   return real;
 }
 
+/**
+ * A daemon or host leaves the folder it was started from for its home, and so do the processes it
+ * starts (the host, MCP servers): a caller's folder may hold a planted `node_modules/.bin` that a
+ * server started with `npx` would run. A relative $TURNHOST_AGENT_CONFIG or $TURNHOST_HOST_ENTRY
+ * still names the file the caller meant: each is made absolute first.
+ */
+export function enterHome(home: string): void {
+  for (const name of ['TURNHOST_AGENT_CONFIG', 'TURNHOST_HOST_ENTRY']) {
+    const path = process.env[name];
+    if (path) process.env[name] = resolve(path);
+  }
+  process.chdir(home);
+}
+
 export function homePaths(home: string) {
   return {
     database: join(home, 'turnhost.db'),

@@ -1,6 +1,7 @@
 // The debug REPL of the running daemon, on <home>/repl.sock (0600): one node:repl per
 // connection with inspection commands that print aligned tables. A throw, a rejection or a bad
-// query stays inside the REPL; `.exit` ends only that connection; process.exit is refused.
+// query stays inside the REPL; `.exit` ends only that connection; process.exit is refused (an
+// accident guard only: the REPL is the home owner's tool, and `require('process').exit()` still works).
 import type { FinishedTurn } from '../actors/host/messages.js';
 import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -25,6 +26,11 @@ export interface ReplDeps {
 }
 
 const ASK_TIMEOUT_MS = 10_000;
+/** A person at a terminal is told what this is; a script's output stays its commands' output. */
+const BANNER =
+  "turnhost debug REPL: JavaScript inside the running daemon, with your rights as the home's owner.\n" +
+  'process.exit is refused only to guard against accidents: this is no sandbox. .help lists the commands, .exit leaves.\n';
+
 /** The header line of `turnhost repl` is short; past this, the client sent no header. */
 const MAX_HEADER_BYTES = 256;
 
@@ -98,6 +104,7 @@ function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { sessi
   // Everything the REPL writes (prompts, results) goes through the same bound.
   const output = new PassThrough();
   output.on('data', (chunk: Buffer) => out.write(chunk.toString('utf8')));
+  if (terminal) out.write(BANNER);
   const r = repl.start({ prompt: 'turnhost> ', input: socket, output, terminal, useGlobal: false, ignoreUndefined: true, preview: false });
   const host = async (what: string): Promise<unknown> => {
     const reply = await ask(deps.supervisor, (replyTo: Ref<CallReply>): SupervisorMsg => ({ kind: 'call', call: { op: 'debug', what }, replyTo }), ASK_TIMEOUT_MS);
@@ -165,7 +172,7 @@ function age(atMs: number): string {
   return seconds < 120 ? `${seconds} s` : seconds < 7200 ? `${Math.round(seconds / 60)} min` : `${Math.round(seconds / 3600)} h`;
 }
 
-/** `process` in the REPL without the ways to end the daemon. */
+/** `process` in the REPL without the plain ways to end the daemon: a guard against slips, not a boundary. */
 function guardedProcess(): NodeJS.Process {
   const refuse = () => {
     throw new Error('refused in the REPL: it would end the daemon (.exit leaves the REPL; `turnhost stop` stops the daemon)');

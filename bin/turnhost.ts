@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The turnhost command line (PROTOCOL.md §3). Wiring only: each command's body is in commands/.
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { agentEnvironmentNames, AgentLoadError } from '../agents/loader.js';
+import { resolve } from 'node:path';
+import { agentEnvironmentNames, AgentLoadError, resolveAgentSpec } from '../agents/loader.js';
 import { chatCommand } from './commands/chat.js';
 import { daemonCommand, hostArgs } from './commands/daemon.js';
 import { hostCommand } from './commands/host.js';
@@ -32,8 +33,9 @@ const maxUnreadOption = () =>
 
 function hostOptions(command: Command): Command {
   return command
-    .option('--agent <name|path>', 'the agent: a built-in name (script, openai) or a path to an ES module (default: script)')
-    .option('--agent-config <file>', "the model agent's config (default: $TURNHOST_AGENT_CONFIG, else <home>/agent.json)")
+    // Paths are made absolute here: a daemon and its host run in the home, not where the command ran.
+    .option('--agent <name|path>', 'the agent: a built-in name (script, openai) or a path to an ES module (default: script)', (spec: string) => resolveAgentSpec(spec))
+    .option('--agent-config <file>', "the model agent's config (default: $TURNHOST_AGENT_CONFIG, else <home>/agent.json)", (file: string) => resolve(file))
     .option('--workers <n>', 'turns that may run at once (default: $TURNHOST_WORKERS, else 8)', positiveInteger)
     .option('--heartbeat-secs <s>', 'heartbeat period; <= 0 turns heartbeat and parent guard off (default 5)', seconds);
 }
@@ -91,8 +93,9 @@ const program = new Command('turnhost')
 hostOptions(program.command('host').description('run the compute host on stdin/stdout (the host protocol)'))
   .addOption(homeOption())
   .addOption(new Option('--queue-deltas', 'send queue.delta frames instead of session.queue events (for the daemon)').hideHelp())
+  .addOption(new Option('--log-fd <fd>', 'write log records to this open descriptor instead of stderr (for the daemon)').argParser(positiveInteger).hideHelp())
   .action((opts) =>
-    run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas })),
+    run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd })),
   );
 
 hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)'))

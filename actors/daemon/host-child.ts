@@ -44,10 +44,14 @@ export interface HostChildEvents {
   /** The lines of one read from the host's stdout, in order (one batch per read, not per line). */
   lines(child: HostHandle, texts: string[]): void;
   stderr(child: HostHandle, text: string): void;
+  /** A log record from the host's own log descriptor (fd 3), which nothing but the host writes. */
+  log(child: HostHandle, text: string): void;
   exit(child: HostHandle, code: number | null, signal: NodeJS.Signals | null): void;
 }
 
 const STDERR_TAIL_LINES = 80;
+/** The host's log records come on their own pipe (`turnhost host --log-fd 3`): its stderr also carries what its libraries print. */
+export const HOST_LOG_FD = 3;
 
 export class HostChild implements HostHandle {
   readonly argv: string[];
@@ -80,6 +84,8 @@ export class HostChild implements HostHandle {
       events.lines(this, texts);
     });
     child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk));
+    const logs = new LineReader({ line: (text) => events.log(this, text), oversized: () => {} });
+    child.stdio[HOST_LOG_FD]?.on('data', (chunk: Buffer) => logs.push(chunk));
     child.stdin?.on('error', () => {}); // EPIPE after the host died: its exit is reported below
     let reported = false;
     const report = (code: number | null, signal: NodeJS.Signals | null): void => {
@@ -107,7 +113,7 @@ export class HostChild implements HostHandle {
 
   static spawn(entry: string, args: readonly string[], env: NodeJS.ProcessEnv, events: HostChildEvents): HostChild {
     const argv = [process.execPath, entry, ...args];
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], detached: true, env });
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true, env });
     return new HostChild(child, argv, events);
   }
 

@@ -22,8 +22,10 @@ export interface SupervisorConfig {
   probe: ProcessProbe;
   clock: Clock;
   log: Logger;
-  /** The host's stderr lines, for the log file. */
+  /** The host's stderr lines, for the log file: anything may write there (an SDK, a user agent). */
   onHostStderr(line: string): void;
+  /** The host's own log records, from its log descriptor. */
+  onHostLog(line: string): void;
   /** Once stopped: the daemon may close its sockets and exit. */
   onStopped(report: StopReport): void;
   helloTimeoutMs: number;

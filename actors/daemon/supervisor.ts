@@ -8,7 +8,7 @@ import type { HelloFrame, QueueDeltaFrame, TurnUsage } from '../../protocol/outb
 import type { EventPayloads } from '../../protocol/rpc.js';
 import { RpcError } from '../../protocol/client-rpc.js';
 import { eventLine } from '../../protocol/event-line.js';
-import { HostChild, type HostChildEvents, type HostHandle } from './host-child.js';
+import { HOST_LOG_FD, HostChild, type HostChildEvents, type HostHandle } from './host-child.js';
 import { PendingControls } from './pending-controls.js';
 import { afterCrash } from './restart-policy.js';
 import { spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';
@@ -157,10 +157,11 @@ async function spawnHost(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, w
   const events: HostChildEvents = {
     lines: (child, texts) => routeHostLines(child, texts, ctx.self, wiring, config.log),
     stderr: (_child, text) => config.onHostStderr(text),
+    log: (_child, text) => config.onHostLog(text),
     exit: (child, code, signal) => tell(ctx.self, { kind: 'host-exit', child, code, signal }),
   };
   const spawn = config.spawnHost ?? HostChild.spawn;
-  const child = spawn(config.hostEntry, ['host', '--home', config.home, '--queue-deltas', ...config.hostArgs], config.hostEnv, events);
+  const child = spawn(config.hostEntry, ['host', '--home', config.home, '--queue-deltas', '--log-fd', String(HOST_LOG_FD), ...config.hostArgs], config.hostEnv, events);
   wiring.gate.attach(() => child.pauseOutput(), () => child.resumeOutput());
   s.child = child;
   s.hello = null;

@@ -1,9 +1,10 @@
 // The model agent's configuration (AGENT.md §1): found, read and validated once at start. Any
 // problem is one line naming the file and the key path, and the process exits 78.
 import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgentLoadError } from '../loader-error.js';
+import { serverNameClash } from './mcp-names.js';
 
 export const DEFAULT_SYSTEM_PROMPT =
   'You are a helpful assistant working inside turnhost. Use the tools you are given when they help, and ask the user with the clarify tool when a request is ambiguous.';
@@ -89,7 +90,23 @@ export function loadModelConfig(source: ConfigSource): ModelConfig {
     throw new AgentLoadError(`${path}: model: no model given: set "model" in the agent config or $TURNHOST_MODEL`);
   }
   const baseUrl = parsed.data.base_url ?? nonEmpty(source.env['OPENAI_BASE_URL']) ?? DEFAULT_BASE_URL;
-  return { ...parsed.data, model, base_url: baseUrl.replace(/\/+$/, ''), file: text === null ? null : path };
+  const clash = serverNameClash(Object.keys(parsed.data.mcp_servers));
+  if (clash !== null) throw new AgentLoadError(`${path}: mcp_servers: ${clash}`);
+  const servers = placeServers(parsed.data.mcp_servers, text === null ? source.home : dirname(path), source.home);
+  return { ...parsed.data, mcp_servers: servers, model, base_url: baseUrl.replace(/\/+$/, ''), file: text === null ? null : path };
+}
+
+/**
+ * Where each MCP server runs: its `cwd`, else the home, never the folder the daemon was started
+ * from. Relative paths in the file (`cwd`, a `command` with a slash) are read from the file's folder.
+ */
+function placeServers(servers: Record<string, McpServerConfig>, base: string, home: string): Record<string, McpServerConfig> {
+  const placed: Record<string, McpServerConfig> = {};
+  for (const [name, server] of Object.entries(servers)) {
+    const command = server.command.includes('/') && !isAbsolute(server.command) ? resolve(base, server.command) : server.command;
+    placed[name] = { ...server, command, cwd: server.cwd === undefined ? home : resolve(base, server.cwd) };
+  }
+  return placed;
 }
 
 function readConfigText(path: string, required: boolean): string | null {

@@ -5,6 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { McpServerConfig } from './config.js';
 import { globList } from './glob.js';
+import { mcpToolName } from './mcp-names.js';
 
 export interface McpTool {
   /** `mcp_<server>_<tool>`, as offered to the model. */
@@ -119,7 +120,7 @@ export class McpServers {
       command: config.command,
       args: config.args,
       env: serverEnvironment(config.env),
-      ...(config.cwd === undefined ? {} : { cwd: config.cwd }),
+      ...(config.cwd === undefined ? {} : { cwd: config.cwd }), // placed by the config: the home when not given
       stderr: 'pipe',
     });
     const client = new Client({ name: 'turnhost', version: '1' });
@@ -142,7 +143,7 @@ export class McpServers {
         await client.connect(transport, { timeout: START_TIMEOUT_MS });
         const listed = await listAllTools(client);
         if (link.state !== 'starting') return;
-        link.tools = listed.filter((t) => include(t.name) && !exclude(t.name)).map((t) => toTool(server, t));
+        link.tools = this.distinctTools(server, listed.filter((t) => include(t.name) && !exclude(t.name)));
         link.state = 'ready';
         this.log.info({ server, tools: link.tools.length }, 'MCP server ready');
       } catch (err) {
@@ -152,6 +153,18 @@ export class McpServers {
       }
     })();
     return link;
+  }
+
+  /** Two tools of one server whose names fold alike (`a.b`, `a_b`): the first is kept, the other left out and logged. */
+  private distinctTools(server: string, listed: readonly ListedTool[]): McpTool[] {
+    const byName = new Map<string, McpTool>();
+    for (const listedTool of listed) {
+      const tool = toTool(server, listedTool);
+      const earlier = byName.get(tool.name);
+      if (earlier === undefined) byName.set(tool.name, tool);
+      else this.log.warn({ server, tool: tool.tool, kept: earlier.tool }, `the MCP server "${server}" has two tools named ${tool.name} once folded ("${earlier.tool}" and "${tool.tool}"); "${tool.tool}" is left out`);
+    }
+    return [...byName.values()];
   }
 
   private fail(link: Link, text: string): void {
@@ -185,16 +198,12 @@ async function listAllTools(client: Client): Promise<ListedTool[]> {
 
 function toTool(server: string, tool: ListedTool): McpTool {
   return {
-    name: `mcp_${safeName(server)}_${safeName(tool.name)}`,
+    name: mcpToolName(server, tool.name),
     server,
     tool: tool.name,
     description: tool.description ?? '',
     parameters: tool.inputSchema,
   };
-}
-
-function safeName(text: string): string {
-  return text.replace(/[^A-Za-z0-9_-]/g, '_');
 }
 
 /** Undefined values are left out of a child's environment: the SDK's own defaults are cut that way. */

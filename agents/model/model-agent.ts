@@ -3,7 +3,7 @@
 // session through `append`, and the host stores it.
 import type { ChatMessage } from '../../protocol/chat.js';
 import type { Agent, SessionOverrides, SessionView, TurnContext, TurnResult, TurnUsage } from '../agent.js';
-import { approvalPolicy, type Approval } from './approval.js';
+import { approvalPolicy, type Policy } from './approval.js';
 import { PromptSizes, summarize } from './compression.js';
 import { loadModelConfig, type ConfigSource, type ModelConfig } from './config.js';
 import { toApiMessages, type ApiMessage } from './history.js';
@@ -30,7 +30,7 @@ class ModelAgent implements Agent {
   private config!: ModelConfig;
   private api!: ModelApi;
   /** Compiled once per config: a turn only looks tools up. */
-  private policy!: (tool: string) => Approval;
+  private policy!: Policy;
   private readonly mcp: McpServers;
   private readonly promptSizes = new PromptSizes();
   /** Per session, the MCP failures it has been told about. */
@@ -144,7 +144,7 @@ class ModelAgent implements Agent {
   private configure(config: ModelConfig): void {
     this.config = config;
     this.api = newApi(config, this.source.env);
-    this.policy = approvalPolicy(config.approval);
+    this.policy = approvalPolicy(config.approval, Object.keys(config.mcp_servers));
   }
 
   private toolSet(): ToolSet {

@@ -7,6 +7,7 @@ import type { ToolCall } from '../../protocol/chat.js';
 import { AgentFailure } from '../agent.js';
 import { sleepUnlessAborted } from '../script.js';
 import type { ApiMessage } from './history.js';
+import { keyRedactor, type Redactor } from './key-redaction.js';
 import { SseLineTooLong, SseReader } from './sse-reader.js';
 import { ServerSaid, StreamedReply, type ReplyHandlers } from './streamed-reply.js';
 
@@ -69,8 +70,11 @@ const CONTEXT_LENGTH = /context.{0,20}(length|window)|maximum context|too many t
 
 export class ModelApi {
   private readonly client: OpenAI;
+  /** A server may echo the key (or part of it, in any case) in an error: it never leaves this file. */
+  private readonly redactKey: Redactor;
 
   constructor(private readonly endpoint: Endpoint) {
+    this.redactKey = keyRedactor(endpoint.apiKey);
     this.client = new OpenAI({
       baseURL: endpoint.baseUrl,
       // The SDK insists on a key; with none, a placeholder is set and the header left out, for
@@ -151,7 +155,7 @@ export class ModelApi {
   }
 
   private serverSaid(message: string): AgentFailure {
-    return new AgentFailure('upstream', `${this.endpoint.baseUrl}: ${this.redact(message)}`);
+    return new AgentFailure('upstream', `${this.endpoint.baseUrl}: ${this.redactKey(message)}`);
   }
 
   /** One non-streamed call (a compression's summary); null when the signal fired. */
@@ -193,22 +197,17 @@ export class ModelApi {
     if (err instanceof APIError && err.status === 400 && CONTEXT_LENGTH.test(`${err.code ?? ''} ${err.message}`)) {
       return new ContextTooLong('upstream', text);
     }
-    return new AgentFailure('upstream', err instanceof APIError || err instanceof APIConnectionError ? text : `${context} at ${baseUrl}: ${this.redact(String((err as Error)?.message ?? err))}`);
+    return new AgentFailure('upstream', err instanceof APIError || err instanceof APIConnectionError ? text : `${context} at ${baseUrl}: ${this.redactKey(String((err as Error)?.message ?? err))}`);
   }
 
   private describe(err: unknown): string {
     const { baseUrl } = this.endpoint;
-    if (err instanceof APIConnectionError) return `could not reach ${baseUrl}: ${this.redact(err.message)}`;
-    if (err instanceof APIError && err.status !== undefined) return `${baseUrl} answered ${err.status}: ${this.redact(err.message)}`;
-    if (err instanceof APIError) return `${baseUrl} sent an error in the stream: ${this.redact(err.message)}`;
-    return `${baseUrl}: ${this.redact(String((err as Error)?.message ?? err))}`;
+    if (err instanceof APIConnectionError) return `could not reach ${baseUrl}: ${this.redactKey(err.message)}`;
+    if (err instanceof APIError && err.status !== undefined) return `${baseUrl} answered ${err.status}: ${this.redactKey(err.message)}`;
+    if (err instanceof APIError) return `${baseUrl} sent an error in the stream: ${this.redactKey(err.message)}`;
+    return `${baseUrl}: ${this.redactKey(String((err as Error)?.message ?? err))}`;
   }
 
-  /** A server may echo the key (or part of it) in an error; it never leaves this file. */
-  private redact(text: string): string {
-    const key = this.endpoint.apiKey;
-    return key && key.length >= 4 ? text.split(key).join('[key]') : text;
-  }
 }
 
 function isRetryable(err: unknown): boolean {

@@ -3,22 +3,21 @@
 // alone after them; results come back in call order. Nothing a tool does fails the turn: an
 // error, an unknown tool or arguments that are not JSON become a result the model can read.
 import type { ChatMessage, ToolCall } from '../../protocol/chat.js';
+import { approvalQuestion } from '../../protocol/tool-arguments.js';
 import type { TurnContext } from '../agent.js';
-import { CLARIFY_TOOL, type Approval } from './approval.js';
+import { CLARIFY_TOOL, type Policy } from './approval.js';
 import { MISSING_RESULT } from './history.js';
 import type { McpServers, McpTool } from './mcp.js';
 import type { ApiTool } from './openai-api.js';
 
 /** A result past this many bytes is cut, with a note saying how much. */
 export const RESULT_MAX_BYTES = 64 * 1024;
-/** The approval question shows the arguments cut here. */
-const QUESTION_ARGUMENTS_MAX = 500;
 
 export interface ToolSet {
   mcp: McpServers;
   /** The MCP tools offered in this turn, by their offered name. */
   mcpTools: ReadonlyMap<string, McpTool>;
-  policy: (tool: string) => Approval;
+  policy: Policy;
 }
 
 interface Outcome {
@@ -55,7 +54,7 @@ export const CLARIFY_DEFINITION: ApiTool = {
 export function offeredTools(tools: ToolSet): ApiTool[] {
   const offered = [CLARIFY_DEFINITION];
   for (const tool of tools.mcpTools.values()) {
-    if (tools.policy(tool.name) === 'deny') continue;
+    if (tools.policy(tool) === 'deny') continue;
     offered.push({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } });
   }
   return offered;
@@ -88,9 +87,9 @@ async function execute(call: ToolCall, turn: TurnContext, tools: ToolSet): Promi
   if (name === CLARIFY_TOOL) return clarify(args, turn);
   const tool = tools.mcpTools.get(name);
   if (tool === undefined) return { ok: false, text: `error: there is no tool named "${name}". Use one of the tools you were given.` };
-  const policy = tools.policy(name);
+  const policy = tools.policy(tool);
   if (policy === 'deny') return refused(name, 'the approval policy does not allow this tool');
-  if (policy === 'ask' && !(await approved(name, call.function.arguments, args, turn))) {
+  if (policy === 'ask' && !(await approved(name, args, turn))) {
     return turn.signal.aborted ? { ok: false, text: MISSING_RESULT } : refused(name, 'the user did not approve this call');
   }
   const outcome = await tools.mcp.call(tool, args, turn.signal);
@@ -101,9 +100,9 @@ function refused(name: string, why: string): Outcome {
   return { ok: false, text: `refused: ${why} (${name}). The tool did not run. Do not retry this call; carry on without it or ask the user.` };
 }
 
-async function approved(name: string, argumentsText: string, args: Record<string, unknown>, turn: TurnContext): Promise<boolean> {
-  const question = `${name}(${argumentsText.slice(0, QUESTION_ARGUMENTS_MAX)})`;
-  const answer = await turn.ask('approval.request', { question, tool: name, arguments: args });
+/** The person approves what will run: the parsed arguments, shown as they will be passed. */
+async function approved(name: string, args: Record<string, unknown>, turn: TurnContext): Promise<boolean> {
+  const answer = await turn.ask('approval.request', { question: approvalQuestion(name, args), tool: name, arguments: args });
   return field(answer, 'approved') === true;
 }
 

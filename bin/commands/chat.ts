@@ -9,6 +9,7 @@ import { connect, type TurnhostClient } from '../../client/turnhost-client.js';
 import type { ApprovalRequest, ClarifyRequest, HandlerContext, SessionEvent } from '../../client/types.js';
 import { launchDaemon, waitForHost } from '../daemon-client.js';
 import { ensureHome, homePaths } from '../home.js';
+import { escapeControls, shownArguments } from '../../protocol/tool-arguments.js';
 import { TerminalPrompt } from '../terminal-prompt.js';
 
 export interface ChatOptions {
@@ -262,7 +263,7 @@ class Chat {
       case 'tool.start':
         this.endLine();
         this.toolNames.set(String(p['id']), String(p['name']));
-        this.note(`→ ${String(p['name'])}(${oneLine(String(p['arguments'] ?? ''))})`);
+        this.note(`→ ${String(p['name'])}(${oneLine(asTheyWillRun(String(p['arguments'] ?? '')))})`);
         return;
       case 'tool.complete': {
         const name = this.toolNames.get(String(p['id'])) ?? 'tool';
@@ -342,10 +343,20 @@ class Chat {
     this.output.note(`${text}\n`);
   }
 
+  /** A question whose arguments were cut offers `a`: the whole arguments are printed, and it is asked again. */
   private async approve(request: ApprovalRequest, context: HandlerContext): Promise<boolean | null> {
     await this.beforeQuestion();
-    const reply = await this.input.next(`approve: ${request.question}? [y/N] `, context.signal);
-    return reply === null ? null : /^y(es)?$/i.test(reply.trim());
+    const cut = request.arguments !== undefined && shownArguments(request.arguments).omitted > 0;
+    const prompt = `approve: ${escapeControls(request.question)}? [y/N${cut ? '/a: show all arguments' : ''}] `;
+    for (;;) {
+      const reply = await this.input.next(prompt, context.signal);
+      if (reply === null) return null;
+      if (cut && /^a(ll)?$/i.test(reply.trim())) {
+        this.output.note(`arguments of ${escapeControls(request.tool ?? 'the tool')}: ${shownArguments(request.arguments, Infinity).text}\n`);
+        continue;
+      }
+      return /^y(es)?$/i.test(reply.trim());
+    }
   }
 
   /** Null when the question was withdrawn or input ended. */
@@ -354,22 +365,33 @@ class Chat {
     if (request.questions) {
       const answers: Record<string, string> = {};
       for (const q of request.questions) {
-        const reply = await this.input.next(`${q.question} `, context.signal);
+        const reply = await this.input.next(`${escapeControls(String(q.question))} `, context.signal);
         if (reply === null) return null;
         answers[q.id] = reply;
       }
       return answers;
     }
     const choices = request.choices ? ` (${request.choices.join(' / ')})` : '';
-    return this.input.next(`${String(request.question)}${choices} `, context.signal);
+    return this.input.next(`${escapeControls(String(request.question))}${escapeControls(choices)} `, context.signal);
   }
 }
 
 const NOTE_MAX = 200;
 
+/** Model-made text on one line, with nothing in it that a terminal would act on. */
 function oneLine(text: string): string {
-  const flat = text.replace(/\s*\n\s*/g, ' ');
+  const flat = escapeControls(text.replace(/\s*\n\s*/g, ' '));
   return flat.length > NOTE_MAX ? `${flat.slice(0, NOTE_MAX - 1)}…` : flat;
+}
+
+/** Arguments that parse are shown parsed (of two equal keys, the value that wins); others as they came. */
+function asTheyWillRun(argumentsText: string): string {
+  try {
+    const parsed: unknown = JSON.parse(argumentsText);
+    return typeof parsed === 'object' && parsed !== null ? shownArguments(parsed, Infinity).text : argumentsText;
+  } catch {
+    return argumentsText;
+  }
 }
 
 function usageLine(u: Record<string, number>): string {

@@ -14,7 +14,8 @@ import { hostEnvironment } from '../../actors/daemon/host-child.js';
 import { spawnActor, startSystem, stopSystem, tell, SECOND_MS } from '../../actors/runtime.js';
 import { spawnSupervisor } from '../../actors/daemon/supervisor.js';
 import type { StopReport } from '../../actors/daemon/supervisor-messages.js';
-import { agentEnvironmentNames, AgentLoadError } from '../../agents/loader.js';
+import { agentEnvironmentNames, AgentLoadError, agentSecret } from '../../agents/loader.js';
+import { keyRedactor, type Redactor } from '../../agents/model/key-redaction.js';
 import { ErrorCodes, errorLine, RpcError } from '../../protocol/client-rpc.js';
 import { LogFile } from '../../persistence/log.js';
 import { realProbe } from '../../persistence/proc.js';
@@ -22,7 +23,7 @@ import { Reader } from '../../persistence/reader.js';
 import { buildSha, cliEntry } from '../build-info.js';
 import { tuneDaemonHeap } from '../daemon-heap.js';
 import { acquireHomeLock } from '../home-lock.js';
-import { ensureHome, homePaths } from '../home.js';
+import { enterHome, ensureHome, homePaths } from '../home.js';
 import { startRepl } from '../repl-server.js';
 
 export interface DaemonOptions {
@@ -56,13 +57,30 @@ export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'agentConfig' | 
   return args;
 }
 
+function quotedLine(name: string, line: string): string {
+  return JSON.stringify({ level: 40, time: Date.now(), name, line });
+}
+
+function isRecord(line: string): boolean {
+  try {
+    const value: unknown = JSON.parse(line);
+    return typeof value === 'object' && value !== null && !Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
 export async function daemonCommand(options: DaemonOptions): Promise<number> {
   tuneDaemonHeap();
   const home = ensureHome(options.home);
+  enterHome(home);
   const paths = homePaths(home);
   let agentNames: string[];
+  let redact: Redactor;
   try {
-    agentNames = agentEnvironmentNames(options.agent ?? 'script', { home, flag: options.agentConfig, env: process.env });
+    const source = { home, flag: options.agentConfig, env: process.env };
+    agentNames = agentEnvironmentNames(options.agent ?? 'script', source);
+    redact = keyRedactor(agentSecret(options.agent ?? 'script', source));
   } catch (err) {
     if (!(err instanceof AgentLoadError)) throw err;
     process.stderr.write(`turnhost daemon: ${err.message}\n`);
@@ -99,7 +117,10 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       probe: realProbe({ graceMs: TERMINATE_GRACE_MS, killWaitMs: TERMINATE_KILL_WAIT_MS }),
       clock: monotonicClock,
       log,
-      onHostStderr: (line) => logFile.append(line.startsWith('{') ? line : JSON.stringify({ level: 40, time: Date.now(), name: 'host', stderr: line })),
+      // Whatever the host's stderr says is quoted, never taken as a record: a model server's text
+      // printed by a library there must not pass for a record of the supervisor's.
+      onHostStderr: (line) => logFile.append(quotedLine('host-stderr', redact(line))),
+      onHostLog: (line) => logFile.append(isRecord(line) ? redact(line) : quotedLine('host-log', redact(line))),
       onStopped,
       helloTimeoutMs: 10 * SECOND_MS,
       controlTimeoutMs: 30 * SECOND_MS,

@@ -7,14 +7,15 @@ import { monotonicClock } from '../../actors/clock.js';
 import { startSystem, stopSystem, SECOND_MS } from '../../actors/runtime.js';
 import type { HostServices } from '../../actors/host/services.js';
 import { fullQueueEvents, queueDeltas } from '../../actors/host/queue-events.js';
-import { AgentLoadError, loadAgent } from '../../agents/loader.js';
+import { AgentLoadError, agentSecret, loadAgent } from '../../agents/loader.js';
+import { keyRedactor } from '../../agents/model/key-redaction.js';
 import { Store } from '../../persistence/store.js';
 import { FrameWriter, fdSink } from '../../protocol/frame-writer.js';
 import { FRAME_TOO_LARGE, parseFrame } from '../../protocol/frames.js';
 import { readFd } from '../../protocol/fd-reader.js';
 import { LineReader } from '../../protocol/line-reader.js';
 import { buildSha } from '../build-info.js';
-import { ensureHome, homePaths } from '../home.js';
+import { enterHome, ensureHome, homePaths } from '../home.js';
 import { acquireHomeLock } from '../home-lock.js';
 import { resolveHeartbeatSecs, resolveWorkers } from '../host-options.js';
 import { createLogger, type Logger } from '../logger.js';
@@ -27,6 +28,8 @@ export interface HostCommandOptions {
   heartbeatSecs?: number;
   /** The parent makes the `session.queue` events from `queue.delta` frames (the daemon does). */
   queueDeltas?: boolean;
+  /** Log records go to this descriptor instead of stderr (the daemon reads them apart from stderr). */
+  logFd?: number;
 }
 
 export const EXIT_CONFIG = 78;
@@ -35,13 +38,17 @@ const PARENT_CHECK_MS = SECOND_MS;
 const DEFAULT_REQUEST_TIMEOUT_MS = 600 * SECOND_MS;
 
 export async function hostCommand(options: HostCommandOptions): Promise<number> {
-  const log = createLogger('host');
   const workers = resolveWorkers(process.env, options.workers);
   const heartbeatSecs = resolveHeartbeatSecs(process.env, options.heartbeatSecs);
   const home = ensureHome(options.home);
+  enterHome(home);
+  const spec = options.agent ?? 'script';
+  const source = { home, flag: options.agentConfig, env: process.env };
   let agent;
+  let log: Logger;
   try {
-    agent = await loadAgent(options.agent ?? 'script', { home, flag: options.agentConfig, env: process.env, log });
+    log = createLogger('host', { ...(options.logFd === undefined ? {} : { fd: options.logFd }), redact: keyRedactor(agentSecret(spec, source)) });
+    agent = await loadAgent(spec, { ...source, log });
   } catch (err) {
     if (!(err instanceof AgentLoadError)) throw err;
     process.stderr.write(`turnhost host: ${err.message}\n`);

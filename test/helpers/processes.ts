@@ -143,16 +143,16 @@ export class Harness {
     return dir;
   }
 
-  spawnCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-    return this.spawnRaw(process.execPath, [CLI, ...args], env);
+  spawnCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd = REPO_ROOT): ChildProcess {
+    return this.spawnRaw(process.execPath, [CLI, ...args], env, cwd);
   }
 
   /** Any command, in its own process group, reaped (group and all) by cleanup(). */
-  spawnRaw(command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+  spawnRaw(command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd = REPO_ROOT): ChildProcess {
     const child = spawn(command, args, {
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
-      cwd: REPO_ROOT,
+      cwd,
       env: { ...process.env, TURNHOST_LOG_LEVEL: 'warn', ...env },
     });
     this.children.push(child);
@@ -166,8 +166,8 @@ export class Harness {
     return host;
   }
 
-  async runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 15_000): Promise<CliResult> {
-    const child = this.spawnCli(args, env);
+  async runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 15_000, cwd = REPO_ROOT): Promise<CliResult> {
+    const child = this.spawnCli(args, env, cwd);
     child.stdin!.end();
     let stdout = '';
     let stderr = '';

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startDaemon } from '../helpers/daemon.js';
-import { Harness } from '../helpers/processes.js';
+import { Harness, REPO_ROOT } from '../helpers/processes.js';
 
 const COMMANDS = ['host', 'daemon', 'start', 'stop', 'status', 'chat', 'sessions', 'history', 'repl'];
 
@@ -52,7 +52,7 @@ describe('the command line (real processes)', function () {
     const out = await h.runCli(['chat', '--home', daemon.home, '--agent', 'test/fixtures/streaming-agent.mjs', 'hello']);
     expect(out.code).to.equal(1);
     expect(out.stderr.trim().split('\n')).to.have.length(1);
-    expect(out.stderr).to.include('runs the script agent, not test/fixtures/streaming-agent.mjs');
+    expect(out.stderr).to.include(`runs the script agent, not ${join(REPO_ROOT, 'test/fixtures/streaming-agent.mjs')}`);
     const same = await h.runCli(['chat', '--home', daemon.home, '--agent', 'script', 'hello']);
     expect(same.code, same.stderr).to.equal(0);
   });

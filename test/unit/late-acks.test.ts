@@ -99,6 +99,7 @@ async function rig(): Promise<Rig> {
       clock,
       log,
       onHostStderr: () => {},
+      onHostLog: () => {},
       onStopped: () => {},
       helloTimeoutMs: 10_000,
       controlTimeoutMs: CONTROL_TIMEOUT_MS,

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AgentLoadError } from '../../agents/loader-error.js';
@@ -7,6 +7,8 @@ import { approvalPolicy } from '../../agents/model/approval.js';
 import { loadModelConfig } from '../../agents/model/config.js';
 import { compressionCut, MISSING_RESULT, toApiMessages } from '../../agents/model/history.js';
 import { ToolCallStream } from '../../agents/model/tool-call-stream.js';
+import { serverNameClash } from '../../agents/model/mcp-names.js';
+import { approvalQuestion } from '../../protocol/tool-arguments.js';
 import { cutResult, RESULT_MAX_BYTES } from '../../agents/model/tools.js';
 import type { ChatMessage } from '../../protocol/chat.js';
 import { pairingProblem } from '../helpers/fake-openai.js';
@@ -68,13 +70,31 @@ describe('model agent parts', () => {
   });
 
   it('applies the approval lists most specific first: deny, ask, allow, then the default; clarify never asks', () => {
-    const policy = approvalPolicy({ default: 'ask', allow: ['mcp_fs_*'], ask: ['mcp_fs_write*'], deny: ['mcp_fs_write_secret', 'clarify'] });
-    expect(policy('mcp_fs_read')).to.equal('allow');
-    expect(policy('mcp_fs_write_file')).to.equal('ask');
-    expect(policy('mcp_fs_write_secret')).to.equal('deny');
-    expect(policy('mcp_web_get')).to.equal('ask');
-    expect(policy('clarify')).to.equal('allow');
-    expect(approvalPolicy({ default: 'allow', allow: [], ask: [], deny: [] })('anything')).to.equal('allow');
+    const policy = approvalPolicy({ default: 'ask', allow: ['mcp_fs_*'], ask: ['mcp_fs_write*'], deny: ['mcp_fs_write_secret', 'clarify'] }, ['fs', 'web']);
+    expect(policy({ name: 'mcp_fs_read', server: 'fs' })).to.equal('allow');
+    expect(policy({ name: 'mcp_fs_write_file', server: 'fs' })).to.equal('ask');
+    expect(policy({ name: 'mcp_fs_write_secret', server: 'fs' })).to.equal('deny');
+    expect(policy({ name: 'mcp_web_get', server: 'web' })).to.equal('ask');
+    expect(policy({ name: 'clarify' })).to.equal('allow');
+    expect(approvalPolicy({ default: 'allow', allow: [], ask: [], deny: [] }, [])({ name: 'anything' })).to.equal('allow');
+  });
+
+  it('a rule that names a server by its prefix matches that server\'s tools only; servers whose tool names could meet are refused together', () => {
+    const policy = approvalPolicy({ default: 'ask', allow: ['mcp_fs-safe_*', 'mcp_*_list'], ask: [], deny: [] }, ['fs', 'fs-safe']);
+    expect(policy({ name: 'mcp_fs-safe_read', server: 'fs-safe' })).to.equal('allow');
+    expect(policy({ name: 'mcp_fs_list', server: 'fs' }), 'a glob naming no server matches every server').to.equal('allow');
+    expect(serverNameClash(['fs', 'fs-safe', 'web'])).to.equal(null);
+    expect(serverNameClash(['fs_safe', 'fs'])).to.equal('the servers "fs" and "fs_safe" would give tools the same names (both under mcp_fs_safe_…): rename one of them');
+    expect(serverNameClash(['a.b', 'a_b'])).to.include('"a.b" and "a_b"');
+  });
+
+  it('shows approval arguments as they will run: the winning value of a repeated key, controls escaped, a cut that says how much', () => {
+    const args = JSON.parse(`{"command":"ls -la /tmp","why":"${'x'.repeat(490)}","command":"rm -rf /srv/important"}`) as Record<string, unknown>;
+    const question = approvalQuestion('mcp_sh_run', args);
+    expect(question.startsWith('mcp_sh_run({"command":"rm -rf /srv/important","why":"xxx')).to.equal(true);
+    expect(question).to.match(/… \[\d+ more characters not shown\]\)$/);
+    expect(approvalQuestion('t', { command: 'rm -rf /\rls' })).to.equal('t({"command":"rm -rf /\\rls"})');
+    expect(approvalQuestion('t', { text: 'a\u009b2Jb\u202ec' })).to.equal('t({"text":"a\\u009b2Jb\\u202ec"})');
   });
 
   it('cuts a result over 64 KiB on a character boundary, saying how much was left out', () => {
@@ -110,7 +130,13 @@ describe('model agent parts', () => {
       writeFileSync(join(home, 'agent.json'), JSON.stringify({ model: 'm', mcp_servers: { fs: { command: 'x' } } }));
       const withServer = loadModelConfig({ home, env: {} });
       expect(withServer.base_url).to.equal('https://api.openai.com/v1');
-      expect(withServer.mcp_servers['fs']).to.deep.equal({ command: 'x', args: [], env: {}, enabled: true, timeout_s: 60, tools: { exclude: [] } });
+      expect(withServer.mcp_servers['fs'], 'a server without cwd runs in the home').to.deep.equal({ command: 'x', args: [], env: {}, cwd: home, enabled: true, timeout_s: 60, tools: { exclude: [] } });
+      const elsewhere = join(home, 'conf');
+      mkdirSync(elsewhere);
+      writeFileSync(join(elsewhere, 'agent.json'), JSON.stringify({ model: 'm', mcp_servers: { fs: { command: './bin/server', cwd: 'work' }, npx: { command: 'npx' } } }));
+      const relative = loadModelConfig({ home, flag: join(elsewhere, 'agent.json'), env: {} });
+      expect(relative.mcp_servers['fs'], 'relative paths are read from the config file\'s folder').to.include({ command: join(elsewhere, 'bin', 'server'), cwd: join(elsewhere, 'work') });
+      expect(relative.mcp_servers['npx']).to.include({ command: 'npx', cwd: home });
       writeFileSync(join(home, 'agent.json'), JSON.stringify({ model: 'm', approval: { default: 'never' } }));
       expect(() => loadModelConfig({ home, env: {} })).to.throw(AgentLoadError, /approval\.default: /);
     } finally {
