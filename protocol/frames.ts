@@ -56,6 +56,9 @@ export type ControlFrame = {
 
 export type ReloadMcpFrame = { type: 'reload_mcp'; sid: string; request_id: string };
 
+/** Stores a new session's row at once (answered by `control.ack`, route `session.create`); an existing session is left as it is. */
+export type SessionCreateFrame = { type: 'session.create'; sid: string; request_id: string; cwd?: string };
+
 export type ShutdownFrame = { type: 'shutdown'; request_id: string; wait?: number };
 
 export type DebugFrame = { type: 'debug'; request_id: string; what: DebugTopic };
@@ -66,6 +69,7 @@ export type HostInFrame =
   | RespondFrame
   | ControlFrame
   | ReloadMcpFrame
+  | SessionCreateFrame
   | QueueFrame
   | ShutdownFrame
   | DebugFrame;
@@ -117,6 +121,7 @@ function invalidFrameReply(type: HostInFrame['type'], raw: UnknownRecord, messag
       return { type: 'respond.error', sid, request_id, message };
     case 'control':
     case 'reload_mcp':
+    case 'session.create':
       return { type: 'control.error', sid, request_id, message };
     case 'queue':
       return { type: 'queue.error', sid, request_id, message, code: ErrorCodes.invalidParams };
@@ -134,6 +139,10 @@ const PARSERS: Record<string, (f: Fields) => HostInFrame> = {
   control: parseControl,
   queue: parseQueue,
   reload_mcp: (f) => ({ type: 'reload_mcp', sid: f.identifier('sid'), request_id: f.identifier('request_id') }),
+  'session.create': (f) => {
+    const cwd = f.optionalString('cwd');
+    return { type: 'session.create', sid: f.identifier('sid'), request_id: f.identifier('request_id'), ...(cwd ? { cwd } : {}) };
+  },
   shutdown: parseShutdown,
   debug: (f) => ({ type: 'debug', request_id: f.identifier('request_id'), what: f.oneOf('what', DEBUG_TOPICS) }),
 };

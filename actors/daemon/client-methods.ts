@@ -89,12 +89,14 @@ export async function answerServerRequest(ctx: ClientContext, requestId: string,
 }
 
 const METHODS: Record<string, Method> = {
-  'session.create'(p, ctx) {
+  /** The session is stored before the answer: from then on it is listed, resumable and survives a restart. */
+  async 'session.create'(p, ctx) {
     const sid = p.optionalIdentifier('session_id') ?? `s-${randomBytes(6).toString('hex')}`;
     const cwd = p.optionalString('cwd');
     if (cwd) ctx.cwds.set(sid, cwd);
+    const stored = (await callHost(ctx, { op: 'create', sid, ...(cwd ? { cwd } : {}) })) as { session_key: string };
     attach(ctx, sid);
-    return { session_id: sid, session_key: ctx.reader()?.session(sid)?.session_key ?? sid };
+    return { session_id: sid, session_key: stored.session_key };
   },
 
   /** Answered by the gateway: the answer, the replay and the open requests must not be split by a live event. */

@@ -86,6 +86,9 @@ export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<Call
       );
       return waitReply(s, requestId, { replyTo, kind: 'control', what: call.route, sid: call.sid, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
     }
+    case 'create':
+      child.send({ type: 'session.create', sid: call.sid, request_id: requestId, ...(call.cwd === undefined ? {} : { cwd: call.cwd }) });
+      return waitReply(s, requestId, { replyTo, kind: 'control', what: 'session.create', sid: call.sid, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
     case 'respond':
       child.send({ type: 'respond', sid: call.sid, request_id: requestId, params: call.params });
       return waitReply(s, requestId, { replyTo, kind: 'respond', what: 'respond', sid: call.sid, timeoutMs: timeouts.respondTimeoutMs }, ctx, wiring);

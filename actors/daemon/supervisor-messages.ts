@@ -19,6 +19,7 @@ export type HostCall =
   | { op: 'interrupt'; sid: string; turnId?: string; keepQueue: boolean }
   | { op: 'queue'; sid: string; queueOp: QueueOp; queueId?: string; text?: string }
   | { op: 'control'; sid: string; route: string; params: UnknownRecord }
+  | { op: 'create'; sid: string; cwd?: string }
   | { op: 'respond'; sid: string; params: UnknownRecord }
   | { op: 'debug'; what: string };
 

@@ -151,6 +151,7 @@ function onFrame(state: HostState, frame: HostInFrame, ctx: ActorContext<HostMsg
     case 'respond':
     case 'reload_mcp':
     case 'queue':
+    case 'session.create':
       tell(shardFor(frame.sid, wiring), { kind: 'frame', frame });
       return;
     case 'control': {

@@ -2,7 +2,7 @@
 import type { TurnResult } from '../../agents/agent.js';
 import type { Work } from '../../persistence/store.js';
 import type { ChatMessage } from '../../protocol/chat.js';
-import type { ControlFrame, HostInFrame, InterruptFrame, QueueFrame, ReloadMcpFrame, RespondFrame, TurnStartFrame } from '../../protocol/frames.js';
+import type { ControlFrame, HostInFrame, InterruptFrame, QueueFrame, ReloadMcpFrame, RespondFrame, SessionCreateFrame, TurnStartFrame } from '../../protocol/frames.js';
 import type { RetainReason, ShutdownReport, TurnUsage } from '../../protocol/outbound.js';
 import type { CancelReason, ServerRequestMethod } from '../../protocol/rpc.js';
 import type { ControlRequest } from './routes.js';
@@ -53,7 +53,7 @@ export type HostMsg =
   | { kind: 'stats'; replyTo: Ref<HostStats> };
 
 /** Frames that name a session, routed by sid through its shard. */
-export type SessionFrame = TurnStartFrame | InterruptFrame | RespondFrame | ReloadMcpFrame | ControlFrame | QueueFrame;
+export type SessionFrame = TurnStartFrame | InterruptFrame | RespondFrame | ReloadMcpFrame | ControlFrame | QueueFrame | SessionCreateFrame;
 
 /** A frame on its way to its session; a turn.start may carry a worker slot the host reserved for it. */
 export interface FrameMsg {

@@ -1,9 +1,9 @@
 // The control routes' meanings (PROTOCOL.md §1.3): each change is committed before it is acked.
 import { randomBytes } from 'node:crypto';
 import { keepRecent } from '../../agents/agent.js';
-import type { Work } from '../../persistence/store.js';
+import { storageProblem, type Work } from '../../persistence/store.js';
 import type { ChatMessage } from '../../protocol/chat.js';
-import type { ControlFrame, ReloadMcpFrame } from '../../protocol/frames.js';
+import type { ControlFrame, ReloadMcpFrame, SessionCreateFrame } from '../../protocol/frames.js';
 import { rpcResult } from '../../protocol/rpc.js';
 import type { ControlRequest } from './routes.js';
 import { historyMeta, rowSaved, sessionRow, setOverrides, type SessionState } from './session-state.js';
@@ -91,6 +91,27 @@ async function applyControl(s: SessionState, request: Exclude<ControlRequest, { 
       return { output: text };
     }
   }
+}
+
+/**
+ * A session created by a client exists from then on: listed, resumable, there after a restart. Its
+ * row is written now (an existing session is left as it is); the ack leaves after the commit.
+ */
+export async function storeNewSession(s: SessionState, frame: SessionCreateFrame, env: SessionEnv): Promise<void> {
+  const { writer, store, bootId } = env.services;
+  const created = s.row === 'none';
+  if (created) {
+    if (frame.cwd) s.cwd = frame.cwd;
+    const row = sessionRow(s, bootId);
+    try {
+      await store.commit((w) => w.saveSession(row));
+    } catch (err) {
+      writer.write({ type: 'control.error', sid: s.sid, request_id: frame.request_id, message: `could not persist the session: ${storageProblem(err as Error)}` });
+      return;
+    }
+    rowSaved(s);
+  }
+  writer.write({ type: 'control.ack', sid: s.sid, request_id: frame.request_id, route_name: 'session.create', result: { created }, ...historyMeta(s) });
 }
 
 /** session.save: commits what the running turn's agent has appended so far. */

@@ -86,7 +86,7 @@ function activate(
   host: Ref<HostMsg>,
 ): Ref<SessionMsg> | undefined {
   const stored = services.store.loadSession(frame.sid);
-  if (stored === undefined && frame.type !== 'turn.start') return undefined;
+  if (stored === undefined && frame.type !== 'turn.start' && frame.type !== 'session.create') return undefined;
   const name = actorName(frame.sid);
   for (const known of state.sids.keys()) if (!ctx.children.has(known)) state.sids.delete(known);
   state.sids.set(name, frame.sid);
@@ -112,6 +112,7 @@ function answerUnknownSession(frame: SessionFrame, services: HostServices): void
       writer.write({ type: 'queue.error', sid, request_id, message: 'session not found', code: ErrorCodes.sessionNotFound });
       return;
     case 'turn.start':
-      return; // activate() always creates a session for a turn.start
+    case 'session.create':
+      return; // activate() always creates a session for these
   }
 }

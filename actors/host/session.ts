@@ -8,7 +8,7 @@ import type { FrameMsg, HostMsg, SessionDescription, SessionMsg, Settled } from 
 import { actorName, spawnActor, tell, type ActorContext, type AnyRef, type Ref } from '../runtime.js';
 import { spawnServerRequest } from './server-request.js';
 import type { HostServices } from './services.js';
-import { compressDuringTurn, reloadTools, runControl, saveDuringTurn } from './session-controls.js';
+import { compressDuringTurn, reloadTools, runControl, saveDuringTurn, storeNewSession } from './session-controls.js';
 import { newSessionState, type SessionState } from './session-state.js';
 import { interrupt, receiveTurnStart, requeue, runQueueOp, startNextQueued } from './session-queue.js';
 import { retain } from './session-lifecycle.js';
@@ -108,6 +108,9 @@ async function onFrame(s: SessionState, msg: FrameMsg, env: SessionEnv): Promise
       return;
     case 'reload_mcp':
       await reloadTools(s, frame, env);
+      return;
+    case 'session.create':
+      await storeNewSession(s, frame, env);
       return;
     case 'control':
       if (control === undefined) {
