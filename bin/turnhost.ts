@@ -4,7 +4,9 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { resolve } from 'node:path';
 import { agentEnvironmentNames, AgentLoadError, resolveAgentSpec } from '../agents/loader.js';
 import { chatCommand } from './commands/chat.js';
-import { daemonCommand, hostArgs } from './commands/daemon.js';
+import { daemonCommand, hostArgs, type HttpOptions } from './commands/daemon.js';
+import { DEFAULT_WEB_LISTEN, tokenCommand, webCommand } from './commands/web.js';
+import { parseListenAddress } from '../edge/listen-address.js';
 import { hostCommand } from './commands/host.js';
 import { startCommand, statusCommand, stopCommand } from './commands/lifecycle.js';
 import { replCommand } from './commands/repl.js';
@@ -28,6 +30,44 @@ function seconds(text: string): number {
 const homeOption = () => new Option('--home <dir>', 'home folder (default: $TURNHOST_HOME, else ~/.turnhost)');
 const maxClientsOption = () =>
   new Option('--max-clients <n>', 'open client connections past which a new one is refused (default 1024)').argParser(positiveInteger);
+/** The HTTP edge's options (PROTOCOL.md §5), on `daemon` and `start`. */
+function httpOptions(command: Command): Command {
+  return command
+    .option('--listen <host:port>', 'also serve HTTP (REST, SSE, WebSocket, the page) here; port 0 picks one (default: $TURNHOST_LISTEN, else none)')
+    .option('--allow-host <name>', 'a Host name besides localhost to serve on a loopback address (a reverse proxy); repeatable', collect, [])
+    .option('--cors-origin <origin>', 'an origin whose pages may call the edge; repeatable', collect, [])
+    .option('--metrics-public', 'serve /metrics without the token')
+    .option('--public-url <url>', 'the address people use, when behind a proxy (https makes the login cookie Secure)');
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** The edge's options as a daemon's, or undefined when it does not listen. */
+function httpFrom(opts: { listen?: string; allowHost: string[]; corsOrigin: string[]; metricsPublic?: boolean; publicUrl?: string }): HttpOptions | undefined {
+  const listen = opts.listen ?? (process.env['TURNHOST_LISTEN'] || undefined);
+  if (listen === undefined) return undefined;
+  return {
+    listen: parseListenAddress(listen),
+    allowHosts: opts.allowHost,
+    corsOrigins: opts.corsOrigin,
+    metricsPublic: opts.metricsPublic === true,
+    ...(opts.publicUrl === undefined ? {} : { publicUrl: opts.publicUrl }),
+  };
+}
+
+/** The same options again, for a daemon started in the background. */
+function httpArgs(opts: { listen?: string; allowHost: string[]; corsOrigin: string[]; metricsPublic?: boolean; publicUrl?: string }): string[] {
+  return [
+    ...(opts.listen === undefined ? [] : ['--listen', opts.listen]),
+    ...opts.allowHost.flatMap((name) => ['--allow-host', name]),
+    ...opts.corsOrigin.flatMap((origin) => ['--cors-origin', origin]),
+    ...(opts.metricsPublic ? ['--metrics-public'] : []),
+    ...(opts.publicUrl === undefined ? [] : ['--public-url', opts.publicUrl]),
+  ];
+}
+
 const maxUnreadOption = () =>
   new Option('--max-unread-mib <n>', "a client's unread output past which it is cut off when it stops reading (default 8; one that reads may lag 8 times that)").argParser(positiveInteger);
 
@@ -98,30 +138,63 @@ hostOptions(program.command('host').description('run the compute host on stdin/s
     run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd })),
   );
 
-hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)'))
+httpOptions(hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)')))
   .addOption(homeOption())
   .addOption(maxClientsOption())
   .addOption(maxUnreadOption())
   .action((opts) =>
-    run('daemon', () =>
-      daemonCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, maxClients: opts.maxClients, maxUnreadMib: opts.maxUnreadMib, echoLog: true }),
-    ),
+    run('daemon', () => {
+      const http = httpFrom(opts);
+      return daemonCommand({
+        home: homeFrom(opts.home),
+        agent: opts.agent,
+        agentConfig: opts.agentConfig,
+        workers: opts.workers,
+        heartbeatSecs: opts.heartbeatSecs,
+        maxClients: opts.maxClients,
+        maxUnreadMib: opts.maxUnreadMib,
+        echoLog: true,
+        ...(http === undefined ? {} : { http }),
+      });
+    }),
   );
 
-hostOptions(program.command('start').description("start the daemon in the background; prints its pid once its host has said hello"))
+httpOptions(hostOptions(program.command('start').description("start the daemon in the background; prints its pid once its host has said hello")))
   .addOption(homeOption())
   .addOption(maxClientsOption())
   .addOption(maxUnreadOption())
   .action((opts) =>
     run('start', () => {
       checkAgentConfig(opts);
+      httpFrom(opts);
       const daemonArgs = [
         ...(opts.maxClients === undefined ? [] : ['--max-clients', String(opts.maxClients)]),
         ...(opts.maxUnreadMib === undefined ? [] : ['--max-unread-mib', String(opts.maxUnreadMib)]),
+        ...httpArgs(opts),
       ];
       return startCommand(homeFrom(opts.home), [...hostArgs(opts), ...daemonArgs]);
     }),
   );
+
+hostOptions(program.command('web').description('the page: starts the daemon listening on 127.0.0.1:7433 when none runs, prints the login address'))
+  .addOption(homeOption())
+  .option('--listen <host:port>', 'where a daemon started here listens (default 127.0.0.1:7433)')
+  .option('--open', 'also open the login address in a browser')
+  .action((opts) =>
+    run('web', () => {
+      checkAgentConfig(opts);
+      const listen = opts.listen ?? DEFAULT_WEB_LISTEN;
+      parseListenAddress(listen);
+      return webCommand(homeFrom(opts.home), { daemonArgs: [...hostArgs(opts), '--listen', listen], open: opts.open === true });
+    }),
+  );
+
+program
+  .command('token')
+  .description("print the HTTP edge's token (made when there is none); --rotate replaces it and ends the page logins made with the old one")
+  .addOption(homeOption())
+  .option('--rotate', 'make a new token')
+  .action((opts) => run('token', () => tokenCommand(homeFrom(opts.home), opts.rotate === true)));
 
 program
   .command('stop')

@@ -41,6 +41,10 @@ export interface ConnectOptions {
   home?: string;
   /** The daemon's socket, instead of `<home>/turnhost.sock`. */
   socket?: string;
+  /** The daemon's HTTP edge (`http://host:port`), reached by its WebSocket instead of the socket; needs `token`. */
+  url?: string;
+  /** The edge's token (`turnhost token`), with `url`. */
+  token?: string;
   /** `false`: a dropped connection stays dropped. */
   reconnect?: ReconnectOptions | false;
   /** Longest wait for any answer (default 60 s). */
@@ -52,13 +56,18 @@ export type ConnectionState = 'connected' | 'reconnecting' | 'closed';
 /** The connection dropped and could not be made again within the reconnect attempts, or was closed. */
 export class ConnectionClosedError extends Error {}
 
-/** The daemon could not be reached, with the socket error's code (ENOENT, ECONNREFUSED…). */
+/** The daemon could not be reached, with the error's code (ENOENT, ECONNREFUSED, EAUTH for a wrong token…). */
 export class DaemonUnreachableError extends Error {
   constructor(
+    /** The socket path or the edge's URL. */
     readonly socket: string,
     readonly code: string | undefined,
   ) {
-    super(`no turnhost daemon answers at ${socket}${code ? ` (${code})` : ''}: start one with \`turnhost start\``);
+    super(
+      code === 'EAUTH'
+        ? `the turnhost edge at ${socket} refused the token (see \`turnhost token\`)`
+        : `no turnhost daemon answers at ${socket}${code ? ` (${code})` : ''}: start one with \`turnhost start\``,
+    );
   }
 }
 
@@ -70,17 +79,19 @@ const HANDLED_REQUESTS_KEPT = 1000;
 const RESUBMIT_ATTEMPTS = 3;
 
 export async function connect(options: ConnectOptions = {}): Promise<TurnhostClient> {
-  const socket = options.socket ?? homePaths(homeFrom(options.home)).socket;
-  const rpc = await open(socket);
-  return new TurnhostClient(rpc, socket, options);
+  const reopen = opener(options);
+  return new TurnhostClient(await reopen(), reopen, options);
 }
 
-async function open(socket: string): Promise<RpcClient> {
-  try {
-    return await RpcClient.connect(socket);
-  } catch (err) {
-    throw new DaemonUnreachableError(socket, (err as NodeJS.ErrnoException).code);
+/** How a connection is made, the first time and after each drop: the socket, or the edge's WebSocket. */
+function opener(options: ConnectOptions): () => Promise<RpcClient> {
+  if (options.url !== undefined) {
+    const { url, token } = options;
+    if (token === undefined) throw new Error('connect({url}) needs the edge\'s token: connect({url, token})');
+    return () => RpcClient.connectUrl(url, token).catch((err: unknown) => Promise.reject(new DaemonUnreachableError(url, (err as NodeJS.ErrnoException).code)));
   }
+  const socket = options.socket ?? homePaths(homeFrom(options.home)).socket;
+  return () => RpcClient.connect(socket).catch((err: unknown) => Promise.reject(new DaemonUnreachableError(socket, (err as NodeJS.ErrnoException).code)));
 }
 
 /** One consumer's queue of a session's events. */
@@ -157,7 +168,7 @@ export class TurnhostClient {
 
   constructor(
     private rpc: RpcClient,
-    private readonly socketPath: string,
+    private readonly reopen: () => Promise<RpcClient>,
     options: ConnectOptions,
   ) {
     this.reconnect = options.reconnect === false ? null : { ...DEFAULT_RECONNECT, ...options.reconnect };
@@ -402,7 +413,7 @@ export class TurnhostClient {
       if (this.state !== 'reconnecting') return; // closed meanwhile
       let rpc: RpcClient;
       try {
-        rpc = await RpcClient.connect(this.socketPath);
+        rpc = await this.reopen();
       } catch {
         continue;
       }

@@ -1,6 +1,6 @@
-// One client actor per connection on turnhost.sock: reads JSON-RPC lines, runs each request
-// without holding up the next (a slow control must not delay an interrupt), and writes every
-// answer as one line. A client that stops reading is cut off before its buffer grows unbounded
+// One client actor per connection, on turnhost.sock or a WebSocket of the HTTP edge: reads
+// JSON-RPC messages, runs each request without holding up the next (a slow control must not delay
+// an interrupt), and writes every answer as one message. A client that stops reading is cut off before its buffer grows unbounded
 // (client-output.ts, unread-bound.ts).
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
@@ -10,21 +10,74 @@ import { ANSWERED_ELSEWHERE, answerServerRequest, callMethod, type ClientContext
 import { spawnActor, stopActor, tell, type AnyRef } from '../runtime.js';
 import type { ClientMsg, ClientSink } from './supervisor-messages.js';
 import { ClientOutput } from './client-output.js';
-import type { UnreadLimits } from './unread-bound.js';
+import type { Overrun, UnreadLimits } from './unread-bound.js';
 
 
 let lastClientId = 0;
 
+/** Every client of the gateway has its own id, whatever door it came by (a socket, a WebSocket, an event stream). */
+export function nextClientId(): number {
+  return ++lastClientId;
+}
+
 export type ConnectionContext = Omit<ClientContext, 'clientId' | 'cwds'>;
 
+/** The lines a client is sent (JSON-RPC messages, each ending in a newline), bounded by what it leaves unread. */
+export interface ClientLines {
+  write(line: string | Buffer): void;
+  /** Writes what is held, then ends the connection. */
+  end(): void;
+  /** Ends the connection now, whatever is still held (a stopping daemon's last resort). */
+  destroy(): void;
+}
+
+export interface TransportHandlers {
+  /** One JSON-RPC message, as text. */
+  message(text: string): void;
+  /** A message over the 8 MiB bound came and was dropped. */
+  oversized(): void;
+  closed(): void;
+}
+
+/** A door clients come in by: a line on the unix socket, or a WebSocket frame, is one message. */
+export interface ClientTransport {
+  readonly kind: 'unix' | 'websocket';
+  readonly output: ClientLines;
+  listen(handlers: TransportHandlers): void;
+}
+
+export type OnOverrun = (overrun: Overrun, unreadBytes: number) => void;
+export type OpenTransport = (onOverrun: OnOverrun) => ClientTransport;
+
+/** Who counts clients (the metrics): each one opened, closed, or cut off for not reading. */
+export interface ClientWatcher {
+  opened(kind: ClientTransport['kind']): void;
+  closed(kind: ClientTransport['kind']): void;
+  dropped(why: Overrun['why']): void;
+}
+
+export function unixTransport(socket: Socket, limits: UnreadLimits): OpenTransport {
+  return (onOverrun) => ({
+    kind: 'unix',
+    output: new ClientOutput(socket, limits, onOverrun),
+    listen(handlers) {
+      const reader = new LineReader({ line: handlers.message, oversized: handlers.oversized }, MAX_FRAME_BYTES);
+      socket.on('data', (chunk: Buffer) => reader.push(chunk));
+      socket.on('error', () => socket.destroy());
+      socket.on('close', handlers.closed);
+    },
+  });
+}
+
 /** Serves one connection; its output is returned so a stopping daemon can end it after its last lines. */
-export function acceptClient(parent: AnyRef, socket: Socket, shared: ConnectionContext, limits: UnreadLimits, log: Logger): ClientOutput {
-  const id = ++lastClientId;
+export function acceptClient(parent: AnyRef, open: OpenTransport, shared: ConnectionContext, log: Logger, watcher?: ClientWatcher): ClientLines {
+  const id = nextClientId();
   const clientLog = log.child({ client: id });
-  const output = new ClientOutput(socket, limits, (overrun, unreadBytes) =>
-    clientLog.warn({ unreadBytes, maxUnreadBytes: overrun.maxUnreadBytes }, `client ${overrun.why}: disconnecting it`),
-  );
-  const sink: ClientSink = { id, write: (line) => output.write(line) };
+  const transport = open((overrun, unreadBytes) => {
+    watcher?.dropped(overrun.why);
+    clientLog.warn({ unreadBytes, maxUnreadBytes: overrun.maxUnreadBytes }, `client ${overrun.why}: disconnecting it`);
+  });
+  const sink: ClientSink = { id, write: (line) => transport.output.write(line) };
   const ctx: ClientContext = { ...shared, clientId: id, cwds: new Map() };
   const ref = spawnActor<null, ClientMsg>(
     parent,
@@ -41,14 +94,16 @@ export function acceptClient(parent: AnyRef, socket: Socket, shared: ConnectionC
     { log: clientLog, init: () => null },
   );
   tell(ctx.gateway, { kind: 'client-open', sink });
-  const reader = new LineReader({
-    line: (text) => tell(ref, { kind: 'line', text }),
+  watcher?.opened(transport.kind);
+  transport.listen({
+    message: (text) => tell(ref, { kind: 'line', text }),
     oversized: () => sink.write(errorLine(null, new RpcError(ErrorCodes.invalidRequest, 'message too large (over 8 MiB)'))),
-  }, MAX_FRAME_BYTES);
-  socket.on('data', (chunk: Buffer) => reader.push(chunk));
-  socket.on('error', () => socket.destroy());
-  socket.on('close', () => tell(ref, { kind: 'closed' }));
-  return output;
+    closed: () => {
+      watcher?.closed(transport.kind);
+      tell(ref, { kind: 'closed' });
+    },
+  });
+  return transport.output;
 }
 
 function onLine(text: string, sink: ClientSink, ctx: ClientContext, log: Logger): void {

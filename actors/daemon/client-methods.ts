@@ -18,6 +18,8 @@ export interface ClientContext {
   reader(): Reader | null;
   /** Working folders given at session.create, for that session's turns from this client. */
   cwds: Map<string, string>;
+  /** The HTTP edge's address, when the daemon listens (`--listen`). */
+  edgeUrl(): string | null;
 }
 
 /** Longer than any reply timeout in the supervisor, so the supervisor always answers first. */
@@ -192,10 +194,12 @@ const METHODS: Record<string, Method> = {
   async 'host.status'(_p, ctx) {
     const status = await hostStatus(ctx);
     const counts = ctx.reader()?.statusCounts() ?? { active: 0, retained: 0, finalized: 0 };
+    const url = ctx.edgeUrl();
     return {
       supervisor: status.supervisor,
       host: status.host,
       sessions: { active: counts.active, running: status.running_sids.length, retained: counts.retained, finalized: counts.finalized },
+      ...(url === null ? {} : { http: { url } }),
     };
   },
 

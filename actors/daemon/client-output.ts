@@ -47,6 +47,10 @@ export class ClientOutput {
     this.socket.end();
   }
 
+  destroy(): void {
+    this.socket.destroy();
+  }
+
   private flush(): void {
     this.flushScheduled = false;
     const lines = this.held;

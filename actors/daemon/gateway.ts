@@ -23,16 +23,20 @@ interface GatewayState {
   requests: Map<string, OpenRequest>;
   events: EventRings;
   queues: QueueMirrors;
+  observe: TurnObserver;
 }
 
-export function spawnGateway(system: SystemRef, log: Logger, gate: OutputGate): Ref<GatewayMsg> {
+/** Sees every turn event the supervisor makes (turn.started, turn.end, turn.error): the metrics count them. */
+export type TurnObserver = (type: string, payload: Record<string, unknown>) => void;
+
+export function spawnGateway(system: SystemRef, log: Logger, gate: OutputGate, observe: TurnObserver = () => {}): Ref<GatewayMsg> {
   return spawnActor<GatewayState, GatewayMsg>(system, 'gateway', (state, msg) => {
     const next = handle(state, msg);
     if (msg.kind === 'batch') gate.handled();
     return next;
   }, {
     log: log.child({ actor: 'gateway' }),
-    init: () => ({ clients: new Map(), attached: new Map(), requests: new Map(), events: new EventRings(), queues: new QueueMirrors() }),
+    init: () => ({ clients: new Map(), attached: new Map(), requests: new Map(), events: new EventRings(), queues: new QueueMirrors(), observe }),
   });
 }
 
@@ -48,6 +52,12 @@ function handle(state: GatewayState, msg: GatewayMsg): GatewayState {
     case 'attach':
       attach(state, msg.sid, msg.clientId);
       return state;
+    case 'count-open-requests':
+      tell(msg.replyTo, state.requests.size);
+      return state;
+    case 'peek':
+      tell(msg.replyTo, { last_seq: state.events.lastSeq(msg.sid), open_requests: openRequests(state, msg.sid) });
+      return state;
     case 'resume':
       resume(state, msg);
       return state;
@@ -58,6 +68,7 @@ function handle(state: GatewayState, msg: GatewayMsg): GatewayState {
       else deliver(state, msg.sid, `${msg.json}\n`);
       return state;
     case 'event':
+      state.observe(msg.type, msg.payload as Record<string, unknown>);
       deliverEvent(state, msg.sid, JSON.stringify({ type: msg.type, session_id: msg.sid, payload: msg.payload }));
       return state;
     case 'turn-ended':
@@ -86,6 +97,10 @@ function handle(state: GatewayState, msg: GatewayMsg): GatewayState {
       }
       return state;
   }
+}
+
+function openRequests(state: GatewayState, sid: string): unknown[] {
+  return [...state.requests.values()].filter((request) => request.sid === sid).map((request) => JSON.parse(request.json) as unknown);
 }
 
 function attach(state: GatewayState, sid: string, clientId: number): void {

@@ -40,6 +40,8 @@ export interface HostStatus {
     loop_lag_ms: number | null;
   };
   running_sids: string[];
+  /** The running turn's id, by session. */
+  running_turns: Record<string, string>;
 }
 
 export interface StopReport {
@@ -73,8 +75,16 @@ export interface ClientSink {
   write(line: string | Buffer): void;
 }
 
+/** What the gateway knows of a session: its last event's seq and its open server requests. */
+export interface SessionPeek {
+  last_seq: number;
+  open_requests: unknown[];
+}
+
 export type GatewayMsg =
   | { kind: 'client-open'; sink: ClientSink }
+  | { kind: 'peek'; sid: string; replyTo: Ref<SessionPeek> }
+  | { kind: 'count-open-requests'; replyTo: Ref<number> }
   | { kind: 'client-closed'; clientId: number }
   | { kind: 'attach'; sid: string; clientId: number }
   /**

@@ -69,7 +69,6 @@ export interface SupervisorState {
   lastFrameMs: number;
   lastHeartbeatMs: number | null;
   heartbeatMs: number;
-  activeTurns: number;
   lastBeat: { rssMb: number; loopLagMs: number } | null;
   submits: Map<string, PendingSubmit>;
   running: Map<string, RunningTurn>;

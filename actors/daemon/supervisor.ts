@@ -37,7 +37,6 @@ export function spawnSupervisor(system: SystemRef, wiring: SupervisorWiring): Re
       lastFrameMs: config.clock.nowMs(),
       lastHeartbeatMs: null,
       heartbeatMs: 0,
-      activeTurns: 0,
       lastBeat: null,
       submits: new Map(),
       running: new Map(),
@@ -139,13 +138,15 @@ function status(s: SupervisorState, config: SupervisorConfig): HostStatus {
       state: stateName(s),
       restarts: s.restartCount,
       last_hb_ms: s.lastHeartbeatMs === null ? null : Math.round(now - s.lastHeartbeatMs),
-      active_turns: s.activeTurns,
+      // The turns running now (turn.started seen, no end yet), not the last heartbeat's figure.
+      active_turns: s.running.size,
       last_error: s.lastError,
       heartbeat_secs: s.hello?.heartbeat_secs ?? null,
       rss_mb: s.lastBeat?.rssMb ?? null,
       loop_lag_ms: s.lastBeat?.loopLagMs ?? null,
     },
     running_sids: [...s.running.keys()],
+    running_turns: Object.fromEntries([...s.running].map(([sid, turn]) => [sid, turn.turnId])),
   };
 }
 
@@ -270,7 +271,6 @@ function onFrame(s: SupervisorState, frame: HostFrameIn, ctx: ActorContext<Super
       return;
     case 'hb':
       s.lastHeartbeatMs = config.clock.nowMs();
-      s.activeTurns = Number(frame['active_turns'] ?? 0);
       s.lastBeat = { rssMb: Number(frame['rss_mb'] ?? 0), loopLagMs: Number(frame['loop_lag_ms'] ?? 0) };
       return;
     case 'turn.accepted':
@@ -386,7 +386,6 @@ function onExit(s: SupervisorState, code: number | null, signal: NodeJS.Signals 
   removeRegistry(config.registryPath);
   s.child = null;
   s.hello = null;
-  s.activeTurns = 0;
   if (s.phase === 'stopping') {
     finishStop(s, ctx, wiring);
     return;

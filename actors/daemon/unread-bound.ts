@@ -7,7 +7,6 @@
 // "stalled" needs a little time; measured, a client that never reads then overshoots 8 MiB by
 // under 0.5 MiB (slow-consumer test). Allowing a reader what it took in the last second instead
 // cut the queue bench's reader in most runs.
-import type { Socket } from 'node:net';
 
 const MIB = 1024 * 1024;
 /** The default bound, in MiB: `--max-unread-mib`. */
@@ -30,6 +29,11 @@ export function unreadLimits(maxUnreadMib = DEFAULT_MAX_UNREAD_MIB): UnreadLimit
 
 export type Overrun = { why: 'is not reading its output' | 'reads its output too slowly'; maxUnreadBytes: number };
 
+/** What the bound watches: a socket's unsent bytes, or a WebSocket's (its `bufferedAmount`). */
+export interface Outlet {
+  readonly writableLength: number;
+}
+
 export class UnreadBound {
   /** The socket's unread bytes just after the last write: fewer later means the client took some. */
   private unreadAfterWrite = 0;
@@ -39,7 +43,7 @@ export class UnreadBound {
   private readonly tooSlow: Overrun;
 
   constructor(
-    private readonly socket: Socket,
+    private readonly socket: Outlet,
     private readonly limits: UnreadLimits = unreadLimits(),
     private readonly nowMs: () => number = () => performance.now(),
   ) {

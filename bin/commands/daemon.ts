@@ -4,16 +4,15 @@ import { chmodSync, fstatSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { resolve } from 'node:path';
 import pino from 'pino';
-import { acceptClient } from '../../actors/daemon/client-connection.js';
-import type { ClientOutput } from '../../actors/daemon/client-output.js';
+import { acceptClient, unixTransport, type ClientLines, type ConnectionContext } from '../../actors/daemon/client-connection.js';
 import { unreadLimits } from '../../actors/daemon/unread-bound.js';
 import { monotonicClock } from '../../actors/clock.js';
 import { spawnGateway } from '../../actors/daemon/gateway.js';
 import { OutputGate } from '../../actors/daemon/output-gate.js';
 import { hostEnvironment } from '../../actors/daemon/host-child.js';
-import { spawnActor, startSystem, stopSystem, tell, SECOND_MS } from '../../actors/runtime.js';
+import { ask, spawnActor, startSystem, stopSystem, tell, SECOND_MS, type Ref } from '../../actors/runtime.js';
 import { spawnSupervisor } from '../../actors/daemon/supervisor.js';
-import type { StopReport } from '../../actors/daemon/supervisor-messages.js';
+import type { GatewayMsg, HostStatus, StopReport, SupervisorMsg } from '../../actors/daemon/supervisor-messages.js';
 import { agentEnvironmentNames, AgentLoadError, agentSecret } from '../../agents/loader.js';
 import { keyRedactor, type Redactor } from '../../agents/model/key-redaction.js';
 import { ErrorCodes, errorLine, RpcError } from '../../protocol/client-rpc.js';
@@ -25,6 +24,9 @@ import { tuneDaemonHeap } from '../daemon-heap.js';
 import { acquireHomeLock } from '../home-lock.js';
 import { enterHome, ensureHome, homePaths } from '../home.js';
 import { startRepl } from '../repl-server.js';
+import { startEdge, type Edge } from '../../edge/edge-server.js';
+import type { ListenAddress } from '../../edge/listen-address.js';
+import { DaemonMetrics } from '../../edge/metrics.js';
 
 export interface DaemonOptions {
   home: string;
@@ -38,6 +40,16 @@ export interface DaemonOptions {
   maxUnreadMib?: number;
   /** Also log to stderr (the foreground daemon), unless stderr is the log file itself (`turnhost start`). */
   echoLog?: boolean;
+  /** The HTTP edge (PROTOCOL.md §5); none when absent. */
+  http?: HttpOptions;
+}
+
+export interface HttpOptions {
+  listen: ListenAddress;
+  allowHosts: string[];
+  corsOrigins: string[];
+  metricsPublic: boolean;
+  publicUrl?: string;
 }
 
 const DEFAULT_STOP_WAIT_SEC = 10;
@@ -102,7 +114,8 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const stopped = new Promise<StopReport>((resolve) => (onStopped = resolve));
   const system = startSystem();
   const gate = new OutputGate();
-  const gateway = spawnGateway(system, log, gate);
+  let metrics: DaemonMetrics | null = null;
+  const gateway = spawnGateway(system, log, gate, (type, payload) => metrics?.turnEvent(type, payload));
   const supervisor = spawnSupervisor(system, {
     gateway,
     gate,
@@ -128,22 +141,33 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     },
   });
   const database = lazyReader(paths.database);
-  const shared = { supervisor, gateway, reader: database.get };
+  let edge: Edge | null = null;
+  const shared = { supervisor, gateway, reader: database.get, edgeUrl: () => edge?.url ?? null };
+  metrics = daemonMetrics(shared);
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
-  const connections = new Map<Socket, ClientOutput>();
+  // Every client's output, whatever its door: one cap, and each is ended when the daemon stops.
+  const connections = new Set<ClientLines>();
+  const track = (lines: ClientLines) => {
+    connections.add(lines);
+    return () => void connections.delete(lines);
+  };
   const maxClients = options.maxClients ?? DEFAULT_MAX_CLIENTS;
+  const admit = () => connections.size < maxClients;
   const limits = unreadLimits(options.maxUnreadMib);
   const server = createServer((socket) => {
-    if (connections.size >= maxClients) {
+    if (!admit()) {
       refuseClient(socket, maxClients, log);
       return;
     }
-    connections.set(socket, acceptClient(clients, socket, shared, limits, log));
-    socket.once('close', () => connections.delete(socket));
+    socket.once('close', track(acceptClient(clients, unixTransport(socket, limits), shared, log, metrics!)));
   });
   await listen(server, paths.socket);
   const repl = await startRepl({ path: paths.replSocket, home, supervisor, gateway, system, reader: shared.reader, logPath: paths.log, unreadLimits: limits });
-  log.info({ home, socket: paths.socket }, 'daemon listening');
+  if (options.http !== undefined) {
+    const http = options.http;
+    edge = await startEdge({ ...http, home, envToken: process.env['TURNHOST_TOKEN'] || undefined, shared, clients, limits, admit, track, maxClients, metrics, log });
+  }
+  log.info({ home, socket: paths.socket, ...(edge === null ? {} : { http: edge.url }) }, 'daemon listening');
   tell(supervisor, { kind: 'spawn' });
 
   const stop = (): void => tell(supervisor, { kind: 'stop', waitSec: DEFAULT_STOP_WAIT_SEC });
@@ -154,6 +178,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
 
   await stopped;
   await repl.close();
+  await edge?.close();
   await closeServer(server, connections);
   rmSync(paths.socket, { force: true });
   database.close();
@@ -162,6 +187,15 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   log.info('daemon exiting');
   logFile.close();
   return 0;
+}
+
+/** The metrics read the supervisor, the database and the gateway when scraped. */
+function daemonMetrics(shared: ConnectionContext): DaemonMetrics {
+  return new DaemonMetrics({
+    status: () => ask(shared.supervisor, (replyTo: Ref<HostStatus>): SupervisorMsg => ({ kind: 'status', replyTo }), SECOND_MS * 10),
+    reader: shared.reader,
+    openRequests: () => ask(shared.gateway, (replyTo: Ref<number>): GatewayMsg => ({ kind: 'count-open-requests', replyTo }), SECOND_MS * 10),
+  });
 }
 
 function sameFile(fd: number, path: string): boolean {
@@ -202,11 +236,11 @@ function listen(server: Server, path: string): Promise<void> {
 }
 
 /** Stops accepting, gives the stop's answer a moment to leave, then closes what is left. */
-async function closeServer(server: Server, connections: Map<Socket, ClientOutput>): Promise<void> {
+async function closeServer(server: Server, connections: Set<ClientLines>): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  for (const output of connections.values()) output.end();
+  for (const output of connections) output.end();
   const timer = setTimeout(() => {
-    for (const socket of connections.keys()) socket.destroy();
+    for (const output of connections) output.destroy();
   }, SECOND_MS);
   await closed;
   clearTimeout(timer);

@@ -49,6 +49,7 @@ interface StatusResult {
   supervisor: { pid: number; home: string; started_at: string };
   host: { pid: number | null; boot_id: string | null; state: string; restarts: number; last_hb_ms: number | null; active_turns: number; last_error: string | null };
   sessions: { active: number; running: number; retained: number; finalized: number };
+  http?: { url: string };
 }
 
 export async function statusCommand(home: string, json: boolean): Promise<number> {
@@ -75,6 +76,7 @@ export async function statusCommand(home: string, json: boolean): Promise<number
     ['active turns', host.active_turns],
     ['sessions', `${sessions.active} active, ${sessions.running} running, ${sessions.retained} retained, ${sessions.finalized} finalized`],
     ['last error', host.last_error ?? ''],
+    ...(status.http === undefined ? [] : [['http', status.http.url]]),
   ]);
   return 0;
 }

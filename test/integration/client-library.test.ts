@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { connect, ErrorCodes, TurnhostError, type SessionEvent, type TurnhostClient } from '../../client/index.js';
-import { startDaemon } from '../helpers/daemon.js';
+import { createServer, type AddressInfo } from 'node:net';
+import { readToken } from '../../edge/http-token.js';
+import { startDaemon as startDaemonAt, startDaemon } from '../helpers/daemon.js';
 import { Harness } from '../helpers/processes.js';
 
 async function collect(events: AsyncIterable<SessionEvent>, until: (e: SessionEvent) => boolean): Promise<SessionEvent[]> {
@@ -14,15 +16,34 @@ async function collect(events: AsyncIterable<SessionEvent>, until: (e: SessionEv
 
 const text = (events: SessionEvent[]) => events.map((e) => (e.type === 'message.delta' ? e.payload.text : '')).join('');
 
-describe('turnhost/client against the real daemon', function () {
+type Transport = 'unix socket' | 'WebSocket';
+
+/** A free port on 127.0.0.1 (a restarted daemon must listen where its clients reconnect). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+for (const transport of ['unix socket', 'WebSocket'] as Transport[]) {
+describe(`turnhost/client against the real daemon, over its ${transport}`, function () {
   this.timeout(40_000);
   const h = new Harness();
   const clients: TurnhostClient[] = [];
+  let port = 0;
+  /** The daemon's arguments for this transport: a WebSocket client needs the edge. */
+  const listen = (): string[] => (transport === 'WebSocket' ? ['--listen', `127.0.0.1:${port}`] : []);
+  const startDaemon = (harness: Harness, args: string[] = [], env: NodeJS.ProcessEnv = {}, home?: string) => startDaemonAt(harness, [...args, ...listen()], env, home);
   const open = async (home: string) => {
-    const client = await connect({ home });
+    const client = transport === 'WebSocket' ? await connect({ url: `http://127.0.0.1:${port}`, token: readToken(home) }) : await connect({ home });
     clients.push(client);
     return client;
   };
+  beforeEach(async () => {
+    port = await freePort();
+  });
   afterEach(async () => {
     for (const client of clients.splice(0)) client.close();
     await h.cleanup();
@@ -87,7 +108,8 @@ describe('turnhost/client against the real daemon', function () {
     expect(seen.map((e) => e.seq)).to.deep.equal(Array.from({ length: seen.length }, (_, i) => i + 1));
   });
 
-  it('the example front-end (examples/frontend.mjs) runs a turn and answers its questions from stdin', async () => {
+  // The example connects by its home, over the socket: it runs once.
+  if (transport === 'unix socket') it('the example front-end (examples/frontend.mjs) runs a turn and answers its questions from stdin', async () => {
     const daemon = await startDaemon(h);
     const example = h.spawnRaw(process.execPath, ['examples/frontend.mjs', 'pick a colour\n/ask which one?\n/approve paint it'], { TURNHOST_HOME: daemon.home });
     example.stdin!.end('teal\ny\n');
@@ -118,6 +140,7 @@ describe('turnhost/client against the real daemon', function () {
     expect(text(seen)).to.equal('after the restart');
   });
 });
+}
 
 describe('a stop aimed at one turn (real daemon)', function () {
   this.timeout(30_000);

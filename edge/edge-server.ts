@@ -1,0 +1,265 @@
+// The HTTP edge (PROTOCOL.md §5): a second door to the daemon's gateway, for browsers, dashboards
+// and gateways on other machines. Host and Origin are checked, then who is asking, once per request
+// before any route; a WebSocket is a client like a socket one, an event stream a subscriber that
+// cannot answer, a REST call a method of the client protocol. Nothing behind the gateway knows
+// which door a client used.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { acceptClient, nextClientId, type ClientLines, type ConnectionContext } from '../actors/daemon/client-connection.js';
+import { ANSWERED_ELSEWHERE, callMethod, type ClientContext } from '../actors/daemon/client-methods.js';
+import type { UnreadLimits } from '../actors/daemon/unread-bound.js';
+import { tell, type AnyRef } from '../actors/runtime.js';
+import { ErrorCodes, errorLine, RpcError } from '../protocol/client-rpc.js';
+import { MAX_FRAME_BYTES } from '../protocol/line-reader.js';
+import { Access, type Refusal } from './access.js';
+import { EventStream } from './event-stream.js';
+import { HttpFailure, notFound, sendError, sendJson, wrongMethod } from './http-answers.js';
+import { TokenSource } from './http-token.js';
+import { edgeUrl, isLoopback, type ListenAddress } from './listen-address.js';
+import type { DaemonMetrics } from './metrics.js';
+import { PageFiles } from './page-files.js';
+import { matchRoute } from './rest-routes.js';
+import { websocketTransport } from './websocket-transport.js';
+
+/** A WebSocket that could not send a header has this long to send `{"auth": "<token>"}` first. */
+const FIRST_FRAME_AUTH_MS = 5000;
+const POLICY_VIOLATION = 1008;
+const TRY_AGAIN_LATER = 1013;
+
+export interface EdgeOptions {
+  listen: ListenAddress;
+  home: string;
+  /** $TURNHOST_TOKEN; the token file of the home when unset. */
+  envToken: string | undefined;
+  allowHosts: readonly string[];
+  corsOrigins: readonly string[];
+  metricsPublic: boolean;
+  /** The address people use (behind a proxy); an https one makes the login cookie Secure. */
+  publicUrl?: string | undefined;
+  shared: ConnectionContext;
+  /** The parent of the WebSocket clients' actors. */
+  clients: AnyRef;
+  limits: UnreadLimits;
+  /** The daemon's one cap on clients, whatever their door: false when it is reached. */
+  admit(): boolean;
+  /** Keeps a client's output to end when the daemon stops; returns its release. */
+  track(lines: ClientLines): () => void;
+  maxClients: number;
+  metrics: DaemonMetrics;
+  log: Logger;
+}
+
+export interface Edge {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export async function startEdge(options: EdgeOptions): Promise<Edge> {
+  const { listen, log } = options;
+  let port = listen.port;
+  const access = new Access({
+    tokens: new TokenSource(options.home, options.envToken),
+    loopback: isLoopback(listen.host),
+    port: () => port,
+    allowHosts: options.allowHosts,
+    corsOrigins: options.corsOrigins,
+    secureCookie: options.publicUrl?.startsWith('https://') === true,
+  });
+  const restClient: ClientContext = { ...options.shared, clientId: nextClientId(), cwds: new Map() };
+  const page = new PageFiles();
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
+  const server = createServer({ keepAlive: true }, (req, res) => {
+    serve(req, res, { options, access, restClient, page }).catch((err: unknown) => {
+      if (!(err instanceof HttpFailure) && !(err instanceof RpcError)) log.error({ err, path: pathOf(req) }, 'edge request failed');
+      if (err instanceof HttpFailure && err.status === 413) res.setHeader('connection', 'close');
+      sendError(res, err);
+    });
+  });
+  server.on('upgrade', (req, socket, head) => upgrade(req, socket, head, { options, access, wss }));
+  server.on('clientError', (_err, socket) => socket.destroy());
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(listen.port, listen.host, () => resolve());
+  });
+  port = (server.address() as { port: number }).port;
+  const url = options.publicUrl ?? edgeUrl(listen.host, port);
+  if (!isLoopback(listen.host)) log.warn({ url }, 'the HTTP edge listens beyond this machine in plain HTTP: put a TLS proxy in front of it (docs/reverse-proxy.md)');
+  log.info({ url }, 'HTTP edge listening');
+  return { url, close: () => closeServer(server, wss) };
+}
+
+interface Serving {
+  options: EdgeOptions;
+  access: Access;
+  restClient: ClientContext;
+  page: PageFiles;
+}
+
+async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving): Promise<void> {
+  const { access, options } = serving;
+  const refusedHost = access.checkHost(req);
+  if (refusedHost !== null) return refuse(res, refusedHost);
+  const url = new URL(req.url ?? '/', 'http://edge');
+  const method = req.method ?? 'GET';
+  const cors = access.corsOrigin(req);
+  if (cors !== null) res.setHeader('access-control-allow-origin', cors).setHeader('vary', 'Origin');
+  if (method === 'OPTIONS') return preflight(res, cors);
+  if (url.pathname === '/healthz') return health(res, serving.restClient);
+  if (url.pathname === '/login') return login(req, res, url, access);
+  if (method === 'POST' || method === 'PATCH' || method === 'DELETE') {
+    const refusedOrigin = access.checkOrigin(req);
+    if (refusedOrigin !== null) return refuse(res, refusedOrigin);
+  }
+  const open = url.pathname === '/metrics' && options.metricsPublic;
+  if (!open && !access.authenticated(req)) {
+    if (serving.page.isPagePath(url.pathname)) return serving.page.sendLoginNeeded(res);
+    return refuse(res, { status: 401, message: 'unauthorized' });
+  }
+  if (serving.page.isPagePath(url.pathname)) {
+    if (method !== 'GET' && method !== 'HEAD') throw wrongMethod(['GET']);
+    return serving.page.send(url.pathname, res);
+  }
+  if (url.pathname === '/metrics') {
+    if (method !== 'GET') throw wrongMethod(['GET']);
+    res.writeHead(200, { 'content-type': options.metrics.registry.contentType });
+    res.end(await options.metrics.registry.metrics());
+    return;
+  }
+  const events = /^\/v1\/sessions\/([^/]+)\/events$/.exec(url.pathname);
+  if (events !== null) {
+    if (method !== 'GET') throw wrongMethod(['GET']);
+    return streamEvents(req, res, decodeURIComponent(events[1]!), url, serving);
+  }
+  const match = matchRoute(method, url.pathname);
+  if (match.kind === 'none') throw notFound(url.pathname);
+  if (match.kind === 'wrong-method') throw wrongMethod(match.allowed);
+  const answer = await match.handle({ req, parts: match.parts, query: url.searchParams, ctx: serving.restClient });
+  sendJson(res, answer.status, answer.body);
+}
+
+function refuse(res: ServerResponse, refusal: Refusal): void {
+  sendJson(res, refusal.status, { error: { code: ErrorCodes.invalidRequest, message: refusal.message } });
+}
+
+function preflight(res: ServerResponse, cors: string | null): void {
+  if (cors !== null) {
+    res.setHeader('access-control-allow-methods', 'GET, POST, PATCH, DELETE');
+    res.setHeader('access-control-allow-headers', 'authorization, content-type, last-event-id');
+    res.setHeader('access-control-max-age', '600');
+  }
+  res.writeHead(204).end();
+}
+
+async function health(res: ServerResponse, ctx: ClientContext): Promise<void> {
+  const status = (await callMethod('host.status', {}, ctx)) as { host: { state: string } };
+  const up = status.host.state === 'running';
+  res.writeHead(up ? 200 : 503, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
+  res.end(up ? 'ok\n' : `${status.host.state}\n`);
+}
+
+/** `/login?token=T`: a cookie that is not the token, and a redirect that takes the token out of the address bar. */
+function login(req: IncomingMessage, res: ServerResponse, url: URL, access: Access): void {
+  const token = url.searchParams.get('token');
+  if (req.method !== 'GET' || token === null || !access.isToken(token)) {
+    res.writeHead(401, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+    res.end(PageFiles.loginNeededHtml);
+    return;
+  }
+  res.writeHead(303, { location: '/', 'set-cookie': access.loginCookie(access.login()), 'cache-control': 'no-store' });
+  res.end();
+}
+
+/** The session's events as SSE: `ready`, the replay after Last-Event-ID (or `after_seq`), then live ones. */
+async function streamEvents(req: IncomingMessage, res: ServerResponse, sid: string, url: URL, serving: Serving): Promise<void> {
+  const { options } = serving;
+  if (options.shared.reader()?.session(sid) === undefined) throw new RpcError(ErrorCodes.sessionNotFound, `session not found: ${sid}`);
+  const afterText = req.headers['last-event-id'] ?? url.searchParams.get('after_seq');
+  const afterSeq = afterText === null || afterText === undefined || afterText === '' ? undefined : Number(afterText);
+  if (afterSeq !== undefined && !Number.isSafeInteger(afterSeq)) throw new RpcError(ErrorCodes.invalidParams, 'invalid params: Last-Event-ID and after_seq must be integers');
+  if (!options.admit()) throw tooManyClients(options.maxClients);
+  const id = nextClientId();
+  const stream = new EventStream(res, options.limits, (overrun, unreadBytes) => {
+    options.metrics.dropped(overrun.why);
+    options.log.warn({ unreadBytes, maxUnreadBytes: overrun.maxUnreadBytes }, `event stream ${overrun.why}: disconnecting it`);
+  });
+  const untrack = options.track(stream);
+  options.metrics.opened('sse');
+  tell(options.shared.gateway, { kind: 'client-open', sink: { id, write: (line) => stream.write(line) } });
+  res.once('close', () => {
+    untrack();
+    options.metrics.closed('sse');
+    tell(options.shared.gateway, { kind: 'client-closed', clientId: id });
+  });
+  const ctx: ClientContext = { ...options.shared, clientId: id, cwds: new Map() };
+  const answered = await callMethod('session.resume', { session_id: sid, ...(afterSeq === undefined ? {} : { after_seq: afterSeq }) }, ctx, 1);
+  if (answered !== ANSWERED_ELSEWHERE) stream.end();
+}
+
+interface Upgrading {
+  options: EdgeOptions;
+  access: Access;
+  wss: WebSocketServer;
+}
+
+/** `/v1/rpc`: checked like a request (Host, Origin, who), then a client of the gateway. */
+function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, upgrading: Upgrading): void {
+  const { access, options, wss } = upgrading;
+  socket.on('error', () => socket.destroy());
+  const refusal = access.checkHost(req) ?? access.checkOrigin(req);
+  if (refusal !== null) return rejectUpgrade(socket, refusal.status, refusal.message);
+  if (new URL(req.url ?? '/', 'http://edge').pathname !== '/v1/rpc') return rejectUpgrade(socket, 404, 'not found');
+  const authenticated = access.authenticated(req);
+  wss.handleUpgrade(req, socket, head, (ws) => {
+    if (authenticated) return admitWebSocket(ws, options);
+    // A browser cannot set headers on a WebSocket: its first frame may carry the token instead.
+    const timer = setTimeout(() => ws.close(POLICY_VIOLATION, 'unauthorized'), FIRST_FRAME_AUTH_MS);
+    ws.once('message', (data) => {
+      clearTimeout(timer);
+      if (access.isToken(firstFrameToken(data.toString()) ?? '')) admitWebSocket(ws, options);
+      else ws.close(POLICY_VIOLATION, 'unauthorized');
+    });
+    ws.once('close', () => clearTimeout(timer));
+  });
+}
+
+function admitWebSocket(ws: WebSocket, options: EdgeOptions): void {
+  if (!options.admit()) {
+    ws.send(errorLine(null, tooManyClients(options.maxClients)).trimEnd());
+    ws.close(TRY_AGAIN_LATER, 'too many clients');
+    return;
+  }
+  const lines = acceptClient(options.clients, websocketTransport(ws, options.limits), options.shared, options.log, options.metrics);
+  const untrack = options.track(lines);
+  ws.once('close', untrack);
+}
+
+function firstFrameToken(text: string): string | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    const token = (value as { auth?: unknown } | null)?.auth;
+    return typeof token === 'string' ? token : null;
+  } catch {
+    return null;
+  }
+}
+
+function rejectUpgrade(socket: Duplex, status: number, message: string): void {
+  const body = JSON.stringify({ error: { code: ErrorCodes.invalidRequest, message } });
+  socket.end(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : 'Not Found'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+}
+
+function tooManyClients(maxClients: number): RpcError {
+  return new RpcError(ErrorCodes.tooManyClients, `too many clients: this daemon serves at most ${maxClients} connections at once (--max-clients)`, { max_clients: maxClients });
+}
+
+function pathOf(req: IncomingMessage): string {
+  return new URL(req.url ?? '/', 'http://edge').pathname;
+}
+
+async function closeServer(server: Server, wss: WebSocketServer): Promise<void> {
+  for (const ws of wss.clients) ws.terminate();
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}

@@ -1,0 +1,117 @@
+// The daemon's metrics (PROTOCOL.md §5.4), in the Prometheus text format through prom-client.
+// Turns are counted from the turn events the gateway sees; gauges are read when scraped.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ClientTransport, ClientWatcher } from '../actors/daemon/client-connection.js';
+import type { HostStatus } from '../actors/daemon/supervisor-messages.js';
+import type { Overrun } from '../actors/daemon/unread-bound.js';
+import type { Reader } from '../persistence/reader.js';
+
+export type ClientKind = ClientTransport['kind'] | 'sse';
+
+export interface MetricSources {
+  status(): Promise<HostStatus>;
+  reader(): Reader | null;
+  openRequests(): Promise<number>;
+}
+
+/** Turn start times kept for the duration histogram; a turn whose end never comes is forgotten past this. */
+const STARTS_KEPT = 10_000;
+const DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800];
+
+export class DaemonMetrics implements ClientWatcher {
+  readonly registry = new Registry();
+  private readonly turns: Counter<'outcome'>;
+  private readonly durations: Histogram;
+  private readonly tokens: Counter<'kind'>;
+  private readonly clients: Gauge<'transport'>;
+  private readonly droppedClients: Counter<'reason'>;
+  private readonly starts = new Map<string, number>();
+
+  constructor(sources: MetricSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.turns = new Counter({ name: 'turnhost_turns_total', help: 'Turns ended, by outcome', labelNames: ['outcome'], registers });
+    for (const outcome of ['completed', 'interrupted', 'failed', 'lost']) this.turns.inc({ outcome }, 0);
+    this.durations = new Histogram({ name: 'turnhost_turn_duration_seconds', help: 'From turn.started to its end', buckets: DURATION_BUCKETS, registers });
+    this.tokens = new Counter({ name: 'turnhost_model_tokens_total', help: 'Model tokens the turns reported', labelNames: ['kind'], registers });
+    this.clients = new Gauge({ name: 'turnhost_clients', help: 'Open client connections, by transport', labelNames: ['transport'], registers });
+    for (const transport of ['unix', 'websocket', 'sse']) this.clients.set({ transport }, 0);
+    this.droppedClients = new Counter({ name: 'turnhost_clients_dropped_total', help: 'Clients cut off for not reading their output', labelNames: ['reason'], registers });
+    new Gauge({
+      name: 'turnhost_host_up',
+      help: '1 while the compute host runs',
+      registers,
+      async collect() {
+        this.set((await sources.status()).host.state === 'running' ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'turnhost_host_restarts_total',
+      help: 'Restarts of the compute host since the daemon started',
+      registers,
+      async collect() {
+        this.reset();
+        this.inc((await sources.status()).host.restarts);
+      },
+    });
+    new Gauge({
+      name: 'turnhost_sessions',
+      help: 'Sessions in the store, by status',
+      labelNames: ['status'],
+      registers,
+      collect() {
+        const counts = sources.reader()?.statusCounts();
+        for (const status of ['active', 'retained', 'finalized'] as const) this.set({ status }, counts?.[status] ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'turnhost_queued_prompts',
+      help: 'Prompts waiting in the sessions\' queues',
+      registers,
+      collect() {
+        this.set((sources.reader()?.queues() ?? []).reduce((sum, queue) => sum + queue.queued, 0));
+      },
+    });
+    new Gauge({
+      name: 'turnhost_open_requests',
+      help: 'Server requests (clarify, approval) waiting for an answer',
+      registers,
+      async collect() {
+        this.set(await sources.openRequests());
+      },
+    });
+  }
+
+  /** A turn event of any session, as the gateway sends it to clients. */
+  turnEvent(type: string, payload: Record<string, unknown>): void {
+    const turnId = String(payload['turn_id']);
+    if (type === 'turn.started') {
+      this.starts.set(turnId, performance.now());
+      if (this.starts.size > STARTS_KEPT) this.starts.delete(this.starts.keys().next().value!);
+      return;
+    }
+    if (type !== 'turn.end' && type !== 'turn.error') return;
+    const outcome = type === 'turn.end' ? (payload['interrupted'] === true ? 'interrupted' : 'completed') : payload['reason'] === 'crash' ? 'lost' : 'failed';
+    this.turns.inc({ outcome });
+    const started = this.starts.get(turnId);
+    if (started !== undefined) {
+      this.starts.delete(turnId);
+      this.durations.observe((performance.now() - started) / 1000);
+    }
+    const usage = payload['usage'] as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
+    if (typeof usage?.prompt_tokens === 'number') this.tokens.inc({ kind: 'prompt' }, usage.prompt_tokens);
+    if (typeof usage?.completion_tokens === 'number') this.tokens.inc({ kind: 'completion' }, usage.completion_tokens);
+  }
+
+  opened(kind: ClientKind): void {
+    this.clients.inc({ transport: kind });
+  }
+
+  closed(kind: ClientKind): void {
+    this.clients.dec({ transport: kind });
+  }
+
+  dropped(why: Overrun['why']): void {
+    this.droppedClients.inc({ reason: why === 'is not reading its output' ? 'not_reading' : 'too_slow' });
+  }
+}

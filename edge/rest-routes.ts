@@ -1,0 +1,141 @@
+// The REST routes of PROTOCOL.md §5.3: thin translations into the client methods, which check
+// the params and answer as they do for a socket client. The event stream and the page are
+// served by edge-server.ts; this table is the rest.
+import type { IncomingMessage } from 'node:http';
+import { callMethod, type ClientContext } from '../actors/daemon/client-methods.js';
+import type { GatewayMsg, HostStatus, SessionPeek, SupervisorMsg } from '../actors/daemon/supervisor-messages.js';
+import { ask, type Ref } from '../actors/runtime.js';
+import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
+import type { UnknownRecord } from '../protocol/fields.js';
+import { readJsonBody } from './http-answers.js';
+
+const ASK_TIMEOUT_MS = 40_000;
+
+export interface RouteAnswer {
+  status: number;
+  body: unknown;
+}
+
+type Handler = (call: RouteCall) => Promise<RouteAnswer>;
+
+export interface RouteCall {
+  req: IncomingMessage;
+  /** The path's `{…}` parts, by name. */
+  parts: Record<string, string>;
+  query: URLSearchParams;
+  ctx: ClientContext;
+}
+
+interface Route {
+  method: string;
+  path: string[];
+  handle: Handler;
+}
+
+const ok = (body: unknown, status = 200): RouteAnswer => ({ status, body });
+const method = (name: string, params: UnknownRecord, ctx: ClientContext): Promise<unknown> => callMethod(name, params, ctx);
+
+const ROUTES: Route[] = [
+  route('GET', '/v1/status', async ({ ctx }) => ok(await method('host.status', {}, ctx))),
+  route('GET', '/v1/sessions', async ({ ctx, query }) => ok(await method('session.list', query.has('status') ? { status: query.get('status') } : {}, ctx))),
+  route('POST', '/v1/sessions', async ({ ctx, req }) => ok(await method('session.create', pick(await readJsonBody(req), ['session_id']), ctx), 201)),
+  route('GET', '/v1/sessions/{id}', async ({ ctx, parts }) => ok(await sessionView(parts['id']!, ctx))),
+  route('GET', '/v1/sessions/{id}/history', async ({ ctx, parts, query }) =>
+    ok(await method('session.history', { session_id: parts['id'], ...integerParam(query, 'limit') }, ctx)),
+  ),
+  route('POST', '/v1/sessions/{id}/prompts', async ({ ctx, parts, req }) =>
+    ok(await method('prompt.submit', { ...pick(await readJsonBody(req), ['text', 'on_busy', 'client_message_id']), session_id: parts['id'] }, ctx), 202),
+  ),
+  route('POST', '/v1/sessions/{id}/interrupt', async ({ ctx, parts, req }) =>
+    ok(await method('session.interrupt', { ...pick(await readJsonBody(req), ['turn_id', 'keep_queue']), session_id: parts['id'] }, ctx)),
+  ),
+  route('GET', '/v1/sessions/{id}/queue', async ({ ctx, parts }) => ok(await method('session.queue.get', { session_id: parts['id'] }, ctx))),
+  route('PATCH', '/v1/sessions/{id}/queue/{queue_id}', async ({ ctx, parts, req }) =>
+    ok(await method('session.queue.update', { ...pick(await readJsonBody(req), ['action', 'text']), session_id: parts['id'], queue_id: parts['queue_id'] }, ctx)),
+  ),
+  route('POST', '/v1/requests/{request_id}/answer', async ({ ctx, parts, req }) => {
+    const body = await readJsonBody(req);
+    // One answer of a batch locks that question; a whole answer resolves the request.
+    if ('question_id' in body) return ok(await method('clarify.lock', { ...pick(body, ['question_id', 'answer']), request_id: parts['request_id'] }, ctx));
+    return ok(await method('request.answer', { result: body['result'], request_id: parts['request_id'] }, ctx));
+  }),
+];
+
+function route(method: string, path: string, handle: Handler): Route {
+  return { method, path: path.split('/').filter((part) => part !== ''), handle };
+}
+
+export type RouteMatch = { kind: 'route'; handle: Handler; parts: Record<string, string> } | { kind: 'wrong-method'; allowed: string[] } | { kind: 'none' };
+
+/** The route for a method and path; a known path with another method says which methods it has. */
+export function matchRoute(httpMethod: string, pathname: string): RouteMatch {
+  const segments = pathname.split('/').filter((part) => part !== '');
+  const allowed: string[] = [];
+  for (const candidate of ROUTES) {
+    const parts = matchPath(candidate.path, segments);
+    if (parts === null) continue;
+    if (candidate.method === httpMethod) return { kind: 'route', handle: candidate.handle, parts };
+    allowed.push(candidate.method);
+  }
+  return allowed.length > 0 ? { kind: 'wrong-method', allowed } : { kind: 'none' };
+}
+
+/** `{name}` matches one segment, decoded; null when the path is another. */
+export function matchPath(pattern: readonly string[], segments: readonly string[]): Record<string, string> | null {
+  if (pattern.length !== segments.length) return null;
+  const parts: Record<string, string> = {};
+  for (const [i, expected] of pattern.entries()) {
+    const actual = segments[i]!;
+    if (expected.startsWith('{')) {
+      try {
+        parts[expected.slice(1, -1)] = decodeURIComponent(actual);
+      } catch {
+        return null;
+      }
+    } else if (expected !== actual) {
+      return null;
+    }
+  }
+  return parts;
+}
+
+function pick(body: UnknownRecord, keys: readonly string[]): UnknownRecord {
+  const picked: UnknownRecord = {};
+  for (const key of keys) if (key in body) picked[key] = body[key];
+  return picked;
+}
+
+function integerParam(query: URLSearchParams, name: string): UnknownRecord {
+  const text = query.get(name);
+  if (text === null) return {};
+  const value = Number(text);
+  if (!Number.isSafeInteger(value)) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${name} must be an integer`);
+  return { [name]: value };
+}
+
+/** One session as a page first draws it: its row, whether a turn runs, its queue and open questions. */
+async function sessionView(sid: string, ctx: ClientContext): Promise<unknown> {
+  const session = ctx.reader()?.session(sid);
+  if (session === undefined) throw new RpcError(ErrorCodes.sessionNotFound, `session not found: ${sid}`);
+  const [status, peek, queue] = await Promise.all([
+    ask(ctx.supervisor, (replyTo: Ref<HostStatus>): SupervisorMsg => ({ kind: 'status', replyTo }), ASK_TIMEOUT_MS),
+    ask(ctx.gateway, (replyTo: Ref<SessionPeek>): GatewayMsg => ({ kind: 'peek', sid, replyTo }), ASK_TIMEOUT_MS),
+    callMethod('session.queue.get', { session_id: sid }, ctx),
+  ]);
+  const turnId = status.running_turns[sid] ?? null;
+  return {
+    session_id: sid,
+    status: session.status,
+    running: turnId !== null,
+    turn_id: turnId,
+    message_count: session.message_count,
+    last_seq: peek.last_seq,
+    queue,
+    open_requests: peek.open_requests.map(asOpenRequest),
+  };
+}
+
+function asOpenRequest(message: unknown): unknown {
+  const m = message as { id?: unknown; method?: unknown; params?: unknown };
+  return { request_id: m.id, method: m.method, params: m.params };
+}

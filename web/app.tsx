@@ -1,0 +1,391 @@
+// The page (PROTOCOL.md §5.5): watches and drives the sessions through the client protocol over
+// the edge's WebSocket, like any other front-end. Its parts carry the roles and names of the
+// table, so that people and tests find them the same way.
+import { render } from 'preact';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { PageRpc, type EventMessage, type ServerRequest } from './rpc.js';
+import { newLiveTurn, transcriptLines, type HistoryEntry, type LiveTurn } from './transcript.js';
+
+interface SessionItem {
+  session_id: string;
+  status: string;
+  running: boolean;
+  queued: number;
+}
+
+interface QueueItem {
+  queue_id: string;
+  text: string;
+}
+
+interface HostView {
+  state: string;
+  pid: number | null;
+  restarts: number;
+  last_hb_ms: number | null;
+}
+
+const HOST_POLL_MS = 2000;
+const SELECTED_KEY = 'turnhost.session';
+
+/** What the page keeps of the chosen session between renders; events update it in place. */
+class SessionView {
+  lastSeq = 0;
+  live = new Map<string, LiveTurn>();
+  current: LiveTurn | null = null;
+
+  constructor(readonly sid: string) {}
+}
+
+function App() {
+  const [connected, setConnected] = useState(false);
+  const [sessions, setSessions] = useState<SessionItem[]>([]);
+  const [selected, setSelected] = useState<string | null>(sessionStorage.getItem(SELECTED_KEY));
+  const [history, setHistory] = useState<HistoryEntry[]>([]);
+  const [queue, setQueue] = useState<QueueItem[]>([]);
+  const [requests, setRequests] = useState<ServerRequest[]>([]);
+  const [host, setHost] = useState<HostView | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [, setTick] = useState(0);
+  const view = useRef<SessionView | null>(null);
+  const selectedRef = useRef(selected);
+  selectedRef.current = selected;
+  const redraw = () => setTick((n) => n + 1);
+
+  const rpc = useMemo(
+    () =>
+      new PageRpc({
+        open: () => {
+          setConnected(true);
+          void refreshSessions();
+          if (selectedRef.current !== null) void openSession(selectedRef.current, true);
+        },
+        closed: () => setConnected(false),
+        event: (event) => onEvent(event),
+        request: (request) => setRequests((open) => (open.some((r) => r.id === request.id) ? open : [...open, request])),
+      }),
+    [],
+  );
+
+  async function refreshSessions(): Promise<void> {
+    const list = await rpc.call<{ sessions: { session_id: string; status: string; running: boolean }[] }>('session.list');
+    const withQueues = await Promise.all(
+      list.sessions.map(async (s) => {
+        const q = await rpc.call<{ items: unknown[] }>('session.queue.get', { session_id: s.session_id }).catch(() => ({ items: [] }));
+        return { ...s, queued: q.items.length };
+      }),
+    );
+    setSessions(withQueues);
+  }
+
+  async function loadHistory(sid: string): Promise<void> {
+    const result = await rpc.call<{ messages: HistoryEntry[] }>('session.history', { session_id: sid });
+    if (view.current?.sid === sid) setHistory(result.messages);
+  }
+
+  /** Resumes the session from its last seen event (a reconnect), or from the oldest kept one. */
+  async function openSession(sid: string, reconnect = false): Promise<void> {
+    if (!reconnect || view.current?.sid !== sid) {
+      view.current = new SessionView(sid);
+      setHistory([]);
+      setQueue([]);
+      setRequests([]);
+    }
+    const afterSeq = view.current!.lastSeq;
+    try {
+      await rpc.call('session.resume', { session_id: sid, after_seq: afterSeq });
+      await loadHistory(sid);
+      const q = await rpc.call<{ items: QueueItem[] }>('session.queue.get', { session_id: sid });
+      setQueue(q.items);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  }
+
+  function onEvent(event: EventMessage): void {
+    const current = view.current;
+    if (event.type === 'turn.end' || event.type === 'turn.error' || event.type === 'turn.started') void refreshSessions();
+    if (current === null || event.session_id !== current.sid) return;
+    if (event.seq <= current.lastSeq) return; // seen before a reconnect
+    current.lastSeq = event.seq;
+    const p = event.payload;
+    const turn = current.current;
+    switch (event.type) {
+      case 'turn.started': {
+        const started = newLiveTurn(String(p['turn_id']));
+        current.live.set(started.turnId, started);
+        current.current = started;
+        void loadHistory(current.sid);
+        break;
+      }
+      case 'message.delta':
+        if (turn) turn.reply += String(p['text'] ?? '');
+        break;
+      case 'reasoning.delta':
+        if (turn) turn.reasoning += String(p['text'] ?? '');
+        break;
+      case 'tool.start':
+        turn?.tools.push({ id: String(p['id']), name: String(p['name']), args: String(p['arguments'] ?? '') });
+        break;
+      case 'tool.complete': {
+        const tool = turn?.tools.find((t) => t.id === String(p['id']));
+        if (tool) tool.outcome = { ok: p['ok'] === true, summary: String(p['summary'] ?? '') };
+        break;
+      }
+      case 'status.update':
+        turn?.notes.push(p['kind'] === 'length' ? '(cut by the token limit)' : `[${String(p['kind'])}] ${String(p['text'])}`);
+        break;
+      case 'turn.end':
+      case 'turn.error':
+        endTurn(current, String(p['turn_id']), p, event.type === 'turn.error');
+        break;
+      case 'session.queue':
+        setQueue(Array.isArray(p['items']) ? (p['items'] as QueueItem[]) : []);
+        break;
+      case 'request.cancel':
+        setRequests((open) => open.filter((r) => r.id !== String(p['id'])));
+        break;
+    }
+    redraw();
+  }
+
+  function endTurn(current: SessionView, turnId: string, p: Record<string, unknown>, failed: boolean): void {
+    const turn = current.live.get(turnId);
+    if (turn) {
+      turn.ended = true;
+      if (failed) turn.notes.push(`turn failed: ${String(p['message'])} (${String(p['reason'])})`);
+      if (p['interrupted'] === true) turn.notes.push('(interrupted)');
+      if (p['usage']) turn.usage = p['usage'] as LiveTurn['usage'];
+    }
+    if (current.current?.turnId === turnId) current.current = null;
+    setRequests((open) => open.filter((r) => r.params['session_id'] !== current.sid));
+    void loadHistory(current.sid);
+  }
+
+  useEffect(() => {
+    const poll = window.setInterval(() => {
+      if (!rpc.connected) return;
+      rpc.call<{ host: HostView }>('host.status').then((s) => setHost(s.host), () => {});
+    }, HOST_POLL_MS);
+    return () => window.clearInterval(poll);
+  }, []);
+
+  function choose(sid: string): void {
+    sessionStorage.setItem(SELECTED_KEY, sid);
+    setSelected(sid);
+    void openSession(sid);
+  }
+
+  async function act(what: () => Promise<unknown>): Promise<void> {
+    try {
+      setError(null);
+      await what();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  }
+
+  const sid = selected;
+  const live = view.current?.sid === sid ? [...view.current.live.values()] : [];
+  const runningTurn = view.current?.sid === sid ? view.current.current : null;
+  const request = requests.find((r) => sid === null || r.params['session_id'] === undefined || r.params['session_id'] === sid) ?? null;
+
+  return (
+    <div class="page">
+      <header>
+        <h1>turnhost</h1>
+        {!connected && <p role="status">reconnecting…</p>}
+      </header>
+      <nav>
+        <button type="button" onClick={() => void act(async () => choose((await rpc.call<{ session_id: string }>('session.create')).session_id))}>
+          New session
+        </button>
+        <ul aria-label="Sessions">
+          {sessions.map((s) => (
+            <li key={s.session_id} aria-current={s.session_id === sid ? 'true' : undefined}>
+              <button type="button" onClick={() => choose(s.session_id)}>
+                {s.session_id} · {s.status} · {s.running ? 'running' : 'idle'} · {s.queued} queued
+              </button>
+            </li>
+          ))}
+        </ul>
+        <HostRegion host={host} />
+      </nav>
+      <main>
+        {sid === null ? (
+          <p>Choose a session, or make a new one.</p>
+        ) : (
+          <SessionPane
+            sid={sid}
+            lines={transcriptLines(history, live)}
+            queue={queue}
+            running={runningTurn !== null}
+            onSend={(text, steer) => act(() => rpc.call('prompt.submit', { session_id: sid, text, ...(steer ? { on_busy: 'steer' } : {}) }))}
+            onStop={() => act(() => rpc.call('session.interrupt', { session_id: sid, ...(runningTurn ? { turn_id: runningTurn.turnId } : {}) }))}
+            onQueue={(queueId, action, text) => act(() => rpc.call('session.queue.update', { session_id: sid, queue_id: queueId, action, ...(text === undefined ? {} : { text }) }))}
+          />
+        )}
+        {error !== null && <p role="alert">{error}</p>}
+      </main>
+      {request !== null && (
+        <QuestionDialog
+          key={request.id}
+          request={request}
+          onAnswer={(result) => {
+            rpc.answer(request.id, result);
+            setRequests((open) => open.filter((r) => r.id !== request.id));
+          }}
+        />
+      )}
+    </div>
+  );
+}
+
+function HostRegion({ host }: { host: HostView | null }) {
+  return (
+    <section role="region" aria-label="Host">
+      <h2>Host</h2>
+      {host === null ? (
+        <p>…</p>
+      ) : (
+        <dl>
+          <dt>state</dt>
+          <dd>{host.state}</dd>
+          <dt>pid</dt>
+          <dd>{host.pid ?? '–'}</dd>
+          <dt>restarts</dt>
+          <dd>{host.restarts}</dd>
+          <dt>heartbeat</dt>
+          <dd>{host.last_hb_ms === null ? '–' : `${(host.last_hb_ms / 1000).toFixed(1)} s ago`}</dd>
+        </dl>
+      )}
+    </section>
+  );
+}
+
+interface SessionPaneProps {
+  sid: string;
+  lines: ReturnType<typeof transcriptLines>;
+  queue: QueueItem[];
+  running: boolean;
+  onSend(text: string, steer: boolean): Promise<void>;
+  onStop(): Promise<void>;
+  onQueue(queueId: string, action: 'edit' | 'delete', text?: string): Promise<void>;
+}
+
+function SessionPane(props: SessionPaneProps) {
+  const [text, setText] = useState('');
+  const log = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    log.current?.scrollTo({ top: log.current.scrollHeight });
+  }, [props.lines.length, props.lines.at(-1)?.text]);
+  const send = (steer: boolean): void => {
+    if (text.trim() === '') return;
+    const sent = text;
+    setText('');
+    void props.onSend(sent, steer);
+  };
+  return (
+    <>
+      <h2>{props.sid}</h2>
+      <div role="log" aria-label="Transcript" class="transcript" ref={log}>
+        {props.lines.map((line) => (
+          <p key={line.key} class={line.kind}>
+            {line.text}
+          </p>
+        ))}
+      </div>
+      <div class="writing">
+        <textarea
+          aria-label="Prompt"
+          value={text}
+          rows={2}
+          onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' && !e.shiftKey) {
+              e.preventDefault();
+              send(false);
+            }
+          }}
+        />
+        <button type="button" onClick={() => send(false)}>Send</button>
+        <button type="button" onClick={() => send(true)}>Steer</button>
+        <button type="button" disabled={!props.running} onClick={() => void props.onStop()}>Stop</button>
+      </div>
+      <QueueList items={props.queue} onQueue={props.onQueue} />
+    </>
+  );
+}
+
+function QueueList({ items, onQueue }: { items: QueueItem[]; onQueue: SessionPaneProps['onQueue'] }) {
+  const [editing, setEditing] = useState<{ id: string; text: string } | null>(null);
+  return (
+    <section>
+      <h3>Queue</h3>
+      <ul aria-label="Queue">
+        {items.map((item) => (
+          <li key={item.queue_id}>
+            {editing?.id === item.queue_id ? (
+              <>
+                <input aria-label="Queued text" value={editing.text} onInput={(e) => setEditing({ id: item.queue_id, text: (e.target as HTMLInputElement).value })} />
+                <button type="button" onClick={() => void onQueue(item.queue_id, 'edit', editing.text).then(() => setEditing(null))}>Save</button>
+              </>
+            ) : (
+              <>
+                <span>{item.text}</span>
+                <button type="button" onClick={() => setEditing({ id: item.queue_id, text: item.text })}>Edit</button>
+              </>
+            )}
+            <button type="button" onClick={() => void onQueue(item.queue_id, 'delete')}>Delete</button>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+interface Question {
+  id: string;
+  question: string;
+  choices?: string[];
+}
+
+/** A clarify (one question, or a batch asked in order) or an approval, as a dialog named by its question. */
+function QuestionDialog({ request, onAnswer }: { request: ServerRequest; onAnswer(result: unknown): void }) {
+  const [answers, setAnswers] = useState<Record<string, string>>({});
+  const [text, setText] = useState('');
+  const p = request.params;
+  if (request.method === 'approval.request') {
+    const question = String(p['question']);
+    return (
+      <div role="dialog" aria-label={question} class="dialog">
+        <p>Approve {question}?</p>
+        <button type="button" onClick={() => onAnswer({ approved: true })}>Approve</button>
+        <button type="button" onClick={() => onAnswer({ approved: false })}>Deny</button>
+      </div>
+    );
+  }
+  const batch = Array.isArray(p['questions']) ? (p['questions'] as Question[]) : null;
+  const asked: Question = batch ? batch[Object.keys(answers).length]! : { id: '', question: String(p['question']), ...(Array.isArray(p['choices']) ? { choices: p['choices'] as string[] } : {}) };
+  const give = (answer: string): void => {
+    setText('');
+    if (batch === null) return onAnswer({ answer });
+    const next = { ...answers, [asked.id]: answer };
+    if (Object.keys(next).length === batch.length) onAnswer({ answers: next });
+    else setAnswers(next);
+  };
+  return (
+    <div role="dialog" aria-label={asked.question} class="dialog">
+      <p>{asked.question}</p>
+      {(asked.choices ?? []).map((choice) => (
+        <button type="button" key={choice} onClick={() => give(choice)}>
+          {choice}
+        </button>
+      ))}
+      <input aria-label="Answer" value={text} onInput={(e) => setText((e.target as HTMLInputElement).value)} onKeyDown={(e) => e.key === 'Enter' && give(text)} />
+      <button type="button" onClick={() => give(text)}>Answer</button>
+    </div>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

@@ -1,0 +1,86 @@
+// What the transcript shows: the stored history, then, for each turn whose reply is not stored
+// yet, what streamed of it. A turn is drawn from one source at a time, so a reload in the middle
+// of a turn shows its reply once: streamed until the turn's end is stored, then from the history.
+
+export interface HistoryEntry {
+  seq: number;
+  role: string;
+  content: string;
+  turn_id: string | null;
+  tool_calls?: { id: string; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
+  usage?: Usage;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  calls: number;
+}
+
+export interface LiveTool {
+  id: string;
+  name: string;
+  args: string;
+  outcome?: { ok: boolean; summary: string };
+}
+
+/** A turn as its events told it. */
+export interface LiveTurn {
+  turnId: string;
+  reply: string;
+  reasoning: string;
+  tools: LiveTool[];
+  notes: string[];
+  usage?: Usage;
+  ended: boolean;
+}
+
+export type LineKind = 'prompt' | 'reply' | 'reasoning' | 'tool' | 'result' | 'usage' | 'note';
+
+export interface Line {
+  key: string;
+  kind: LineKind;
+  text: string;
+}
+
+export function newLiveTurn(turnId: string): LiveTurn {
+  return { turnId, reply: '', reasoning: '', tools: [], notes: [], ended: false };
+}
+
+export function transcriptLines(history: readonly HistoryEntry[], live: readonly LiveTurn[]): Line[] {
+  const lines: Line[] = [];
+  const toolNames = new Map<string, string>();
+  const replied = new Set<string>();
+  for (const entry of history) {
+    const key = `h${entry.seq}`;
+    if (entry.role === 'user') lines.push({ key, kind: 'prompt', text: `> ${entry.content}` });
+    else if (entry.role === 'tool') lines.push({ key, kind: 'result', text: `← ${toolNames.get(entry.tool_call_id ?? '') ?? 'tool'}: ${entry.content}` });
+    else if (entry.role === 'assistant') {
+      if (entry.content !== '') lines.push({ key, kind: 'reply', text: entry.content });
+      for (const call of entry.tool_calls ?? []) {
+        toolNames.set(call.id, call.function.name);
+        lines.push({ key: `${key}-${call.id}`, kind: 'tool', text: `→ ${call.function.name}(${call.function.arguments})` });
+      }
+      if ((entry.tool_calls ?? []).length === 0 && entry.turn_id !== null) replied.add(entry.turn_id);
+      if (entry.usage) lines.push({ key: `${key}-usage`, kind: 'usage', text: usageText(entry.usage) });
+    } else lines.push({ key, kind: 'note', text: entry.content });
+  }
+  for (const turn of live) {
+    if (replied.has(turn.turnId)) continue;
+    const key = `l${turn.turnId}`;
+    if (turn.reasoning !== '') lines.push({ key: `${key}-reasoning`, kind: 'reasoning', text: turn.reasoning });
+    for (const tool of turn.tools) {
+      lines.push({ key: `${key}-${tool.id}`, kind: 'tool', text: `→ ${tool.name}(${tool.args})` });
+      if (tool.outcome) lines.push({ key: `${key}-${tool.id}-done`, kind: 'result', text: `← ${tool.name} ${tool.outcome.ok ? 'ok' : 'failed'}: ${tool.outcome.summary}` });
+    }
+    if (turn.reply !== '') lines.push({ key: `${key}-reply`, kind: 'reply', text: turn.reply });
+    turn.notes.forEach((note, i) => lines.push({ key: `${key}-note${i}`, kind: 'note', text: note }));
+    if (turn.usage) lines.push({ key: `${key}-usage`, kind: 'usage', text: usageText(turn.usage) });
+  }
+  return lines;
+}
+
+function usageText(usage: Usage): string {
+  return `[usage] ${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion tokens, ${usage.calls} model call${usage.calls === 1 ? '' : 's'}`;
+}
