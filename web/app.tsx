@@ -197,7 +197,15 @@ function App() {
         {!connected && <p role="status">reconnecting…</p>}
       </header>
       <nav>
-        <button type="button" onClick={() => void act(async () => choose((await rpc.call<{ session_id: string }>('session.create')).session_id))}>
+        <button
+          type="button"
+          onClick={() =>
+            void act(async () => {
+              choose((await rpc.call<{ session_id: string }>('session.create')).session_id);
+              await refreshSessions();
+            })
+          }
+        >
           New session
         </button>
         <ul aria-label="Sessions">

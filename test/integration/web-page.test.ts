@@ -1,0 +1,144 @@
+/// <reference lib="dom" />
+// The page (PROTOCOL.md §5.5) in a real headless Chromium (Debian's chromium-headless-shell,
+// driven by playwright-core), found by the roles and names of the table, against the real daemon.
+// A missing browser fails these tests: .ci/run installs it.
+import { expect } from 'chai';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { readToken } from '../../edge/http-token.js';
+import { startDaemon, TestClient } from '../helpers/daemon.js';
+import { Harness } from '../helpers/processes.js';
+
+const CHROMIUM = '/usr/bin/chromium-headless-shell';
+const WAIT_MS = 15_000;
+
+async function pageDaemon(h: Harness, args: string[] = []): Promise<{ url: string; token: string; home: string }> {
+  const daemon = await startDaemon(h, ['--listen', '127.0.0.1:0', ...args]);
+  const client = await TestClient.connect(daemon);
+  const status = await client.call<{ http: { url: string } }>('host.status');
+  client.close();
+  return { url: status.http.url, token: readToken(daemon.home), home: daemon.home };
+}
+
+async function loggedIn(browser: Browser, edge: { url: string; token: string }, width = 1200): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width, height: 800 } });
+  page.setDefaultTimeout(WAIT_MS);
+  await page.goto(`${edge.url}/login?token=${encodeURIComponent(edge.token)}`);
+  expect(page.url(), 'the token leaves the address bar').to.equal(`${edge.url}/`);
+  return page;
+}
+
+async function newSession(page: Page): Promise<void> {
+  const before = await page.getByRole('list', { name: 'Sessions' }).getByRole('listitem').count();
+  await page.getByRole('button', { name: 'New session' }).click();
+  await itemCount(page, 'Sessions', before + 1);
+}
+
+async function send(page: Page, text: string): Promise<void> {
+  await page.getByRole('textbox', { name: 'Prompt' }).fill(text);
+  await page.getByRole('button', { name: 'Send' }).click();
+}
+
+/** Resolves once the list named `name` has `count` items (the browser checks on each frame). */
+async function itemCount(page: Page, name: string, count: number): Promise<void> {
+  await page.waitForFunction(([list, n]) => document.querySelectorAll(`ul[aria-label="${list}"] > li`).length === n, [name, count] as const);
+}
+
+describe('the page in a real browser (headless Chromium, real daemon)', function () {
+  this.timeout(90_000);
+  const h = new Harness();
+  let browser: Browser;
+
+  before(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: install Debian's chromium-headless-shell (.ci/run does)`);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  });
+  after(async () => {
+    await browser?.close();
+    await h.cleanup();
+  });
+
+  it('a wrong token shows the 401 page', async () => {
+    const edge = await pageDaemon(h);
+    const page = await browser.newPage();
+    const answer = await page.goto(`${edge.url}/login?token=wrong`);
+    expect(answer?.status()).to.equal(401);
+    await page.getByRole('heading', { name: 'Not logged in' }).waitFor();
+    await page.close();
+  });
+
+  it('logs in, creates a session, streams a reply, answers a clarify and an approval, queues two prompts and deletes one, stops a turn', async () => {
+    const edge = await pageDaemon(h);
+    const page = await loggedIn(browser, edge);
+    await newSession(page);
+    await page.getByRole('region', { name: 'Host' }).getByText('running').waitFor();
+    const transcript = page.getByRole('log', { name: 'Transcript' });
+    await send(page, 'hello from the page');
+    await transcript.getByText('> hello from the page').waitFor();
+    await transcript.getByText('hello from the page', { exact: true }).waitFor();
+
+    await send(page, '/ask which colour?');
+    const clarify = page.getByRole('dialog', { name: 'which colour?' });
+    await clarify.getByRole('textbox', { name: 'Answer' }).fill('teal');
+    await clarify.getByRole('button', { name: 'Answer' }).click();
+    await transcript.getByText('answer: teal', { exact: true }).waitFor();
+
+    await send(page, '/approve deploy');
+    await page.getByRole('dialog', { name: 'deploy' }).getByRole('button', { name: 'Approve' }).click();
+    await transcript.getByText('approved: deploy', { exact: true }).waitFor();
+
+    await send(page, '/sleep 30');
+    await page.getByRole('button', { name: 'Stop' }).and(page.locator(':enabled')).waitFor();
+    await send(page, 'first queued');
+    await send(page, 'second queued');
+    const queue = page.getByRole('list', { name: 'Queue' });
+    await itemCount(page, 'Queue', 2);
+    await queue.getByRole('listitem').filter({ hasText: 'first queued' }).getByRole('button', { name: 'Delete' }).click();
+    await itemCount(page, 'Queue', 1);
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await transcript.getByText('(interrupted)').waitFor();
+    await page.close();
+  });
+
+  it('a reload in the middle of a long turn shows its reply once, whole; a screenshot of the page mid-turn is saved', async () => {
+    const edge = await pageDaemon(h, ['--agent', 'test/fixtures/slow-reply-agent.mjs']);
+    const page = await loggedIn(browser, edge);
+    await newSession(page);
+    const transcript = page.getByRole('log', { name: 'Transcript' });
+    await send(page, 'slow 60 50');
+    await transcript.getByText('word10 ', { exact: false }).waitFor();
+    const screenshot = join(h.tempDir('turnhost-screenshot-'), 'page-mid-turn.png');
+    await page.screenshot({ path: screenshot, fullPage: true });
+    process.stdout.write(`      (screenshot of the page mid-turn: ${screenshot})\n`);
+    await page.reload();
+    const whole = Array.from({ length: 60 }, (_, i) => `word${i + 1}`).join(' ');
+    await transcript.getByText(whole, { exact: false }).waitFor();
+    // Once the turn's end is stored, the reply comes from the history: still once.
+    await page.getByRole('button', { name: 'Stop' }).and(page.locator(':disabled')).waitFor();
+    const text = await transcript.innerText();
+    expect(text.split('word1 ').length - 1, 'the reply once').to.equal(1);
+    expect(text).to.include(whole);
+    await page.close();
+  });
+
+  it('works at 360 px wide, with the keyboard alone', async () => {
+    const edge = await pageDaemon(h);
+    const page = await loggedIn(browser, edge, 360);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).to.equal('New session');
+    await page.keyboard.press('Enter');
+    await page.getByRole('textbox', { name: 'Prompt' }).waitFor();
+    // Tab from the new session's button to the prompt, as a person would.
+    for (let presses = 0; presses < 20 && (await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))) !== 'Prompt'; presses++) {
+      await page.keyboard.press('Tab');
+    }
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).to.equal('Prompt');
+    await page.keyboard.type('typed with keys');
+    await page.keyboard.press('Enter');
+    await page.getByRole('log', { name: 'Transcript' }).getByText('typed with keys', { exact: true }).waitFor();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow, 'no sideways scrolling at 360 px').to.be.at.most(0);
+    await page.close();
+  });
+});
