@@ -1,113 +1,21 @@
 // `npm run bench -- daemon`: turns through the whole path (client → supervisor → host →
 // client) next to the host alone in the same run, and the time a kill -9 of the host costs.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { LineReader } from '../protocol/line-reader.js';
 import { CLI, median, printTable, range, round, verdict, withTempDir, writeResult } from './common.js';
-import { backToBack, closedLoop, sessionIds, sleep, TurnProcess, type TurnTarget } from './driver.js';
+import { backToBack, closedLoop, sessionIds, TurnProcess } from './driver.js';
+import { RpcDriver } from './rpc-driver.js';
 
 const SESSIONS = 64;
 const WARMUP_MS = 500;
 const MEASURE_MS = 3000;
 const LATENCY_WARMUP = 300;
 const LATENCY_TURNS = 3000;
-const RESTART_POLL_MS = 5;
 const ROUNDS = 3;
 
-const TURN_END = '"type":"turn.end"';
-const TURN_ERROR = '"type":"turn.error"';
 
-/** A JSON-RPC client on the daemon's socket that only looks at replies and turn.end events. */
-class SocketDriver implements TurnTarget {
-  private nextId = 0;
-  private readonly replies = new Map<number, (line: string) => void>();
-  private endListener: (sid: string) => void = () => {};
-  private onError: (sid: string) => void = () => {};
-
-  constructor(private readonly socket: Socket) {
-    const reader = new LineReader({
-      line: (line) => {
-        const ended = line.includes(TURN_END);
-        if (ended || line.includes(TURN_ERROR)) {
-          const at = line.indexOf('"session_id":"') + 14;
-          const sid = line.slice(at, line.indexOf('"', at));
-          if (ended) this.endListener(sid);
-          else this.onError(sid);
-          return;
-        }
-        const id = /^\{"jsonrpc":"2\.0","id":(\d+)/.exec(line);
-        if (id) {
-          const reply = this.replies.get(Number(id[1]));
-          this.replies.delete(Number(id[1]));
-          reply?.(line);
-        }
-      },
-      oversized: () => {},
-    });
-    socket.on('data', (chunk: Buffer) => reader.push(chunk));
-  }
-
-  static open(path: string): Promise<SocketDriver> {
-    return new Promise((resolve, reject) => {
-      const socket = connect(path);
-      socket.once('connect', () => resolve(new SocketDriver(socket)));
-      socket.once('error', reject);
-    });
-  }
-
-  call(method: string, params: object): Promise<string> {
-    const id = ++this.nextId;
-    return new Promise((resolve) => {
-      this.replies.set(id, resolve);
-      this.socket.write(`{"jsonrpc":"2.0","id":${id},"method":"${method}","params":${JSON.stringify(params)}}\n`);
-    });
-  }
-
-  submit(sid: string): void {
-    void this.call('prompt.submit', { session_id: sid, text: 'hello' });
-  }
-
-  onEnd(listener: (sid: string) => void): void {
-    this.endListener = listener;
-  }
-
-  guarded<T>(promise: Promise<T>): Promise<T> {
-    return promise;
-  }
-
-  async createSessions(sids: readonly string[]): Promise<void> {
-    for (const sid of sids) await this.call('session.create', { session_id: sid });
-  }
-
-  /**
-   * kill -9 of the host, then turns until one succeeds: the time a crash costs a client. A turn
-   * accepted before the supervisor saw the crash ends in turn.error (crash), and is tried again.
-   */
-  async restartMs(): Promise<number> {
-    const status = JSON.parse(await this.call('host.status', {})) as { result: { host: { pid: number } } };
-    const sid = 'after-crash';
-    await this.call('session.create', { session_id: sid });
-    const killedAt = performance.now();
-    process.kill(status.result.host.pid, 'SIGKILL');
-    for (;;) {
-      const outcome = new Promise<boolean>((resolve) => {
-        this.endListener = (s) => s === sid && resolve(true);
-        this.onError = (s) => s === sid && resolve(false);
-      });
-      const reply = await this.call('prompt.submit', { session_id: sid, text: 'are you back?' });
-      if (reply.includes('"result"') && (await outcome)) return performance.now() - killedAt;
-      await sleep(RESTART_POLL_MS);
-    }
-  }
-
-  close(): void {
-    this.socket.end();
-  }
-}
-
-export async function startDaemon(home: string): Promise<ChildProcess> {
-  const daemon = spawn(process.execPath, [CLI, 'daemon', '--home', home, '--workers', '64'], {
+export async function startDaemon(home: string, args: readonly string[] = []): Promise<ChildProcess> {
+  const daemon = spawn(process.execPath, [CLI, 'daemon', '--home', home, '--workers', '64', ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, TURNHOST_LOG_LEVEL: 'info' },
   });
@@ -147,7 +55,7 @@ function measureHost(): Promise<PathRun> {
 function measureDaemon(): Promise<PathRun & { restartMs: number }> {
   return withTempDir(async (home) => {
     const child = await startDaemon(home);
-    const driver = await SocketDriver.open(join(home, 'turnhost.sock'));
+    const driver = await RpcDriver.open(join(home, 'turnhost.sock'));
     const sids = sessionIds('tp', SESSIONS);
     await driver.createSessions([...sids, 'lat']);
     const turnsPerSec = (await closedLoop(driver, sids, WARMUP_MS, MEASURE_MS)).turnsPerSec;

@@ -1,6 +1,7 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, or all.
 import { benchAgent } from './agent.js';
 import { benchDaemon } from './daemon.js';
+import { benchEdge } from './edge.js';
 import { benchHost } from './host.js';
 import { benchQueue } from './queue.js';
 import { benchRecovery } from './recovery.js';
@@ -13,6 +14,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   recovery: benchRecovery,
   agent: benchAgent,
   queue: benchQueue,
+  edge: benchEdge,
 };
 
 const names = process.argv.slice(2);

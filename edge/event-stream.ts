@@ -5,7 +5,8 @@
 // reading is cut by the same unread bound as any client.
 import type { ServerResponse } from 'node:http';
 import { isRecord } from '../protocol/fields.js';
-import { UnreadBound, type Overrun, type UnreadLimits } from '../actors/daemon/unread-bound.js';
+import { ClientOutput } from '../actors/daemon/client-output.js';
+import type { Overrun, UnreadLimits } from '../actors/daemon/unread-bound.js';
 
 /** A comment line this often keeps proxies and browsers from closing an idle stream. */
 export const KEEPALIVE_MS = 15_000;
@@ -18,46 +19,31 @@ export const EVENT_STREAM_HEADERS = {
 };
 
 export class EventStream {
-  private readonly bound: UnreadBound;
+  private readonly output: ClientOutput;
   private readonly keepalive: NodeJS.Timeout;
 
-  constructor(
-    private readonly res: ServerResponse,
-    limits: UnreadLimits,
-    private readonly onOverrun: (overrun: Overrun, unreadBytes: number) => void,
-  ) {
-    this.bound = new UnreadBound({ get writableLength() { return res.writableLength + (res.socket?.writableLength ?? 0); } }, limits);
+  constructor(res: ServerResponse, limits: UnreadLimits, onOverrun: (overrun: Overrun, unreadBytes: number) => void) {
     res.writeHead(200, EVENT_STREAM_HEADERS);
     res.flushHeaders();
-    this.keepalive = setInterval(() => this.send(': keepalive\n\n'), KEEPALIVE_MS);
+    // The frames of one event-loop turn leave as one write, as a socket client's lines do.
+    this.output = new ClientOutput(res, limits, onOverrun);
+    this.keepalive = setInterval(() => this.output.write(': keepalive\n\n'), KEEPALIVE_MS);
     res.once('close', () => clearInterval(this.keepalive));
   }
 
   /** A line the gateway sent this subscriber. */
   write(line: string | Buffer): void {
     const frame = sseFrame(typeof line === 'string' ? line : line.toString('utf8'));
-    if (frame !== null) this.send(frame);
+    if (frame !== null) this.output.write(frame);
   }
 
   end(): void {
     clearInterval(this.keepalive);
-    this.res.end();
+    this.output.end();
   }
 
   destroy(): void {
-    this.res.destroy();
-  }
-
-  private send(text: string): void {
-    if (this.res.destroyed) return;
-    const overrun = this.bound.overrun();
-    if (overrun !== null) {
-      this.onOverrun(overrun, this.bound.unread);
-      this.res.destroy();
-      return;
-    }
-    this.res.write(text);
-    this.bound.wrote();
+    this.output.destroy();
   }
 }
 

@@ -1,12 +1,22 @@
-// What the daemon writes to one client connection (or REPL connection). The lines of one event-loop turn leave as
+// What the daemon writes to one client connection (or REPL connection, or event stream). The lines of one event-loop turn leave as
 // one write: a streaming turn sends ~200,000 events a second, and a write per line made a
 // request object per line for the socket to hold, and, when a client that stopped reading was
 // cut off, an error object per line still queued (~60,000 of them at the 8 MiB bound). Text
 // lines are joined into one string; a byte line (a queue event, built as bytes) is its own
 // write, inside a cork, so it is not copied again. The unread bound (unread-bound.ts) counts the
 // lines held for the turn as well as what the socket holds.
-import type { Socket } from 'node:net';
 import { UnreadBound, type Overrun, type UnreadLimits } from './unread-bound.js';
+
+/** Where the lines go: a socket, or an HTTP response (an event stream). */
+export interface LineOutlet {
+  readonly writableLength: number;
+  readonly destroyed: boolean;
+  cork(): void;
+  uncork(): void;
+  write(data: string | Buffer): unknown;
+  end(): unknown;
+  destroy(): unknown;
+}
 
 export class ClientOutput {
   private held: (string | Buffer)[] = [];
@@ -15,7 +25,7 @@ export class ClientOutput {
   private readonly bound: UnreadBound;
 
   constructor(
-    private readonly socket: Socket,
+    private readonly socket: LineOutlet,
     limits: UnreadLimits,
     private readonly onOverrun: (overrun: Overrun, unreadBytes: number) => void,
   ) {
