@@ -3,15 +3,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { CLI, median, printTable, range, round, verdict, withTempDir, writeResult } from './common.js';
-import { backToBack, closedLoop, sessionIds, TurnProcess } from './driver.js';
+import { measurePath, PATH_PLAN, sessionIds, TurnProcess, type PathRun } from './driver.js';
 import { RpcDriver } from './rpc-driver.js';
 
-const SESSIONS = 64;
-const WARMUP_MS = 500;
-const MEASURE_MS = 3000;
-const LATENCY_WARMUP = 300;
-const LATENCY_TURNS = 3000;
-const ROUNDS = 3;
+const { sessions: SESSIONS, rounds: ROUNDS } = PATH_PLAN;
 
 
 export async function startDaemon(home: string, args: readonly string[] = []): Promise<ChildProcess> {
@@ -36,19 +31,13 @@ export async function stopDaemon(daemon: ChildProcess): Promise<void> {
   await exited;
 }
 
-interface PathRun {
-  turnsPerSec: number;
-  latency: { p50Ms: number; p99Ms: number };
-}
-
 function measureHost(): Promise<PathRun> {
   return withTempDir(async (dir) => {
     const proc = new TurnProcess(process.execPath, [CLI, 'host', '--home', dir, '--workers', '64']);
     await proc.hello;
-    const throughput = await closedLoop(proc, sessionIds('host', SESSIONS), WARMUP_MS, MEASURE_MS);
-    const latency = await backToBack(proc, 'lat', LATENCY_WARMUP, LATENCY_TURNS);
+    const run = await measurePath(proc, 'host');
     await proc.close();
-    return { turnsPerSec: throughput.turnsPerSec, latency };
+    return run;
   });
 }
 
@@ -56,14 +45,12 @@ function measureDaemon(): Promise<PathRun & { restartMs: number }> {
   return withTempDir(async (home) => {
     const child = await startDaemon(home);
     const driver = await RpcDriver.open(join(home, 'turnhost.sock'));
-    const sids = sessionIds('tp', SESSIONS);
-    await driver.createSessions([...sids, 'lat']);
-    const turnsPerSec = (await closedLoop(driver, sids, WARMUP_MS, MEASURE_MS)).turnsPerSec;
-    const latency = await backToBack(driver, 'lat', LATENCY_WARMUP, LATENCY_TURNS);
+    await driver.createSessions([...sessionIds('tp', SESSIONS), 'tp-lat']);
+    const run = await measurePath(driver, 'tp');
     const restartMs = await driver.restartMs();
     driver.close();
     await stopDaemon(child);
-    return { turnsPerSec, latency, restartMs };
+    return { ...run, restartMs };
   });
 }
 

@@ -36,6 +36,21 @@ export interface TurnTarget {
   guarded<T>(promise: Promise<T>): Promise<T>;
 }
 
+/** The daemon's and the edge's path measures: closed-loop throughput at 64 sessions, then one session back to back, in rounds. */
+export const PATH_PLAN = { sessions: 64, warmupMs: 500, measureMs: 3000, latencyWarmup: 300, latencyTurns: 3000, rounds: 3 } as const;
+
+export interface PathRun {
+  turnsPerSec: number;
+  latency: { p50Ms: number; p99Ms: number };
+}
+
+/** One path's measure by PATH_PLAN: its sessions are `<prefix>-N`, its latency session `<prefix>-lat`. */
+export async function measurePath(target: TurnTarget, prefix: string): Promise<PathRun> {
+  const throughput = await closedLoop(target, sessionIds(prefix, PATH_PLAN.sessions), PATH_PLAN.warmupMs, PATH_PLAN.measureMs);
+  const latency = await backToBack(target, `${prefix}-lat`, PATH_PLAN.latencyWarmup, PATH_PLAN.latencyTurns);
+  return { turnsPerSec: throughput.turnsPerSec, latency };
+}
+
 /** Closed loop: each session sends its next turn when its last one ended. */
 export async function closedLoop(target: TurnTarget, sids: readonly string[], warmupMs: number, measureMs: number): Promise<Throughput> {
   let counted = 0;

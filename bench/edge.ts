@@ -7,15 +7,10 @@ import { join } from 'node:path';
 import { readToken } from '../edge/http-token.js';
 import { median, printTable, range, round, verdict, withTempDir, writeResult } from './common.js';
 import { startDaemon, stopDaemon } from './daemon.js';
-import { backToBack, closedLoop, sessionIds } from './driver.js';
+import { measurePath, PATH_PLAN, sessionIds } from './driver.js';
 import { RpcDriver } from './rpc-driver.js';
 
-const SESSIONS = 64;
-const WARMUP_MS = 500;
-const MEASURE_MS = 3000;
-const LATENCY_WARMUP = 300;
-const LATENCY_TURNS = 3000;
-const ROUNDS = 3;
+const { sessions: SESSIONS, rounds: ROUNDS } = PATH_PLAN;
 const SUBSCRIBERS = 500;
 const FRAGMENTS = 10_000;
 const FAN_OUT_BOUND_MS = 120_000;
@@ -27,11 +22,9 @@ interface DoorRun {
 }
 
 async function measureDoor(driver: RpcDriver, prefix: string): Promise<DoorRun> {
-  const sids = sessionIds(prefix, SESSIONS);
-  await driver.createSessions([...sids, `${prefix}-lat`]);
-  const turnsPerSec = (await closedLoop(driver, sids, WARMUP_MS, MEASURE_MS)).turnsPerSec;
-  const latency = await backToBack(driver, `${prefix}-lat`, LATENCY_WARMUP, LATENCY_TURNS);
-  return { turnsPerSec, p50Ms: latency.p50Ms, p99Ms: latency.p99Ms };
+  await driver.createSessions([...sessionIds(prefix, SESSIONS), `${prefix}-lat`]);
+  const run = await measurePath(driver, prefix);
+  return { turnsPerSec: run.turnsPerSec, p50Ms: run.latency.p50Ms, p99Ms: run.latency.p99Ms };
 }
 
 async function edgeUrl(driver: RpcDriver): Promise<string> {

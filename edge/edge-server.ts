@@ -212,25 +212,25 @@ function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, upgrading: 
   if (new URL(req.url ?? '/', 'http://edge').pathname !== '/v1/rpc') return rejectUpgrade(socket, 404, 'not found');
   const authenticated = access.authenticated(req);
   wss.handleUpgrade(req, socket, head, (ws) => {
-    if (authenticated) return admitWebSocket(ws, options);
+    if (authenticated) return admitWebSocket(ws, socket, options);
     // A browser cannot set headers on a WebSocket: its first frame may carry the token instead.
     const timer = setTimeout(() => ws.close(POLICY_VIOLATION, 'unauthorized'), FIRST_FRAME_AUTH_MS);
     ws.once('message', (data) => {
       clearTimeout(timer);
-      if (access.isToken(firstFrameToken(data.toString()) ?? '')) admitWebSocket(ws, options);
+      if (access.isToken(firstFrameToken(data.toString()) ?? '')) admitWebSocket(ws, socket, options);
       else ws.close(POLICY_VIOLATION, 'unauthorized');
     });
     ws.once('close', () => clearTimeout(timer));
   });
 }
 
-function admitWebSocket(ws: WebSocket, options: EdgeOptions): void {
+function admitWebSocket(ws: WebSocket, socket: Duplex, options: EdgeOptions): void {
   if (!options.admit()) {
     ws.send(errorLine(null, tooManyClients(options.maxClients)).trimEnd());
     ws.close(TRY_AGAIN_LATER, 'too many clients');
     return;
   }
-  const lines = acceptClient(options.clients, websocketTransport(ws, options.limits), options.shared, options.log, options.metrics);
+  const lines = acceptClient(options.clients, websocketTransport(ws, socket, options.limits), options.shared, options.log, options.metrics);
   const untrack = options.track(lines);
   ws.once('close', untrack);
 }

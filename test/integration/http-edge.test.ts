@@ -91,6 +91,21 @@ describe('the HTTP edge (real daemon, real HTTP)', function () {
     for (const secret of secrets) for (const output of outputs) expect(output.includes(secret), 'a secret in an output').to.equal(false);
   });
 
+  it('turnhost web starts a listening daemon and prints the login address; turnhost token prints the token it holds', async () => {
+    const home = h.tempDir();
+    const web = await h.runCli(['web', '--home', home, '--listen', '127.0.0.1:0']);
+    expect(web.code, web.stderr).to.equal(0);
+    const address = new URL(web.stdout.trim());
+    expect(address.pathname).to.equal('/login');
+    const token = (await h.runCli(['token', '--home', home])).stdout.trim();
+    expect(address.searchParams.get('token')).to.equal(token);
+    const login = await httpRequest(Number(address.port), { path: `${address.pathname}${address.search}` });
+    expect(login.status).to.equal(303);
+    const again = await h.runCli(['web', '--home', home]);
+    expect(again.stdout.trim(), 'a running daemon is used as it is').to.equal(web.stdout.trim());
+    expect((await h.runCli(['stop', '--home', home])).code).to.equal(0);
+  });
+
   it('a turn by POST, read on its event stream; a stream cut mid-turn and reopened with Last-Event-ID gives the reply whole, once', async () => {
     const edge = await startEdge(h, ['--agent', 'test/fixtures/streaming-agent.mjs']);
     const { port, auth } = edge;
