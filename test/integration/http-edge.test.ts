@@ -153,7 +153,7 @@ describe('the HTTP edge (real daemon, real HTTP)', function () {
     stream.close();
   });
 
-  it('errors: 400 not JSON, 413 over 1 MiB, 404 unknown path or session, 405 wrong method, 409 busy, all as {error: {code, message}}', async () => {
+  it('errors: 400 not JSON, 413 over 1 MiB, 404 unknown path, session or queue item, 405 wrong method, 409 busy, all as {error: {code, message}}; the queue by GET and PATCH', async () => {
     const { port, auth } = await startEdge(h);
     const notJson = await httpRequest(port, { method: 'POST', path: '/v1/sessions', headers: auth, body: '{nope' });
     expect([notJson.status, errorCode(notJson)]).to.deep.equal([400, -32700]);
@@ -171,6 +171,17 @@ describe('the HTTP edge (real daemon, real HTTP)', function () {
     await httpRequest(port, { method: 'POST', path: '/v1/sessions/busy/prompts', headers: auth, body: { text: '/sleep 5' } });
     const busy = await httpRequest(port, { method: 'POST', path: '/v1/sessions/busy/prompts', headers: auth, body: { text: 'more', on_busy: 'reject' } });
     expect([busy.status, errorCode(busy)]).to.deep.equal([409, 4009]);
+    await httpRequest(port, { method: 'POST', path: '/v1/sessions/busy/prompts', headers: auth, body: { text: 'queued one' } });
+    await httpRequest(port, { method: 'POST', path: '/v1/sessions/busy/prompts', headers: auth, body: { text: 'queued two' } });
+    const queue = (await httpRequest(port, { path: '/v1/sessions/busy/queue', headers: auth })).json() as { items: { queue_id: string; text: string }[] };
+    expect(queue.items.map((item) => item.text)).to.deep.equal(['queued one', 'queued two']);
+    const [one, two] = queue.items;
+    expect((await httpRequest(port, { method: 'PATCH', path: `/v1/sessions/busy/queue/${one!.queue_id}`, headers: auth, body: { action: 'edit', text: 'edited' } })).status).to.equal(200);
+    expect((await httpRequest(port, { method: 'PATCH', path: `/v1/sessions/busy/queue/${two!.queue_id}`, headers: auth, body: { action: 'delete' } })).status).to.equal(200);
+    const unknownItem = await httpRequest(port, { method: 'PATCH', path: '/v1/sessions/busy/queue/q-none', headers: auth, body: { action: 'delete' } });
+    expect([unknownItem.status, errorCode(unknownItem)]).to.deep.equal([404, 4041]);
+    const after = (await httpRequest(port, { path: '/v1/sessions/busy/queue', headers: auth })).json() as { items: { text: string }[] };
+    expect(after.items.map((item) => item.text)).to.deep.equal(['edited']);
     const stop = await httpRequest(port, { method: 'POST', path: '/v1/sessions/busy/interrupt', headers: auth, body: {} });
     expect(stop.json()).to.deep.equal({ applied: true });
   });
