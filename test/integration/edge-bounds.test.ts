@@ -32,6 +32,15 @@ async function turnMs(client: TestClient, sid: string, text: string): Promise<nu
   return performance.now() - began;
 }
 
+/** Resolves once the daemon's metrics show `pattern`: the daemon has seen what the test did (a stream closed). */
+async function untilMetric(port: number, auth: Record<string, string>, pattern: RegExp, timeoutMs = 15_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!pattern.test((await httpRequest(port, { path: '/metrics', headers: auth })).text)) {
+    if (performance.now() > deadline) throw new Error(`the metrics never showed ${pattern} within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
@@ -61,6 +70,7 @@ describe('the HTTP edge under load and bad behaviour (real daemon)', function ()
     expect(closeCode).to.equal(1013);
     stream.close();
     await stream.ended;
+    await untilMetric(port, auth, /^turnhost_clients\{transport="sse"\} 0$/m);
     const again = new SseReader(port, '/v1/sessions/cap/events', auth);
     await again.until((events) => events.some((e) => e.event === 'ready'), 'ready once a place is free');
     again.close();
