@@ -41,8 +41,18 @@ export function printRows(out: ReplOutput, headers: string[], rows: Cell[][]): v
   out.write(rows.length === 0 ? '(none)\n' : formatTable(headers, rows));
 }
 
+/** The actor tree, one row an actor; shards that hold no session and have nothing to do share one counting row. */
 export function flattenActors(nodes: ActorNode[], depth = 0): Cell[][] {
-  return nodes.flatMap((node) => [[`${'  '.repeat(depth)}${node.name}`, node.mailbox, node.busy ? 'yes' : ''], ...flattenActors(node.children, depth + 1)]);
+  const idle = nodes.filter(isIdleShard);
+  const rows = nodes
+    .filter((node) => !isIdleShard(node))
+    .flatMap((node) => [[`${'  '.repeat(depth)}${node.name}`, node.mailbox, node.busy ? 'yes' : ''], ...flattenActors(node.children, depth + 1)]);
+  if (idle.length > 0) rows.push([`${'  '.repeat(depth)}(${idle.length} empty shard${idle.length === 1 ? '' : 's'})`, 0, '']);
+  return rows;
+}
+
+function isIdleShard(node: ActorNode): boolean {
+  return /^shard-\d+$/.test(node.name) && node.children.length === 0 && node.mailbox === 0 && !node.busy;
 }
 
 function requireReader(reader: () => Reader | null): Reader {
