@@ -77,7 +77,8 @@ function hostOptions(command: Command): Command {
     .option('--agent <name|path>', 'the agent: a built-in name (script, openai) or a path to an ES module (default: script)', (spec: string) => resolveAgentSpec(spec))
     .option('--agent-config <file>', "the model agent's config (default: $TURNHOST_AGENT_CONFIG, else <home>/agent.json)", (file: string) => resolve(file))
     .option('--workers <n>', 'turns that may run at once (default: $TURNHOST_WORKERS, else 8)', positiveInteger)
-    .option('--heartbeat-secs <s>', 'heartbeat period; <= 0 turns heartbeat and parent guard off (default 5)', seconds);
+    .option('--heartbeat-secs <s>', 'heartbeat period; <= 0 turns heartbeat and parent guard off (default 5)', seconds)
+    .option('--history-cache-mib <n>', "the host's cache of session histories, in MiB: a turn of a cached session reads nothing back (default 64)", positiveInteger);
 }
 
 /**
@@ -135,7 +136,7 @@ hostOptions(program.command('host').description('run the compute host on stdin/s
   .addOption(new Option('--queue-deltas', 'send queue.delta frames instead of session.queue events (for the daemon)').hideHelp())
   .addOption(new Option('--log-fd <fd>', 'write log records to this open descriptor instead of stderr (for the daemon)').argParser(positiveInteger).hideHelp())
   .action((opts) =>
-    run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd })),
+    run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib })),
   );
 
 httpOptions(hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)')))
@@ -151,6 +152,7 @@ httpOptions(hostOptions(program.command('daemon').description('run the superviso
         agentConfig: opts.agentConfig,
         workers: opts.workers,
         heartbeatSecs: opts.heartbeatSecs,
+        historyCacheMib: opts.historyCacheMib,
         maxClients: opts.maxClients,
         maxUnreadMib: opts.maxUnreadMib,
         echoLog: true,

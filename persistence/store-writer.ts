@@ -1,5 +1,6 @@
 // Every row the host writes is written here, inside a transaction the Store opened.
 import type Database from 'better-sqlite3';
+import type { HistoryCache } from './history-cache.js';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { TurnUsage } from '../protocol/outbound.js';
 
@@ -75,6 +76,12 @@ export class StoreWriter {
   private readonly updateSubmitRow: Database.Statement;
   private readonly deleteSubmit: Database.Statement;
 
+  /**
+   * What the history cache must learn once the running transaction commits; dropped if it rolls
+   * back. The store empties it around each transaction.
+   */
+  committedHistory: ((cache: HistoryCache) => void)[] = [];
+
   constructor(db: Database.Database) {
     this.upsertSession = db.prepare(`
       INSERT INTO sessions (sid, session_key, status, history_version, overrides, cwd, boot_id, created_at, updated_at)
@@ -143,16 +150,19 @@ export class StoreWriter {
       const toolCalls = m.tool_calls === undefined ? null : JSON.stringify(m.tool_calls);
       this.insertMessage.run(sid, seq++, m.role, m.content, turnId, now, toolCalls, m.tool_call_id ?? null);
     }
+    this.committedHistory.push((cache) => cache.appended(sid, firstSeq, messages));
   }
 
   /** Cuts the stored history to its first `keep` messages. */
   truncateHistory(sid: string, keep: number): void {
     this.deleteMessagesFrom.run(sid, keep);
+    this.committedHistory.push((cache) => cache.truncated(sid, keep));
   }
 
   /** A turn whose end could not be stored: its messages go, and it is stored as failed. */
   undoTurn(sid: string, fromSeq: number, turnId: string, error: string, now = Date.now()): void {
     this.deleteMessagesFrom.run(sid, fromSeq);
+    this.committedHistory.push((cache) => cache.truncated(sid, fromSeq));
     this.updateTurn.run('failed', now, error, null, null, null, null, turnId);
   }
 

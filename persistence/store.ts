@@ -11,6 +11,7 @@
 // GROUP_WAIT_MS after its first unit. A lone writer pays two idle loop turns (microseconds).
 import { chmodSync } from 'node:fs';
 import Database from 'better-sqlite3';
+import { HistoryCache } from './history-cache.js';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { RecoveredSession, RetainReason } from '../protocol/outbound.js';
 import { migrate } from './schema.js';
@@ -57,7 +58,7 @@ interface Queued {
   reject: (err: Error) => void;
 }
 
-interface MessageRow {
+export interface MessageRow {
   role: string;
   content: string;
   tool_calls: string | null;
@@ -77,6 +78,9 @@ export function storageProblem(err: Error): string {
   const code = (err as Error & { code?: string }).code;
   return code === 'SQLITE_FULL' ? `the disk is full: ${err.message}` : err.message;
 }
+
+/** The history cache's bound by default: `--history-cache-mib`. */
+export const DEFAULT_HISTORY_CACHE_MIB = 64;
 
 export class Store {
   private queue: Queued[] = [];
@@ -113,7 +117,11 @@ export class Store {
 
   private readonly walSync: WalSync;
 
-  private constructor(readonly db: Database.Database, file: string) {
+  /** The sessions' committed histories, so that a turn reads nothing back (history-cache.ts). */
+  readonly history: HistoryCache;
+
+  private constructor(readonly db: Database.Database, file: string, historyCacheBytes: number) {
+    this.history = new HistoryCache(historyCacheBytes);
     this.writer = new StoreWriter(db);
     this.walSync = syncWalPeriodically(`${file}-wal`);
     this.selectSession = db.prepare(
@@ -131,7 +139,7 @@ export class Store {
     this.countSubmits = db.prepare('SELECT COUNT(*) AS n FROM submits WHERE sid = ?');
   }
 
-  static open(file: string): Store {
+  static open(file: string, options: { historyCacheMib?: number } = {}): Store {
     const db = new Database(file);
     // Private like its home; SQLite gives the -wal and -shm files the database file's mode.
     chmodSync(file, 0o600);
@@ -140,7 +148,7 @@ export class Store {
     db.pragma('busy_timeout = 5000');
     db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     migrate(db);
-    return new Store(db, file);
+    return new Store(db, file, (options.historyCacheMib ?? DEFAULT_HISTORY_CACHE_MIB) * 1024 * 1024);
   }
 
   /** Owes a write to the database: done in the next transaction that commits. */
@@ -148,13 +156,23 @@ export class Store {
     this.owed.push(work);
   }
 
-  /** Runs `body` in one transaction, paying what is owed first; what was owed is settled only if it commits. */
+  /**
+   * Runs `body` in one transaction, paying what is owed first; what was owed is settled only if it
+   * commits, and the history cache learns what it wrote only then.
+   */
   private transact(body: () => void): void {
     const owed = this.owed;
-    this.db.transaction(() => {
-      for (const work of owed) work(this.writer);
-      body();
-    })();
+    this.writer.committedHistory = [];
+    try {
+      this.db.transaction(() => {
+        for (const work of owed) work(this.writer);
+        body();
+      })();
+    } catch (err) {
+      this.writer.committedHistory = [];
+      throw err;
+    }
+    for (const change of this.writer.committedHistory.splice(0)) change(this.history);
     if (owed.length > 0) this.owed = this.owed.slice(owed.length);
   }
 
@@ -235,12 +253,16 @@ export class Store {
   }
 
   /**
-   * A session's messages at positions [from, to): the host keeps none in memory (a long-lived
-   * session's history would grow the host without bound), and reads them when a turn's agent or
-   * a control route needs them. Everything a session committed is visible: it awaits its commits.
+   * A session's messages at positions [from, to), from the history cache (bounded in bytes, least
+   * recently used out), else from the database, which then fills the cache with the whole history.
+   * Everything a session committed is visible: it awaits its commits.
    */
   messages(sid: string, from = 0, to = Number.MAX_SAFE_INTEGER): ChatMessage[] {
-    return (this.selectMessages.all(sid, from, to) as MessageRow[]).map(toChatMessage);
+    const cached = this.history.read(sid, from, to);
+    if (cached !== undefined) return cached;
+    const all = (this.selectMessages.all(sid, 0, Number.MAX_SAFE_INTEGER) as MessageRow[]).map(toChatMessage);
+    this.history.fill(sid, all);
+    return all.slice(from, to);
   }
 
   /** What the session remembers of an accepted client_message_id (committed ones). */

@@ -34,6 +34,7 @@ export interface DaemonOptions {
   agentConfig?: string;
   workers?: number;
   heartbeatSecs?: number;
+  historyCacheMib?: number;
   /** Open client connections past which a new one is refused (default 1024). */
   maxClients?: number;
   /** Unread output in MiB past which a client that is not reading is cut off (default 8). */
@@ -59,13 +60,14 @@ const LISTEN_BACKLOG = 4096;
 const TERMINATE_GRACE_MS = 10 * SECOND_MS;
 const TERMINATE_KILL_WAIT_MS = 2 * SECOND_MS;
 
-export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'agentConfig' | 'workers' | 'heartbeatSecs'>): string[] {
+export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'agentConfig' | 'workers' | 'heartbeatSecs' | 'historyCacheMib'>): string[] {
   const args: string[] = [];
   if (options.agent) args.push('--agent', options.agent);
   // Absolute: the host may run in another directory than the command that named the file.
   if (options.agentConfig) args.push('--agent-config', resolve(options.agentConfig));
   if (options.workers !== undefined) args.push('--workers', String(options.workers));
   if (options.heartbeatSecs !== undefined) args.push('--heartbeat-secs', String(options.heartbeatSecs));
+  if (options.historyCacheMib !== undefined) args.push('--history-cache-mib', String(options.historyCacheMib));
   return args;
 }
 

@@ -30,6 +30,8 @@ export interface HostCommandOptions {
   queueDeltas?: boolean;
   /** Log records go to this descriptor instead of stderr (the daemon reads them apart from stderr). */
   logFd?: number;
+  /** The history cache's bound (default 64 MiB). */
+  historyCacheMib?: number;
 }
 
 export const EXIT_CONFIG = 78;
@@ -63,7 +65,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   const database = homePaths(home).database;
   let store: Store;
   try {
-    store = Store.open(database);
+    store = Store.open(database, options.historyCacheMib === undefined ? {} : { historyCacheMib: options.historyCacheMib });
   } catch (err) {
     process.stderr.write(`turnhost host: cannot open the database ${database}: ${(err as Error).message}\n`);
     await agent.close?.();

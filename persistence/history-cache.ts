@@ -1,0 +1,113 @@
+// The sessions' histories as last committed, kept in the host so that a turn of a session in the
+// cache reads nothing back from the database (a long session paid for its length on every model
+// call). Bounded in bytes, least recently used out. It changes only after a transaction has
+// committed (the store tells it what was written), so it never holds what a rollback undid. An
+// entry is the session's whole stored history: a read that misses loads all of it.
+import type { ChatMessage } from '../protocol/chat.js';
+
+/** What a message costs the cache beyond its text (object, array slot, strings' headers). */
+const MESSAGE_OVERHEAD_BYTES = 96;
+
+interface Entry {
+  /** Frozen: agents are handed these messages, and must not change what the cache holds. */
+  messages: ChatMessage[];
+  bytes: number;
+}
+
+export class HistoryCache {
+  private readonly entries = new Map<string, Entry>();
+  private totalBytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  get bytes(): number {
+    return this.totalBytes;
+  }
+
+  get sessions(): number {
+    return this.entries.size;
+  }
+
+  /** Messages [from, to) of the session's history, or undefined when it is not cached. */
+  read(sid: string, from: number, to: number): ChatMessage[] | undefined {
+    const entry = this.entries.get(sid);
+    if (entry === undefined) return undefined;
+    this.entries.delete(sid);
+    this.entries.set(sid, entry);
+    return entry.messages.slice(from, Math.min(to, entry.messages.length));
+  }
+
+  /** The session's whole stored history, just read from the database. */
+  fill(sid: string, messages: readonly ChatMessage[]): void {
+    this.forget(sid);
+    const frozen = messages.map(freezeMessage);
+    this.place(sid, { messages: frozen, bytes: frozen.reduce((sum, m) => sum + messageBytes(m), 0) });
+  }
+
+  /** Committed: messages at firstSeq…; an entry that does not end exactly there no longer mirrors the store. */
+  appended(sid: string, firstSeq: number, messages: readonly ChatMessage[]): void {
+    const entry = this.entries.get(sid);
+    if (entry === undefined) return;
+    if (entry.messages.length !== firstSeq) {
+      this.forget(sid);
+      return;
+    }
+    for (const message of messages) {
+      const frozen = freezeMessage(message);
+      entry.messages.push(frozen);
+      entry.bytes += messageBytes(frozen);
+      this.totalBytes += messageBytes(frozen);
+    }
+    this.evict();
+  }
+
+  /** Committed: the stored history keeps only its first `keep` messages. */
+  truncated(sid: string, keep: number): void {
+    const entry = this.entries.get(sid);
+    if (entry === undefined || entry.messages.length <= keep) return;
+    for (const message of entry.messages.splice(keep)) {
+      entry.bytes -= messageBytes(message);
+      this.totalBytes -= messageBytes(message);
+    }
+  }
+
+  forget(sid: string): void {
+    const entry = this.entries.get(sid);
+    if (entry === undefined) return;
+    this.entries.delete(sid);
+    this.totalBytes -= entry.bytes;
+  }
+
+  private place(sid: string, entry: Entry): void {
+    // A history larger than the whole cache is read from the store each time, never kept.
+    if (entry.bytes > this.maxBytes) return;
+    this.entries.set(sid, entry);
+    this.totalBytes += entry.bytes;
+    this.evict();
+  }
+
+  private evict(): void {
+    for (const [sid] of this.entries) {
+      if (this.totalBytes <= this.maxBytes) return;
+      this.forget(sid);
+    }
+  }
+}
+
+/** A frozen copy: the caller's objects stay its own. */
+function freezeMessage(message: ChatMessage): ChatMessage {
+  const copy: ChatMessage = { role: message.role, content: message.content };
+  if (message.tool_calls) {
+    copy.tool_calls = Object.freeze(
+      message.tool_calls.map((call) => Object.freeze({ id: call.id, type: call.type, function: Object.freeze({ ...call.function }) })),
+    ) as ChatMessage['tool_calls'];
+  }
+  if (message.tool_call_id !== undefined) copy.tool_call_id = message.tool_call_id;
+  return Object.freeze(copy);
+}
+
+function messageBytes(message: ChatMessage): number {
+  let bytes = MESSAGE_OVERHEAD_BYTES + 2 * (message.content.length + message.role.length);
+  for (const call of message.tool_calls ?? []) bytes += 2 * (call.id.length + call.function.name.length + call.function.arguments.length) + MESSAGE_OVERHEAD_BYTES;
+  return bytes;
+}
