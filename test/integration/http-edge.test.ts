@@ -1,12 +1,12 @@
 // The HTTP edge against the real daemon (PROTOCOL.md §5): who may come in, the REST routes and
 // their errors, the event stream and its replay, the WebSocket's first-frame login, the metrics.
 import { expect } from 'chai';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { WebSocket } from 'ws';
 import { readToken } from '../../edge/http-token.js';
 import { startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
 import { httpRequest, SseReader, streamedText, type HttpAnswer } from '../helpers/http.js';
+import { filesUnder } from '../helpers/files.js';
 import { Harness } from '../helpers/processes.js';
 
 interface Edge {
@@ -24,15 +24,6 @@ async function startEdge(h: Harness, args: string[] = [], env: NodeJS.ProcessEnv
   const port = Number(new URL(status.http.url).port);
   const token = env['TURNHOST_TOKEN'] ?? readToken(daemon.home);
   return { daemon, port, token, auth: { authorization: `Bearer ${token}` } };
-}
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    const stat = statSync(path, { throwIfNoEntry: false });
-    if (stat === undefined) return [];
-    return stat.isDirectory() ? filesUnder(path) : stat.isFile() ? [path] : [];
-  });
 }
 
 const errorCode = (answer: HttpAnswer): number => (answer.json()['error'] as { code: number }).code;

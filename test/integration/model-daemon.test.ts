@@ -1,20 +1,12 @@
 import { expect } from 'chai';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostPid, hostReady, startDaemon, TestClient } from '../helpers/daemon.js';
 import { fixtureServer, modelScenes } from '../helpers/model-agent.js';
+import { filesUnder } from '../helpers/files.js';
 import { Harness } from '../helpers/processes.js';
 
 const KEY = 'sk-test-LEAKCANARY-7f3a9c2e41';
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    const stat = statSync(path, { throwIfNoEntry: false });
-    if (stat === undefined) return [];
-    return stat.isDirectory() ? filesUnder(path) : stat.isFile() ? [path] : [];
-  });
-}
 
 function environOf(pid: number): Record<string, string> {
   const entries = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter((e) => e !== '');
