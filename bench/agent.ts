@@ -53,14 +53,22 @@ export async function benchAgent(): Promise<void> {
   const at64 = (r: ProgramResult) => r.throughput.find((t) => t.sessions === 64)!.turnsPerSec;
   const ratio = at64(turnhost) / at64(floor);
   const p50Gap = turnhost.latency.p50Ms - floor.latency.p50Ms;
+  const growth = (r: ProgramResult) => r.latency.lastFifthP50Ms - r.latency.firstFifthP50Ms;
+  const growthOverFloor = growth(turnhost) - growth(floor);
   printTable(
     'turns per second (closed loop, 20-fragment replies from a fake server on 127.0.0.1)',
     ['program', ...PLAN.sessionCounts.map((n) => `${n} session${n > 1 ? 's' : ''}`), 'p50 ms', 'p99 ms'],
     Object.entries(results).map(([name, r]) => [name, ...r.throughput.map((t) => round(t.turnsPerSec)), round(r.latency.p50Ms, 3), round(r.latency.p99Ms, 3)]),
   );
+  printTable(
+    `one session of ${PLAN.latencyWarmup + PLAN.latencyTurns} turns, its history growing: p50 of the first and the last fifth of the ${PLAN.latencyTurns} measured`,
+    ['program', 'first fifth p50 ms', 'last fifth p50 ms', 'growth ms'],
+    Object.entries(results).map(([name, r]) => [name, round(r.latency.firstFifthP50Ms, 3), round(r.latency.lastFifthP50Ms, 3), round(growth(r), 3)]),
+  );
   const targets = {
     vsFloorAt64: { value: round(ratio, 2), target: '>= 0.60', met: ratio >= 0.6 },
     oneSessionP50GapMs: { value: round(p50Gap, 3), target: '<= 1.5', met: p50Gap <= 1.5 },
+    historyGrowthOverFloorMs: { value: round(growthOverFloor, 3), target: '<= 0.5', met: growthOverFloor <= 0.5 },
   };
   printTable('targets', ['measure', 'value', 'target', 'verdict'], Object.entries(targets).map(([k, t]) => [k, t.value, t.target, verdict(t.met)]));
   const file = writeResult('agent', { results, targets });

@@ -15,6 +15,9 @@ export interface Latency {
   p50Ms: number;
   p99Ms: number;
   meanMs: number;
+  /** The session's history grows with each turn: the p50 of its first fifth of turns, and of its last. */
+  firstFifthP50Ms: number;
+  lastFifthP50Ms: number;
 }
 
 const TURN_END = '{"type":"turn.end"';
@@ -96,9 +99,15 @@ export async function backToBack(target: TurnTarget, sid: string, warmup: number
     await ended;
     if (i >= warmup) samples.push(performance.now() - t0);
   }
-  samples.sort((a, b) => a - b);
-  const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
-  return { turns, p50Ms: at(0.5), p99Ms: at(0.99), meanMs: samples.reduce((a, b) => a + b, 0) / samples.length };
+  const fifth = Math.max(1, Math.floor(samples.length / 5));
+  const firstFifthP50Ms = quantile(samples.slice(0, fifth), 0.5);
+  const lastFifthP50Ms = quantile(samples.slice(-fifth), 0.5);
+  return { turns, p50Ms: quantile(samples, 0.5), p99Ms: quantile(samples, 0.99), meanMs: samples.reduce((a, b) => a + b, 0) / samples.length, firstFifthP50Ms, lastFifthP50Ms };
+}
+
+function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
 export interface LoadPlan {
