@@ -168,6 +168,7 @@ httpOptions(hostOptions(program.command('start').description("start the daemon i
   .action((opts) =>
     run('start', () => {
       checkAgentConfig(opts);
+      // A bad --listen is one line here, not a daemon that fails in the background.
       httpFrom(opts);
       const daemonArgs = [
         ...(opts.maxClients === undefined ? [] : ['--max-clients', String(opts.maxClients)]),

@@ -99,8 +99,13 @@ function handle(state: GatewayState, msg: GatewayMsg): GatewayState {
   }
 }
 
+function requestsOf(state: GatewayState, sid: string): OpenRequest[] {
+  return [...state.requests.values()].filter((request) => request.sid === sid);
+}
+
+/** The session's open server requests as the clients were sent them. */
 function openRequests(state: GatewayState, sid: string): unknown[] {
-  return [...state.requests.values()].filter((request) => request.sid === sid).map((request) => JSON.parse(request.json) as unknown);
+  return requestsOf(state, sid).map((request) => JSON.parse(request.json) as unknown);
 }
 
 function attach(state: GatewayState, sid: string, clientId: number): void {
@@ -135,17 +140,18 @@ function deliverQueueEvent(state: GatewayState, delta: QueueDeltaFrame, items: B
 function resume(state: GatewayState, msg: Extract<GatewayMsg, { kind: 'resume' }>): void {
   const sink = state.clients.get(msg.clientId);
   if (sink === undefined) return; // gone while its resume was on the way
-  const open = [...state.requests.values()].filter((request) => request.sid === msg.sid);
+  const open = requestsOf(state, msg.sid);
+  const openParsed = openRequests(state, msg.sid);
   attach(state, msg.sid, msg.clientId);
   if (msg.afterSeq === null) {
-    sink.write(resultLine(msg.rpcId, { ...msg.result, open_requests: open.map((r) => JSON.parse(r.json) as unknown), last_seq: state.events.lastSeq(msg.sid) }));
+    sink.write(resultLine(msg.rpcId, { ...msg.result, open_requests: openParsed, last_seq: state.events.lastSeq(msg.sid) }));
     return;
   }
   const replay = state.events.since(msg.sid, msg.afterSeq);
   sink.write(
     resultLine(msg.rpcId, {
       ...msg.result,
-      open_requests: open.map((r) => JSON.parse(r.json) as unknown),
+      open_requests: openParsed,
       last_seq: replay.lastSeq,
       replay: replay.firstSeq === undefined ? 'complete' : 'partial',
       ...(replay.firstSeq === undefined ? {} : { first_seq: replay.firstSeq }),

@@ -4,6 +4,7 @@
 // the reply is typed. What the server says is wrong ends the reply with its own message.
 import { ToolCallStream, type ToolCallFragment } from './tool-call-stream.js';
 import type { SseItem } from './sse-reader.js';
+import { isRecord, type UnknownRecord } from '../../protocol/fields.js';
 
 export type Usage = { prompt_tokens: number; completion_tokens: number };
 
@@ -17,7 +18,7 @@ export interface ReplyHandlers {
 
 const QUOTED_MAX = 200;
 
-type Json = Record<string, unknown>;
+type Json = UnknownRecord;
 
 export class StreamedReply {
   content = '';
@@ -41,7 +42,7 @@ export class StreamedReply {
     }
     if (item.kind === 'bare') {
       const body = parseOr(item.line);
-      if (isObject(body) && 'error' in body) throw new ServerSaid(serverMessage(body));
+      if (isRecord(body) && 'error' in body) throw new ServerSaid(serverMessage(body));
       return;
     }
     if (item.event === 'error') throw new ServerSaid(serverMessage(parseOr(item.data)));
@@ -50,23 +51,23 @@ export class StreamedReply {
       return;
     }
     const chunk = parseOr(item.data, undefined);
-    if (!isObject(chunk)) throw new ServerSaid(`the stream sent a chunk that is not a JSON object: ${quote(item.data)}`);
+    if (!isRecord(chunk)) throw new ServerSaid(`the stream sent a chunk that is not a JSON object: ${quote(item.data)}`);
     if ('error' in chunk && chunk['error'] !== null) throw new ServerSaid(serverMessage(chunk));
     this.takeUsage(chunk['usage']);
     const choice = firstChoice(chunk);
     if (choice === null) return;
     const delta = choice['delta'] ?? choice['message'];
-    if (isObject(delta)) this.takeDelta(delta, false);
+    if (isRecord(delta)) this.takeDelta(delta, false);
     this.takeFinish(choice['finish_reason']);
   }
 
   /** A whole `chat.completion`, as a server that ignores `stream: true` answers. */
   takeBody(text: string): void {
     const parsed = parseOr(text, undefined);
-    const body = isObject(parsed) ? parsed : {};
+    const body = isRecord(parsed) ? parsed : {};
     if ('error' in body) throw new ServerSaid(serverMessage(body));
     const choice = firstChoice(body);
-    if (choice === null || !isObject(choice['message'])) {
+    if (choice === null || !isRecord(choice['message'])) {
       throw new ServerSaid(`the server answered the streaming request with JSON that is not a chat completion: ${quote(text)}`);
     }
     this.takeUsage(body['usage']);
@@ -92,7 +93,7 @@ export class StreamedReply {
   }
 
   private takeUsage(usage: unknown): void {
-    if (!isObject(usage)) return;
+    if (!isRecord(usage)) return;
     this.usage = { prompt_tokens: count(usage['prompt_tokens']), completion_tokens: count(usage['completion_tokens']) };
   }
 
@@ -102,8 +103,8 @@ export class StreamedReply {
 }
 
 function toolCallFragment(call: unknown, wholeIndex: number | undefined): ToolCallFragment | null {
-  if (!isObject(call)) return null;
-  const fn = isObject(call['function']) ? call['function'] : {};
+  if (!isRecord(call)) return null;
+  const fn = isRecord(call['function']) ? call['function'] : {};
   const args = fn['arguments'];
   return {
     index: wholeIndex ?? (typeof call['index'] === 'number' ? call['index'] : undefined),
@@ -111,7 +112,7 @@ function toolCallFragment(call: unknown, wholeIndex: number | undefined): ToolCa
     function: {
       name: typeof fn['name'] === 'string' ? fn['name'] : undefined,
       // llama.cpp may send the arguments as an object: the API's shape is their JSON text.
-      arguments: typeof args === 'string' ? args : isObject(args) || Array.isArray(args) ? JSON.stringify(args) : undefined,
+      arguments: typeof args === 'string' ? args : isRecord(args) || Array.isArray(args) ? JSON.stringify(args) : undefined,
     },
   };
 }
@@ -120,15 +121,15 @@ function firstChoice(chunk: Json): Json | null {
   const choices = chunk['choices'];
   if (!Array.isArray(choices)) return null;
   const first: unknown = choices[0];
-  return isObject(first) ? first : null;
+  return isRecord(first) ? first : null;
 }
 
 /** The server's own words: `error.message`, `error` as text, `message`, or the JSON as it came. */
 function serverMessage(body: unknown): string {
   if (typeof body === 'string') return body === '' ? 'the server sent an empty error' : quote(body);
-  if (isObject(body)) {
+  if (isRecord(body)) {
     const error = body['error'];
-    if (isObject(error) && typeof error['message'] === 'string') return error['message'];
+    if (isRecord(error) && typeof error['message'] === 'string') return error['message'];
     if (typeof error === 'string') return error;
     if (typeof body['message'] === 'string') return body['message'];
   }
@@ -141,10 +142,6 @@ function parseOr(text: string, fallback: unknown = text): unknown {
   } catch {
     return fallback;
   }
-}
-
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function count(value: unknown): number {

@@ -16,6 +16,7 @@ import type { GatewayMsg, HostStatus, StopReport, SupervisorMsg } from '../../ac
 import { agentEnvironmentNames, AgentLoadError, agentSecret } from '../../agents/loader.js';
 import { keyRedactor, type Redactor } from '../../agents/model/key-redaction.js';
 import { ErrorCodes, errorLine, RpcError } from '../../protocol/client-rpc.js';
+import { isRecord } from '../../protocol/fields.js';
 import { LogFile } from '../../persistence/log.js';
 import { realProbe } from '../../persistence/proc.js';
 import { Reader } from '../../persistence/reader.js';
@@ -75,10 +76,10 @@ function quotedLine(name: string, line: string): string {
   return JSON.stringify({ level: 40, time: Date.now(), name, line });
 }
 
-function isRecord(line: string): boolean {
+/** A line that is one JSON object: a log record as pino writes it. */
+function isRecordLine(line: string): boolean {
   try {
-    const value: unknown = JSON.parse(line);
-    return typeof value === 'object' && value !== null && !Array.isArray(value);
+    return isRecord(JSON.parse(line));
   } catch {
     return false;
   }
@@ -135,7 +136,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       // Whatever the host's stderr says is quoted, never taken as a record: a model server's text
       // printed by a library there must not pass for a record of the supervisor's.
       onHostStderr: (line) => logFile.append(quotedLine('host-stderr', redact(line))),
-      onHostLog: (line) => logFile.append(isRecord(line) ? redact(line) : quotedLine('host-log', redact(line))),
+      onHostLog: (line) => logFile.append(isRecordLine(line) ? redact(line) : quotedLine('host-log', redact(line))),
       onStopped,
       helloTimeoutMs: 10 * SECOND_MS,
       controlTimeoutMs: 30 * SECOND_MS,
