@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // The turnhost command line (PROTOCOL.md §3). Wiring only: each command's body is in commands/.
+// First, before any other module is evaluated: the daemon's heap settings (see daemon-heap.ts).
+import './daemon-heap.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { resolve } from 'node:path';
 import { agentEnvironmentNames, AgentLoadError, resolveAgentSpec } from '../agents/loader.js';

@@ -21,7 +21,6 @@ import { LogFile } from '../../persistence/log.js';
 import { realProbe } from '../../persistence/proc.js';
 import { Reader } from '../../persistence/reader.js';
 import { buildSha, cliEntry } from '../build-info.js';
-import { tuneDaemonHeap } from '../daemon-heap.js';
 import { acquireHomeLock } from '../home-lock.js';
 import { enterHome, ensureHome, homePaths } from '../home.js';
 import { startRepl } from '../repl-server.js';
@@ -86,7 +85,6 @@ function isRecordLine(line: string): boolean {
 }
 
 export async function daemonCommand(options: DaemonOptions): Promise<number> {
-  tuneDaemonHeap();
   const home = ensureHome(options.home);
   enterHome(home);
   const paths = homePaths(home);

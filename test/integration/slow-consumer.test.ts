@@ -8,7 +8,7 @@ const PROMPTS = 5;
 const WORDS = 200_000;
 /**
  * The daemon's RSS may grow this much above idle while the million events pass through it: the
- * issue's bound. Measured +46 to +50 MB (bin/daemon-heap.ts: with V8's default heap growth it was
+ * issue's bound. Measured +39 to +54 MB (bin/daemon-heap.ts: with V8's default heap growth it was
  * +90 to +145, mostly garbage collected late at ~200,000 events/s).
  */
 const RSS_BOUND_MB = 64;
