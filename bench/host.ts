@@ -1,6 +1,6 @@
 // `npm run bench -- host`: turnhost's compute host against two floors measured in the same run.
 import { join } from 'node:path';
-import { CLI, ROOT, printTable, round, verdict, withTempDir, writeResult } from './common.js';
+import { CLI, median, printTable, range, ROOT, round, verdict, withTempDir, writeResult } from './common.js';
 import { measureProgram, TurnProcess, type LoadPlan, type ProgramResult } from './driver.js';
 
 const PLAN: LoadPlan = { sessionCounts: [1, 8, 64], warmupMs: 500, measureMs: 3000, latencyWarmup: 300, latencyTurns: 3000 };
@@ -16,40 +16,65 @@ const PROGRAMS: Program[] = [
   { name: 'group-commit floor', start: (dir) => new TurnProcess(process.execPath, [join(ROOT, 'bench/floors/group-commit.mjs'), join(dir, 'floor.db')]) },
 ];
 
+/** This machine's speed drifts by a fifth from one run to the next: the programs run in interleaved rounds, and each figure is the median of its rounds. */
+const ROUNDS = 3;
+
 async function measure(program: Program): Promise<ProgramResult> {
   return withTempDir((dir) => measureProgram(program.start(dir), PLAN));
 }
 
+interface Summary {
+  /** Median turns/s at each session count of the plan, and their ranges over the rounds. */
+  turnsPerSec: number[];
+  ranges: string[];
+  p50Ms: number;
+  p99Ms: number;
+}
+
+function summarize(runs: readonly ProgramResult[]): Summary {
+  const at = (i: number) => runs.map((r) => r.throughput[i]!.turnsPerSec);
+  return {
+    turnsPerSec: PLAN.sessionCounts.map((_, i) => median(at(i))),
+    ranges: PLAN.sessionCounts.map((_, i) => range(at(i))),
+    p50Ms: median(runs.map((r) => r.latency.p50Ms)),
+    p99Ms: median(runs.map((r) => r.latency.p99Ms)),
+  };
+}
+
 export async function benchHost(): Promise<void> {
-  const results: Record<string, ProgramResult> = {};
-  for (const program of PROGRAMS) {
-    process.stdout.write(`measuring ${program.name}…\n`);
-    results[program.name] = await measure(program);
+  const runs = new Map<string, ProgramResult[]>(PROGRAMS.map((p) => [p.name, []]));
+  for (let n = 1; n <= ROUNDS; n++) {
+    for (const program of PROGRAMS) {
+      process.stdout.write(`round ${n} of ${ROUNDS}: ${program.name}…\n`);
+      runs.get(program.name)!.push(await measure(program));
+    }
   }
-  const at64 = (name: string) => results[name]!.throughput.find((t) => t.sessions === 64)!.turnsPerSec;
-  const turnhost = results['turnhost']!;
-  const vsNaive = at64('turnhost') / at64('naive floor');
-  const vsGroup = at64('turnhost') / at64('group-commit floor');
+  const summaries = Object.fromEntries([...runs].map(([name, r]) => [name, summarize(r)]));
+  const turnhost = summaries['turnhost']!;
+  const naive = summaries['naive floor']!;
+  const group = summaries['group-commit floor']!;
+  const at = (s: Summary, sessions: number) => s.turnsPerSec[PLAN.sessionCounts.indexOf(sessions)]!;
+  const vsGroupAt64 = at(turnhost, 64) / at(group, 64);
+  const vsNaiveAt1 = at(turnhost, 1) / at(naive, 1);
+  const p99VsNaive = turnhost.p99Ms / naive.p99Ms;
   printTable(
-    'turns per second (closed loop, one-word prompts, script agent)',
+    `turns per second (closed loop, one-word prompts, script agent; median of ${ROUNDS} interleaved rounds, range below)`,
     ['program', ...PLAN.sessionCounts.map((n) => `${n} session${n > 1 ? 's' : ''}`), 'p50 ms', 'p99 ms'],
-    Object.entries(results).map(([name, r]) => [
-      name,
-      ...r.throughput.map((t) => round(t.turnsPerSec)),
-      round(r.latency.p50Ms, 3),
-      round(r.latency.p99Ms, 3),
+    Object.entries(summaries).flatMap(([name, s]) => [
+      [name, ...s.turnsPerSec.map((v) => round(v)), round(s.p50Ms, 3), round(s.p99Ms, 3)],
+      ['', ...s.ranges, '', ''],
     ]),
   );
   const targets = {
-    vsNaiveAt64: { value: round(vsNaive, 2), target: '>= 0.50', met: vsNaive >= 0.5 },
-    vsGroupCommitAt64: { value: round(vsGroup, 2), target: '>= 0.70 (aim)', met: vsGroup >= 0.7 },
-    oneSessionP99Ms: { value: round(turnhost.latency.p99Ms, 3), target: '<= 2', met: turnhost.latency.p99Ms <= 2 },
+    vsGroupCommitAt64: { value: round(vsGroupAt64, 2), target: '>= 0.70 (aim 0.85)', met: vsGroupAt64 >= 0.7 },
+    vsNaiveAt1: { value: round(vsNaiveAt1, 2), target: '>= 0.70', met: vsNaiveAt1 >= 0.7 },
+    oneSessionP99VsNaive: { value: round(p99VsNaive, 2), target: '<= 1.5', met: p99VsNaive <= 1.5 },
   };
   printTable(
     'targets',
     ['measure', 'value', 'target', 'verdict'],
     Object.entries(targets).map(([k, t]) => [k, t.value, t.target, verdict(t.met)]),
   );
-  const file = writeResult('host', { results, targets });
+  const file = writeResult('host', { rounds: Object.fromEntries(runs), summaries, targets });
   process.stdout.write(`\nwrote ${file}\n`);
 }

@@ -56,6 +56,8 @@ export interface SubmitRecord {
 export class StoreWriter {
   private readonly upsertSession: Database.Statement;
   private readonly touch: Database.Statement;
+  /** A turn's end changes its session's version and time: written once per session per transaction. */
+  private readonly touches = new Map<string, { historyVersion: number; now: number }>();
   private readonly insertMessage: Database.Statement;
   private readonly deleteMessagesFrom: Database.Statement;
   private readonly insertTurn: Database.Statement;
@@ -133,14 +135,29 @@ export class StoreWriter {
     this.deleteSubmit = db.prepare('DELETE FROM submits WHERE rowid = (SELECT MIN(rowid) FROM submits WHERE sid = ?)');
   }
 
+  /** Writes what the transaction deferred (one touch per session): its last step. */
+  settle(): void {
+    for (const [sid, { historyVersion, now }] of this.touches) this.touch.run(historyVersion, now, sid);
+    this.touches.clear();
+  }
+
+  /** The transaction rolled back: what it deferred is forgotten with it. */
+  discardPending(): void {
+    this.touches.clear();
+  }
+
   /** Writes the session row; `activate` makes it `active` (a retained or finalized session named again is active again). */
   saveSession(row: SessionRow, now = Date.now()): void {
+    this.settle(); // an earlier turn's touch must not land after this row's version
     this.upsertSession.run({ ...row, activate: row.activate ? 1 : 0, now });
   }
 
-  /** A turn's end: only the version and the time change (cheaper than a full save on every turn). */
+  /**
+   * A turn's end: only the version and the time change, written when the transaction settles, so a
+   * session whose turns end together in one group has its row updated once.
+   */
   touchSession(sid: string, historyVersion: number, now = Date.now()): void {
-    this.touch.run(historyVersion, now, sid);
+    this.touches.set(sid, { historyVersion, now });
   }
 
   /** Appends messages at positions firstSeq, firstSeq + 1, … of the session's history. */
@@ -177,10 +194,12 @@ export class StoreWriter {
   }
 
   finalizeSession(sid: string, endReason: string, now = Date.now()): void {
+    this.settle();
     this.finalize.run(endReason, now, sid);
   }
 
   retainSession(sid: string, reason: string, now = Date.now()): void {
+    this.settle();
     this.retain.run(reason, now, sid);
   }
 

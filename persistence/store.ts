@@ -167,9 +167,11 @@ export class Store {
       this.db.transaction(() => {
         for (const work of owed) work(this.writer);
         body();
+        this.writer.settle();
       })();
     } catch (err) {
       this.writer.committedHistory = [];
+      this.writer.discardPending();
       throw err;
     }
     for (const change of this.writer.committedHistory.splice(0)) change(this.history);

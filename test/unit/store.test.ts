@@ -168,6 +168,57 @@ describe('store', () => {
     expect(store.messages('s1')).to.deep.equal([{ role: 'user', content: 'a' }]);
   });
 
+  it('updates each session row once per group however many of its turns end in it, in the order the writes were asked for', async () => {
+    // A temporary trigger counts the updates of the sessions table: the statements SQLite ran, not ours.
+    store.db.exec('CREATE TEMP TABLE session_updates (n INTEGER); INSERT INTO session_updates VALUES (0)');
+    store.db.exec('CREATE TEMP TRIGGER count_session_updates AFTER UPDATE ON sessions BEGIN UPDATE session_updates SET n = n + 1; END');
+    const updates = () => (store.db.prepare('SELECT n FROM temp.session_updates').get() as { n: number }).n;
+    const turns = 40;
+    await store.commit((w) => ['a', 'b'].forEach((sid) => w.saveSession(row(sid, 0))));
+    const before = updates();
+    await Promise.all(
+      Array.from({ length: turns }, (_, i) =>
+        store.commit((w) => {
+          const sid = i % 2 === 0 ? 'a' : 'b';
+          const seq = Math.floor(i / 2) * 2;
+          w.startTurn(`t${i}`, sid, `r${i}`, 'boot-1');
+          w.appendMessages(sid, seq, [{ role: 'user', content: `q${i}` }, { role: 'assistant', content: `a${i}` }], `t${i}`);
+          w.touchSession(sid, i + 1);
+        }),
+      ),
+    );
+    expect(updates() - before, 'one update of each session row for the whole group').to.equal(2);
+    const raw = (sid: string) => (store.db.prepare('SELECT content FROM messages WHERE sid = ? ORDER BY seq').all(sid) as { content: string }[]).map((r) => r.content);
+    expect(raw('a')).to.have.length(turns);
+    expect(raw('a').slice(0, 4)).to.deep.equal(['q0', 'a0', 'q2', 'a2']);
+    expect((store.db.prepare('SELECT count(*) AS n FROM turns').get() as { n: number }).n).to.equal(turns);
+    expect(store.loadSession('a')!.historyVersion).to.equal(turns - 1);
+    expect(store.loadSession('b')!.historyVersion).to.equal(turns);
+
+    // A touch, then a save: the save's version stands.
+    await store.commit((w) => {
+      w.touchSession('a', 999);
+      w.saveSession(row('a', 0, 5));
+    });
+    expect(store.loadSession('a')!.historyVersion).to.equal(5);
+  });
+
+  it('forgets the touch of a transaction that rolled back', async () => {
+    await store.commit((w) => {
+      w.saveSession(row('s1', 0, 1));
+      w.startTurn('t1', 's1', 'r1', 'boot-1');
+    });
+    const bad = store.commit((w) => {
+      w.touchSession('s1', 42);
+      w.startTurn('t1', 's1', 'r2', 'boot-1'); // a duplicate turn id
+    });
+    const good = store.commit((w) => w.saveSession(row('s2', 0)));
+    const results = await Promise.allSettled([bad, good]);
+    expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'fulfilled']);
+    await store.commit((w) => w.saveSession(row('s3', 0)));
+    expect(store.loadSession('s1')!.historyVersion).to.equal(1);
+  });
+
   it('finalizes and retains with their reasons; a later save does not reactivate a finalized row', () => {
     store.commitNow((w) => {
       w.saveSession(row('f', 0));
