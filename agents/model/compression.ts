@@ -49,10 +49,12 @@ function transcriptLine(m: ChatMessage): string {
 /** Per session: the prompt size the server last reported, and the characters that request held. */
 export class PromptSizes {
   private readonly sizes = new Map<string, { promptTokens: number; chars: number }>();
+  /** The request last estimated is the one recorded after its call: it is counted once. */
+  private lastCounted: { messages: readonly ApiMessage[]; chars: number } | null = null;
 
   record(sid: string, promptTokens: number, messages: readonly ApiMessage[]): void {
     this.sizes.delete(sid);
-    this.sizes.set(sid, { promptTokens, chars: characterCount(messages) });
+    this.sizes.set(sid, { promptTokens, chars: this.count(messages) });
     if (this.sizes.size > REMEMBERED_SESSIONS) this.sizes.delete(this.sizes.keys().next().value!);
   }
 
@@ -61,9 +63,14 @@ export class PromptSizes {
   }
 
   estimate(sid: string, messages: readonly ApiMessage[]): number {
-    const chars = characterCount(messages);
+    const chars = this.count(messages);
     const last = this.sizes.get(sid);
     if (last === undefined || last.promptTokens === 0 || chars < last.chars) return chars / CHARS_PER_TOKEN;
     return last.promptTokens + (chars - last.chars) / CHARS_PER_TOKEN;
+  }
+
+  private count(messages: readonly ApiMessage[]): number {
+    if (this.lastCounted?.messages !== messages) this.lastCounted = { messages, chars: characterCount(messages) };
+    return this.lastCounted.chars;
   }
 }

@@ -12,43 +12,54 @@ export type ApiMessage =
 
 export const MISSING_RESULT = '(no result: the turn was interrupted)';
 
-/** The API messages of the history's parts, in order, repaired; `system` first when given. */
+/**
+ * The API messages of the history's parts, in order, repaired; `system` first when given. It runs
+ * over the whole history on every model call, so it allocates only where it must: a user or plain
+ * assistant message with no tool fields is already in the API's shape and is passed as it is (the
+ * history cache's messages are frozen; the SDK only serializes them).
+ */
 export function toApiMessages(parts: readonly (readonly ChatMessage[])[], system?: ApiMessage): ApiMessage[] {
   const out: ApiMessage[] = system === undefined ? [] : [system];
   let awaiting: ToolCall[] = [];
-  let answered = new Set<string>();
+  const answered = new Set<string>();
   const closeCallBlock = (): void => {
+    if (awaiting.length === 0) return;
     for (const call of awaiting) {
       if (!answered.has(call.id)) out.push({ role: 'tool', tool_call_id: call.id, content: MISSING_RESULT });
     }
     awaiting = [];
-    answered = new Set();
+    answered.clear();
   };
-  for (const message of parts.flat()) {
-    if (message.role === 'tool') {
-      const id = message.tool_call_id;
-      if (id !== undefined && awaiting.some((call) => call.id === id) && !answered.has(id)) {
-        answered.add(id);
-        out.push({ role: 'tool', tool_call_id: id, content: message.content });
+  for (const part of parts) {
+    for (const message of part) {
+      if (message.role === 'tool') {
+        const id = message.tool_call_id;
+        if (id !== undefined && awaiting.some((call) => call.id === id) && !answered.has(id)) {
+          answered.add(id);
+          out.push({ role: 'tool', tool_call_id: id, content: message.content });
+        }
+        continue;
       }
-      continue;
-    }
-    closeCallBlock();
-    if (message.role === 'assistant') {
-      if (message.tool_calls && message.tool_calls.length > 0) {
-        out.push({ role: 'assistant', content: message.content === '' ? null : message.content, tool_calls: message.tool_calls });
-        awaiting = message.tool_calls;
-      } else {
-        out.push({ role: 'assistant', content: message.content });
-      }
-    } else if (message.role === 'system') {
-      out.push({ role: 'system', content: message.content });
-    } else {
-      out.push({ role: 'user', content: message.content });
+      closeCallBlock();
+      out.push(apiMessage(message));
+      if (message.role === 'assistant' && message.tool_calls && message.tool_calls.length > 0) awaiting = message.tool_calls;
     }
   }
   closeCallBlock();
   return out;
+}
+
+/** A message other than a tool result, in the API's shape. */
+function apiMessage(message: ChatMessage): ApiMessage {
+  const plain = message.tool_calls === undefined && message.tool_call_id === undefined;
+  if (message.role === 'assistant') {
+    if (message.tool_calls && message.tool_calls.length > 0) {
+      return { role: 'assistant', content: message.content === '' ? null : message.content, tool_calls: message.tool_calls };
+    }
+    return plain ? (message as ApiMessage) : { role: 'assistant', content: message.content };
+  }
+  if (message.role === 'system') return plain ? (message as ApiMessage) : { role: 'system', content: message.content };
+  return plain && message.role === 'user' ? (message as ApiMessage) : { role: 'user', content: message.content };
 }
 
 /** Characters a history sends, for the ~4-characters-a-token estimate. */

@@ -56,6 +56,19 @@ describe('model agent parts', () => {
     expect(pairingProblem(history.map((m) => ({ ...m, content: m.content })))).to.not.equal(null);
   });
 
+  it('passes a message already in the API shape as it is, and copies one that is not', () => {
+    const history: ChatMessage[] = Object.freeze([
+      Object.freeze({ role: 'user', content: 'u' }),
+      Object.freeze({ role: 'assistant', content: 'a' }),
+      Object.freeze({ role: 'developer', content: 'd' }),
+      Object.freeze({ role: 'user', content: 'x', tool_call_id: 'odd' }),
+    ]) as ChatMessage[];
+    const api = toApiMessages([history]);
+    expect(api[0]).to.equal(history[0]);
+    expect(api[1]).to.equal(history[1]);
+    expect(api.slice(2)).to.deep.equal([{ role: 'user', content: 'd' }, { role: 'user', content: 'x' }]);
+  });
+
   it('never cuts a compression between a tool call and its results', () => {
     const history: ChatMessage[] = [
       { role: 'user', content: 'u' },
