@@ -1,15 +1,22 @@
-// `npm run soak -- --minutes N` (default 10): the bounds under a long mixed load. 64 sessions of
+// `npm run soak -- --minutes N [--agent openai] [--history-cache-mib M]` (default 10 minutes, the
+// script agent, the host's default cache): the bounds under a long mixed load. 64 sessions of
 // script-agent turns through the daemon (plain text, `/ask` answered by the client, `/sleep`
 // with interrupts, long streams), one client that drops its socket and resumes every 10 s, one
 // that never reads, and a kill -9 of the host every 60 s. At the end, with the daemon stopped:
 // acknowledged turns lost (0), turn rows left `running` (0), RSS per minute, the WAL's largest
-// size, turns/s. Writes bench/results/soak.json.
+// size, turns/s. With `--agent openai` the turns go to the model agent against a fake model server in
+// this process (plain and 2,000-word prompts; a small context so that compressions keep each
+// history near 100 KB): the agent reads its session's history on every call, so the host's history
+// cache is in use, and the sessions' histories together outgrow a small `--history-cache-mib`; the
+// run reports them next to the cache's bound. Writes bench/results/soak.json.
 import { spawn } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { connect as connectSocket, type Socket } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { connect, type TurnhostClient } from '../client/index.js';
+import { DEFAULT_HISTORY_CACHE_MIB } from '../persistence/store.js';
+import { FakeOpenAI, type ChatBody } from '../test/helpers/fake-openai.js';
 import { seededRandom } from '../test/helpers/random.js';
 import { CLI, median, printTable, round, verdict, withTempDir, writeResult } from './common.js';
 
@@ -27,11 +34,28 @@ interface Acknowledged {
   turnId: string;
 }
 
-function minutesArg(): number {
-  const at = process.argv.indexOf('--minutes');
-  const value = at === -1 ? 10 : Number(process.argv[at + 1]);
-  if (!Number.isFinite(value) || value <= 0) throw new Error('--minutes must be a positive number');
+function argument(name: string): string | undefined {
+  const at = process.argv.indexOf(name);
+  return at === -1 ? undefined : process.argv[at + 1];
+}
+
+function numberArg(name: string, fallback: number): number {
+  const text = argument(name);
+  const value = text === undefined ? fallback : Number(text);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number`);
   return value;
+}
+
+/** The model agent's soak: a fake server, and a context small enough that histories are compressed and stay bounded. */
+async function modelAgentHome(home: string): Promise<FakeOpenAI> {
+  const fake = await FakeOpenAI.start();
+  fake.keepRequests = false;
+  const reply = Array.from({ length: 200 }, (_, i) => `word${i} `);
+  // The agent decides to compress from the prompt size the server reports: ~4 characters a token.
+  const promptTokens = (body: ChatBody) => Math.ceil(body.messages.reduce((sum, m) => sum + (m.content?.length ?? 0), 0) / 4);
+  fake.fallback = (body) => ({ text: reply, usage: { prompt_tokens: promptTokens(body), completion_tokens: reply.length } });
+  writeFileSync(join(home, 'agent.json'), JSON.stringify({ model: 'soak-model', base_url: fake.baseUrl, context_tokens: 32_000 }));
+  return fake;
 }
 
 function rssMb(pid: number | null): number | null {
@@ -63,10 +87,11 @@ function sizeOf(path: string): number {
 }
 
 /** One session's endless mix of turns; each turn.end seen is an acknowledged turn. */
-async function driveSession(client: TurnhostClient, sid: string, random: () => number, until: number, acknowledged: Acknowledged[]): Promise<void> {
+async function driveSession(client: TurnhostClient, sid: string, random: () => number, until: number, acknowledged: Acknowledged[], modelAgent: boolean): Promise<void> {
   await client.createSession({ session_id: sid });
   while (performance.now() < until) {
-    const pick = random();
+    // The model agent knows no directives: its mix is plain prompts and long ones.
+    const pick = modelAgent ? (random() < 0.7 ? 0 : 0.9) : random();
     const text =
       pick < 0.4
         ? `plain turn ${Math.floor(random() * 1e6)}`
@@ -119,9 +144,13 @@ function neverReading(socketPath: string, until: number): () => void {
 }
 
 export async function soak(): Promise<void> {
-  const minutes = minutesArg();
+  const minutes = numberArg('--minutes', 10);
+  const cacheMib = numberArg('--history-cache-mib', DEFAULT_HISTORY_CACHE_MIB);
+  const agent = argument('--agent') ?? 'script';
+  if (agent !== 'script' && agent !== 'openai') throw new Error('--agent must be script or openai');
   await withTempDir(async (home) => {
-    const daemon = spawn(process.execPath, [CLI, 'daemon', '--home', home, '--workers', '16'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TURNHOST_LOG_LEVEL: 'warn' } });
+    const fake = agent === 'openai' ? await modelAgentHome(home) : null;
+    const daemon = spawn(process.execPath, [CLI, 'daemon', '--home', home, '--workers', '16', '--agent', agent, '--history-cache-mib', String(cacheMib)], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TURNHOST_LOG_LEVEL: 'warn' } });
     const socketPath = join(home, 'turnhost.sock');
     let client: TurnhostClient | null = null;
     for (let i = 0; i < 100 && client === null; i++) {
@@ -193,7 +222,7 @@ export async function soak(): Promise<void> {
     }, SAMPLE_EVERY_MS);
 
     const random = seededRandom(7);
-    await Promise.all(Array.from({ length: SESSIONS }, (_, i) => driveSession(main, `s${i}`, () => random(), until, acknowledged)));
+    await Promise.all(Array.from({ length: SESSIONS }, (_, i) => driveSession(main, `s${i}`, () => random(), until, acknowledged, fake !== null)));
     const seconds = (performance.now() - started) / 1000;
     if (seconds % 60 > 5) sample(Math.ceil(seconds / 60));
     clearInterval(resumeTimer);
@@ -206,11 +235,14 @@ export async function soak(): Promise<void> {
     await main.shutdownDaemon(10);
     main.close();
     await new Promise((resolve) => daemon.once('exit', resolve));
+    await fake?.close();
 
     const db = new Database(join(home, 'turnhost.db'), { readonly: true });
     const stored = new Set((db.prepare("SELECT turn_id FROM turns WHERE status = 'completed' OR status = 'interrupted'").all() as { turn_id: string }[]).map((r) => r.turn_id));
     const withMessages = new Set((db.prepare('SELECT DISTINCT turn_id FROM messages WHERE turn_id IS NOT NULL').all() as { turn_id: string }[]).map((r) => r.turn_id));
     const running = (db.prepare("SELECT count(*) AS n FROM turns WHERE status = 'running'").get() as { n: number }).n;
+    // What the sessions' histories hold now (a compression replaces what it summarized): what the cache would need to keep them all.
+    const historyMb = (db.prepare('SELECT COALESCE(SUM(length(content)), 0) AS n FROM messages').get() as { n: number }).n / 1024 / 1024;
     db.close();
     const lost = acknowledged.filter((t) => !stored.has(t.turnId) || !withMessages.has(t.turnId)).length;
 
@@ -224,16 +256,17 @@ export async function soak(): Promise<void> {
       runningRowsLeft: { value: running, target: '0', met: running === 0 },
       daemonRssLastVsSecondMinute: { value: `${round(second?.daemonMb ?? 0)} → ${round(last?.daemonMb ?? 0)}`, target: 'within 10%', met: within(second?.daemonMb, last?.daemonMb) },
       hostRssLastVsSecondMinute: { value: `${round(second?.hostMb ?? 0)} → ${round(last?.hostMb ?? 0)}`, target: 'within 10%', met: within(second?.hostMb, last?.hostMb) },
+      historiesVsCache: { value: `${round(historyMb, 1)} MB of histories, cache ${cacheMib} MiB`, target: agent === 'openai' ? 'more than the cache holds' : '(the script agent reads no history)', met: agent === 'openai' ? historyMb > cacheMib : true },
       walLargestMb: { value: round(walMax / 1024 / 1024, 1), target: 'bounded (16 MiB checkpoints)', met: walMax < 64 * 1024 * 1024 },
       turnsPerSecond: { value: round(acknowledged.length / seconds, 1), target: '', met: true },
     };
     printTable(
-      `soak: ${minutes} min, ${acknowledged.length} acknowledged turns, ${kills} host kills`,
+      `soak (${agent} agent): ${minutes} min, ${acknowledged.length} acknowledged turns, ${kills} host kills`,
       ['check', 'value', 'target', 'verdict'],
       Object.entries(checks).map(([k, c]) => [k, c.value, c.target, c.met === null ? 'n/a (too short)' : verdict(c.met)]),
     );
     process.stdout.write(`crash loops cleared with host.restart: ${crashLoopsCleared}\n`);
-    const file = writeResult('soak', { minutes, acknowledged: acknowledged.length, kills, crashLoopsCleared, samples, checks });
+    const file = writeResult('soak', { minutes, agent, cacheMib, historyMb, acknowledged: acknowledged.length, kills, crashLoopsCleared, samples, checks });
     process.stdout.write(`\nwrote ${file}\n`);
   });
 }
