@@ -35,7 +35,7 @@ function measureHost(): Promise<PathRun> {
   return withTempDir(async (dir) => {
     const proc = new TurnProcess(process.execPath, [CLI, 'host', '--home', dir, '--workers', '64']);
     await proc.hello;
-    const run = await measurePath(proc, 'host');
+    const run = await measurePath(proc, 'host', { host: proc.pid });
     await proc.close();
     return run;
   });
@@ -46,7 +46,7 @@ function measureDaemon(): Promise<PathRun & { restartMs: number }> {
     const child = await startDaemon(home);
     const driver = await RpcDriver.open(join(home, 'turnhost.sock'));
     await driver.createSessions([...sessionIds('tp', SESSIONS), 'tp-lat']);
-    const run = await measurePath(driver, 'tp');
+    const run = await measurePath(driver, 'tp', { daemon: child.pid!, host: await driver.hostPid() });
     const restartMs = await driver.restartMs();
     driver.close();
     await stopDaemon(child);
@@ -87,6 +87,16 @@ export async function benchDaemon(): Promise<void> {
   );
   const costs = hostRuns.map((h, i) => 100 * (1 - daemonRuns[i]!.turnsPerSec / h.turnsPerSec));
   process.stdout.write(`hop cost per round: ${costs.map((c) => `${round(c, 1)}%`).join(', ')}\n`);
+  // Where the hop's cost lands: CPU per turn of each process (two cores are shared by all of them).
+  const cpu = (runs: readonly PathRun[], name: string) => (runs[0]!.cpuUsPerTurn[name] === undefined ? '–' : round(median(runs.map((r) => r.cpuUsPerTurn[name]!))));
+  printTable(
+    'CPU per turn of the closed loop, µs (user + system; median of the rounds)',
+    ['path', 'benchmark client', 'daemon', 'host'],
+    [
+      ['host alone', cpu(hostRuns, 'client'), cpu(hostRuns, 'daemon'), cpu(hostRuns, 'host')],
+      ['through the daemon', cpu(daemonRuns, 'client'), cpu(daemonRuns, 'daemon'), cpu(daemonRuns, 'host')],
+    ],
+  );
   const targets = {
     hopThroughputCost: { value: `${round(throughputCost * 100, 1)}%`, target: '<= 30%', met: throughputCost <= 0.3 },
     hopP50CostMs: { value: round(p50CostMs, 3), target: '<= 1', met: p50CostMs <= 1 },

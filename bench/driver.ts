@@ -1,13 +1,16 @@
 // Drives a program that speaks the host protocol's turn frames (turnhost host, or a floor) over
 // real pipes: closed-loop throughput with N sessions, and one-session turn latency.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { LineReader } from '../protocol/line-reader.js';
 
 export interface Throughput {
   sessions: number;
+  /** Turns that ended while counting (after the warm-up); `ended` counts every turn of the loop. */
   turns: number;
   seconds: number;
   turnsPerSec: number;
+  ended: number;
 }
 
 export interface Latency {
@@ -45,13 +48,31 @@ export const PATH_PLAN = { sessions: 64, warmupMs: 500, measureMs: 3000, latency
 export interface PathRun {
   turnsPerSec: number;
   latency: { p50Ms: number; p99Ms: number };
+  /** CPU time (user + system) each watched process spent per turn of the closed loop, in µs. */
+  cpuUsPerTurn: Record<string, number>;
 }
 
-/** One path's measure by PATH_PLAN: its sessions are `<prefix>-N`, its latency session `<prefix>-lat`. */
-export async function measurePath(target: TurnTarget, prefix: string): Promise<PathRun> {
+/** A process's CPU time so far, user and system, in clock ticks (/proc/<pid>/stat fields 14 and 15). */
+function cpuTicks(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/** Linux's USER_HZ: /proc counts CPU time in hundredths of a second. */
+const TICKS_PER_SECOND = 100;
+
+/**
+ * One path's measure by PATH_PLAN: its sessions are `<prefix>-N`, its latency session `<prefix>-lat`.
+ * `watch` names the processes whose CPU per turn of the closed loop is reported (the benchmark's own included).
+ */
+export async function measurePath(target: TurnTarget, prefix: string, watch: Record<string, number> = {}): Promise<PathRun> {
+  const pids = { client: process.pid, ...watch };
+  const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuTicks(pid)]));
   const throughput = await closedLoop(target, sessionIds(prefix, PATH_PLAN.sessions), PATH_PLAN.warmupMs, PATH_PLAN.measureMs);
+  const usPerTick = 1e6 / TICKS_PER_SECOND;
+  const cpuUsPerTurn = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, ((cpuTicks(pid) - before[name]!) * usPerTick) / throughput.ended]));
   const latency = await backToBack(target, `${prefix}-lat`, PATH_PLAN.latencyWarmup, PATH_PLAN.latencyTurns);
-  return { turnsPerSec: throughput.turnsPerSec, latency };
+  return { turnsPerSec: throughput.turnsPerSec, latency, cpuUsPerTurn };
 }
 
 /** Closed loop: each session sends its next turn when its last one ended. */
@@ -61,8 +82,10 @@ export async function closedLoop(target: TurnTarget, sids: readonly string[], wa
   let sending = true;
   let inFlight = 0;
   let drained: () => void = () => {};
+  let ended = 0;
   target.onEnd((sid) => {
     inFlight--;
+    ended++;
     if (counting) counted++;
     if (sending) {
       inFlight++;
@@ -86,7 +109,7 @@ export async function closedLoop(target: TurnTarget, sids: readonly string[], wa
       if (inFlight === 0) resolve();
     }),
   );
-  return { sessions: sids.length, turns: counted, seconds, turnsPerSec: counted / seconds };
+  return { sessions: sids.length, turns: counted, seconds, turnsPerSec: counted / seconds, ended };
 }
 
 /** One session, turns back to back: from the turn sent to its end read. */
@@ -177,6 +200,10 @@ export class TurnProcess implements TurnTarget {
 
   guarded<T>(promise: Promise<T>): Promise<T> {
     return Promise.race([promise, this.failed]);
+  }
+
+  get pid(): number {
+    return this.child.pid!;
   }
 
   async close(): Promise<void> {

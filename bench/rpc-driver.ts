@@ -98,16 +98,21 @@ export class RpcDriver implements TurnTarget {
     for (const sid of sids) await this.call('session.create', { session_id: sid });
   }
 
+  async hostPid(): Promise<number> {
+    const status = JSON.parse(await this.call('host.status', {})) as { result: { host: { pid: number } } };
+    return status.result.host.pid;
+  }
+
   /**
    * kill -9 of the host, then turns until one succeeds: the time a crash costs a client. A turn
    * accepted before the supervisor saw the crash ends in turn.error (crash), and is tried again.
    */
   async restartMs(): Promise<number> {
-    const status = JSON.parse(await this.call('host.status', {})) as { result: { host: { pid: number } } };
+    const hostPid = await this.hostPid();
     const sid = 'after-crash';
     await this.call('session.create', { session_id: sid });
     const killedAt = performance.now();
-    process.kill(status.result.host.pid, 'SIGKILL');
+    process.kill(hostPid, 'SIGKILL');
     for (;;) {
       const outcome = new Promise<boolean>((resolve) => {
         this.endListener = (s) => s === sid && resolve(true);

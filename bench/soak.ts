@@ -53,7 +53,8 @@ async function modelAgentHome(home: string): Promise<FakeOpenAI> {
   const reply = Array.from({ length: 200 }, (_, i) => `word${i} `);
   // The agent decides to compress from the prompt size the server reports: ~4 characters a token.
   const promptTokens = (body: ChatBody) => Math.ceil(body.messages.reduce((sum, m) => sum + (m.content?.length ?? 0), 0) / 4);
-  fake.fallback = (body) => ({ text: reply, usage: { prompt_tokens: promptTokens(body), completion_tokens: reply.length } });
+  // A compression's summary is asked for without streaming.
+  fake.fallback = (body) => (body.stream === true ? { text: reply, usage: { prompt_tokens: promptTokens(body), completion_tokens: reply.length } } : { summary: reply.join('') });
   writeFileSync(join(home, 'agent.json'), JSON.stringify({ model: 'soak-model', base_url: fake.baseUrl, context_tokens: 32_000 }));
   return fake;
 }
@@ -244,7 +245,8 @@ export async function soak(): Promise<void> {
     // What the sessions' histories hold now (a compression replaces what it summarized): what the cache would need to keep them all.
     const historyMb = (db.prepare('SELECT COALESCE(SUM(length(content)), 0) AS n FROM messages').get() as { n: number }).n / 1024 / 1024;
     db.close();
-    const lost = acknowledged.filter((t) => !stored.has(t.turnId) || !withMessages.has(t.turnId)).length;
+    // A compression (the model agent's) replaces the messages it summarized: then a turn's row is what must stay.
+    const lost = acknowledged.filter((t) => !stored.has(t.turnId) || (agent === 'script' && !withMessages.has(t.turnId))).length;
 
     const second = samples.find((s) => s.minute === 2);
     const last = samples.at(-1);
