@@ -7,14 +7,21 @@
 // "stalled" needs a little time; measured, a client that never reads then overshoots 8 MiB by
 // under 0.5 MiB (slow-consumer test). Allowing a reader what it took in the last second instead
 // cut the queue bench's reader in most runs.
+// A stall is also counted in writes, not only in time: the socket drains only between event-loop
+// turns, so a daemon busy for longer than STALL_MS in one turn (a burst of a thousand queue events
+// built at once, on a loaded machine) would see no progress from a client that was reading all
+// along, and cut it. A client is stalled once it has taken nothing for STALL_MS across
+// STALLED_WRITES writes, each made on its own loop turn, with the socket free to drain between.
 
 const MIB = 1024 * 1024;
 /** The default bound, in MiB: `--max-unread-mib`. */
 export const DEFAULT_MAX_UNREAD_MIB = 8;
 /** A client that keeps reading may lag this many times the bound before it is cut anyway. */
 const READING_FACTOR = 8;
-/** A connection that has taken nothing of its output for this long is not reading. */
+/** A connection that has taken nothing of its output for this long is not reading… */
 export const STALL_MS = 200;
+/** …and over this many writes (one a loop turn at most), with the chance to drain between them. */
+export const STALLED_WRITES = 3;
 
 export interface UnreadLimits {
   /** Unread output past which a connection that has taken none of its output for STALL_MS is ended. */
@@ -38,6 +45,7 @@ export class UnreadBound {
   /** The socket's unread bytes just after the last write: fewer later means the client took some. */
   private unreadAfterWrite = 0;
   private lastProgressMs: number;
+  private writesSinceProgress = 0;
 
   private readonly notReading: Overrun;
   private readonly tooSlow: Overrun;
@@ -59,16 +67,21 @@ export class UnreadBound {
   overrun(held = 0): Overrun | null {
     const handed = this.socket.writableLength;
     // Nothing owed counts as progress: an idle client that a burst then reaches is not stalled.
-    if (handed === 0 || handed < this.unreadAfterWrite) this.lastProgressMs = this.nowMs();
+    if (handed === 0 || handed < this.unreadAfterWrite) {
+      this.lastProgressMs = this.nowMs();
+      this.writesSinceProgress = 0;
+    }
     const unread = handed + held;
     if (unread > this.limits.readingBytes) return this.tooSlow;
-    if (unread > this.limits.stalledBytes && this.nowMs() - this.lastProgressMs > STALL_MS) return this.notReading;
+    const stalled = this.nowMs() - this.lastProgressMs > STALL_MS && this.writesSinceProgress >= STALLED_WRITES;
+    if (unread > this.limits.stalledBytes && stalled) return this.notReading;
     return null;
   }
 
-  /** Told after each write. */
+  /** Told after each write (the caller writes at most once an event-loop turn). */
   wrote(): void {
     this.unreadAfterWrite = this.socket.writableLength;
+    this.writesSinceProgress++;
   }
 
   get unread(): number {

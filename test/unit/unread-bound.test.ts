@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Socket } from 'node:net';
-import { STALL_MS, UnreadBound, unreadLimits, type UnreadLimits } from '../../actors/daemon/unread-bound.js';
+import { STALL_MS, STALLED_WRITES, UnreadBound, unreadLimits, type UnreadLimits } from '../../actors/daemon/unread-bound.js';
 
 const MIB = 1024 * 1024;
 const { stalledBytes: MAX_UNREAD_BYTES, readingBytes: MAX_UNREAD_BYTES_READING } = unreadLimits();
@@ -12,13 +12,32 @@ function setup(limits?: UnreadLimits): { socket: { writableLength: number }; clo
   return { socket, clock, bound: new UnreadBound(socket as unknown as Socket, limits, () => clock.ms) };
 }
 
+/** Writes on successive loop turns that the client takes nothing of. */
+function untakenWrites(bound: UnreadBound, count: number): void {
+  for (let i = 0; i < count; i++) {
+    expect(bound.overrun()).to.equal(null);
+    bound.wrote();
+  }
+}
+
 describe('a connection\'s unread output', () => {
-  it('ends a connection over 8 MiB that has taken nothing for the stall time', () => {
+  it('ends a connection over 8 MiB that has taken nothing for the stall time, over several writes', () => {
     const { socket, clock, bound } = setup();
     socket.writableLength = MAX_UNREAD_BYTES + 1;
     expect(bound.overrun()).to.equal(null); // it just got there
-    bound.wrote();
+    untakenWrites(bound, STALLED_WRITES);
     clock.ms += STALL_MS + 1;
+    expect(bound.overrun()?.why).to.equal('is not reading its output');
+  });
+
+  it('does not end a reading client while the daemon itself is busy past the stall time (no write between)', () => {
+    const { socket, clock, bound } = setup();
+    socket.writableLength = MAX_UNREAD_BYTES + 1;
+    bound.wrote();
+    clock.ms += 10 * STALL_MS; // one long event-loop turn: the socket could not drain
+    expect(bound.overrun(MIB)).to.equal(null);
+    expect(bound.overrun(2 * MIB)).to.equal(null);
+    untakenWrites(bound, STALLED_WRITES - 1);
     expect(bound.overrun()?.why).to.equal('is not reading its output');
   });
 
@@ -57,7 +76,7 @@ describe('a connection\'s unread output', () => {
   it('holds the bound it is given (--max-unread-mib): 1 MiB when not reading, 8 MiB however it reads', () => {
     const { socket, clock, bound } = setup(unreadLimits(1));
     socket.writableLength = MIB + 1;
-    bound.wrote();
+    untakenWrites(bound, STALLED_WRITES);
     clock.ms += STALL_MS + 1;
     expect(bound.overrun()).to.deep.equal({ why: 'is not reading its output', maxUnreadBytes: MIB });
     socket.writableLength = 8 * MIB;
