@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_SYSTEM_PROMPT } from '../agents/model/config.js';
 import { FakeOpenAI } from '../test/helpers/fake-openai.js';
-import { CLI, median, printTable, range, ROOT, round, verdict, withTempDir, writeResult } from './common.js';
+import { CLI, median, printTable, range, ROOT, round, ROUNDS, verdict, withTempDir, writeResult } from './common.js';
 import { measureProgram, TurnProcess, type LoadPlan, type ProgramResult } from './driver.js';
 
 const PLAN: LoadPlan = { sessionCounts: [1, 64], warmupMs: 500, measureMs: 3000, latencyWarmup: 100, latencyTurns: 1000 };
@@ -35,9 +35,7 @@ async function measure(program: Program, fake: FakeOpenAI): Promise<ProgramResul
   return withTempDir((dir) => measureProgram(program.start(dir, fake.baseUrl), PLAN));
 }
 
-/** Interleaved rounds: this machine's speed drifts by a fifth from one run to the next. Each figure is the median of its rounds; the differences are taken within a round. */
-const ROUNDS = 3;
-
+/** How much one session's p50 grew from the first fifth of its turns to the last. */
 const growth = (r: ProgramResult) => r.latency.lastFifthP50Ms - r.latency.firstFifthP50Ms;
 
 export async function benchAgent(): Promise<void> {
@@ -60,6 +58,7 @@ export async function benchAgent(): Promise<void> {
   const TURNHOST = 'turnhost --agent openai';
   const FLOOR = 'SDK floor';
   const of = (name: string, figure: (r: ProgramResult) => number) => median(rounds.map((r) => figure(r[name]!)));
+  // A difference between the two programs is taken within each round, then its median.
   const within = (figure: (turnhost: ProgramResult, floor: ProgramResult) => number) => rounds.map((r) => figure(r[TURNHOST]!, r[FLOOR]!));
   const at = (i: number) => (r: ProgramResult) => r.throughput[i]!.turnsPerSec;
   const at64 = at(PLAN.sessionCounts.indexOf(64));

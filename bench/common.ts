@@ -40,6 +40,12 @@ export function verdict(ok: boolean): string {
   return ok ? 'met' : 'MISSED';
 }
 
+/**
+ * This machine's speed drifts by a fifth from one run to the next, more than some costs measured:
+ * a bench runs what it compares in interleaved rounds, and reports each figure's median.
+ */
+export const ROUNDS = 3;
+
 /** The middle value (the upper one of an even count). */
 export function median(values: readonly number[]): number {
   return values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]!;

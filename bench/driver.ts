@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { LineReader } from '../protocol/line-reader.js';
+import { ROUNDS } from './common.js';
 
 export interface Throughput {
   sessions: number;
@@ -43,7 +44,7 @@ export interface TurnTarget {
 }
 
 /** The daemon's and the edge's path measures: closed-loop throughput at 64 sessions, then one session back to back, in rounds. */
-export const PATH_PLAN = { sessions: 64, warmupMs: 500, measureMs: 3000, latencyWarmup: 300, latencyTurns: 3000, rounds: 3 } as const;
+export const PATH_PLAN = { sessions: 64, warmupMs: 500, measureMs: 3000, latencyWarmup: 300, latencyTurns: 3000, rounds: ROUNDS } as const;
 
 export interface PathRun {
   turnsPerSec: number;

@@ -1,6 +1,6 @@
 // `npm run bench -- host`: turnhost's compute host against two floors measured in the same run.
 import { join } from 'node:path';
-import { CLI, median, printTable, range, ROOT, round, verdict, withTempDir, writeResult } from './common.js';
+import { CLI, median, printTable, range, ROOT, round, ROUNDS, verdict, withTempDir, writeResult } from './common.js';
 import { measureProgram, TurnProcess, type LoadPlan, type ProgramResult } from './driver.js';
 
 const PLAN: LoadPlan = { sessionCounts: [1, 8, 64], warmupMs: 500, measureMs: 3000, latencyWarmup: 300, latencyTurns: 3000 };
@@ -15,9 +15,6 @@ const PROGRAMS: Program[] = [
   { name: 'naive floor', start: (dir) => new TurnProcess(process.execPath, [join(ROOT, 'bench/floors/naive.mjs'), join(dir, 'floor.db')]) },
   { name: 'group-commit floor', start: (dir) => new TurnProcess(process.execPath, [join(ROOT, 'bench/floors/group-commit.mjs'), join(dir, 'floor.db')]) },
 ];
-
-/** This machine's speed drifts by a fifth from one run to the next: the programs run in interleaved rounds, and each figure is the median of its rounds. */
-const ROUNDS = 3;
 
 async function measure(program: Program): Promise<ProgramResult> {
   return withTempDir((dir) => measureProgram(program.start(dir), PLAN));

@@ -4,12 +4,11 @@
 // queue path at no less than 50% of the host's plain turn rate (issue 13).
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { CLI, median, printTable, range, round, verdict, withTempDir, writeResult } from './common.js';
+import { CLI, median, printTable, range, round, ROUNDS, verdict, withTempDir, writeResult } from './common.js';
 import { startDaemon, stopDaemon } from './daemon.js';
 import { backToBack, TurnProcess } from './driver.js';
 
 const PROMPTS = 1000;
-const ROUNDS = 3;
 const NEWLINE = 0x0a;
 const HEAD_BYTES = 160;
 const TURN_END = '{"jsonrpc":"2.0","method":"event","params":{"type":"turn.end"';

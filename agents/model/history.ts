@@ -49,17 +49,14 @@ export function toApiMessages(parts: readonly (readonly ChatMessage[])[], system
   return out;
 }
 
-/** A message other than a tool result, in the API's shape. */
+/** A message other than a tool result, in the API's shape: itself when it already is (any other role is a user's). */
 function apiMessage(message: ChatMessage): ApiMessage {
-  const plain = message.tool_calls === undefined && message.tool_call_id === undefined;
-  if (message.role === 'assistant') {
-    if (message.tool_calls && message.tool_calls.length > 0) {
-      return { role: 'assistant', content: message.content === '' ? null : message.content, tool_calls: message.tool_calls };
-    }
-    return plain ? (message as ApiMessage) : { role: 'assistant', content: message.content };
+  if (message.role === 'assistant' && message.tool_calls && message.tool_calls.length > 0) {
+    return { role: 'assistant', content: message.content === '' ? null : message.content, tool_calls: message.tool_calls };
   }
-  if (message.role === 'system') return plain ? (message as ApiMessage) : { role: 'system', content: message.content };
-  return plain && message.role === 'user' ? (message as ApiMessage) : { role: 'user', content: message.content };
+  const role = message.role === 'assistant' || message.role === 'system' ? message.role : 'user';
+  const plain = message.role === role && message.tool_calls === undefined && message.tool_call_id === undefined;
+  return plain ? (message as ApiMessage) : { role, content: message.content };
 }
 
 /** Characters a history sends, for the ~4-characters-a-token estimate. */
