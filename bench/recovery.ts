@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { migrate } from '../persistence/schema.js';
+import { migrate } from '../persistence/sqlite/schema.js';
 import { CLI, median, printTable, round, verdict, withTempDir, writeResult } from './common.js';
 
 const SESSIONS = 10_000;

@@ -1,4 +1,4 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, or all.
 import { benchAgent } from './agent.js';
 import { benchDaemon } from './daemon.js';
 import { benchEdge } from './edge.js';
@@ -6,6 +6,7 @@ import { benchHost } from './host.js';
 import { benchQueue } from './queue.js';
 import { benchRecovery } from './recovery.js';
 import { benchShutdown } from './shutdown.js';
+import { benchStore } from './store.js';
 
 const BENCHES: Record<string, () => Promise<void>> = {
   host: benchHost,
@@ -15,6 +16,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   agent: benchAgent,
   queue: benchQueue,
   edge: benchEdge,
+  store: benchStore,
 };
 
 const names = process.argv.slice(2);

@@ -55,22 +55,19 @@ function isIdleShard(node: ActorNode): boolean {
   return /^shard-\d+$/.test(node.name) && node.children.length === 0 && node.mailbox === 0 && !node.busy;
 }
 
-function requireReader(reader: () => Reader | null): Reader {
-  const r = reader();
+async function requireReader(reader: () => Promise<Reader | null>): Promise<Reader> {
+  const r = await reader();
   if (r === null) throw new Error('no database in this home yet');
   return r;
 }
 
-export function defineDatabaseCommands(command: DefineCommand, out: ReplOutput, reader: () => Reader | null, logPath: string): void {
+export function defineDatabaseCommands(command: DefineCommand, out: ReplOutput, reader: () => Promise<Reader | null>, logPath: string): void {
   command('queues', 'sessions with queued prompts: how many, the oldest', async () => {
-    printRows(out, ['SESSION', 'QUEUED', 'OLDEST'], requireReader(reader).queues().map((q) => [q.session_id, q.queued, q.oldest]));
+    printRows(out, ['SESSION', 'QUEUED', 'OLDEST'], (await (await requireReader(reader)).queues()).map((q) => [q.session_id, q.queued, q.oldest]));
   });
   command('sql', 'run a read-only SQL query on the database (writes are refused)', async (query) => {
     if (query === '') throw new Error('usage: .sql SELECT …');
-    const statement = requireReader(reader).db.prepare(query);
-    if (!statement.reader) throw new Error('read-only: .sql runs queries that return rows; this statement would write, and is refused');
-    const rows = statement.all() as Record<string, unknown>[];
-    const columns = statement.columns().map((c) => c.name);
+    const { columns, rows } = await (await requireReader(reader)).query(query);
     printRows(out, columns, rows.map((row) => columns.map((c) => cell(row[c]))));
   });
   command('log', 'the last n log records (default 20)', async (arg) => {
@@ -84,9 +81,9 @@ export function defineDatabaseCommands(command: DefineCommand, out: ReplOutput, 
 }
 
 /** Offline, .sessions has no running turns to show: only the database's view. */
-export function defineOfflineSessions(command: DefineCommand, out: ReplOutput, reader: () => Reader | null): void {
+export function defineOfflineSessions(command: DefineCommand, out: ReplOutput, reader: () => Promise<Reader | null>): void {
   command('sessions', 'sessions in the database: status, message count, last update', async () => {
-    const sessions = requireReader(reader).sessions();
+    const sessions = await (await requireReader(reader)).sessions();
     printRows(out, ['SESSION', 'STATUS', 'REASON', 'MESSAGES', 'UPDATED'], sessions.map((s) => [s.session_id, s.status, s.end_reason ?? s.retained_reason ?? '', s.message_count, s.updated_at]));
   });
 }

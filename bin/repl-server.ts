@@ -20,7 +20,7 @@ export interface ReplDeps {
   supervisor: Ref<SupervisorMsg>;
   gateway: Ref<GatewayMsg>;
   system: SystemRef;
-  reader: () => Reader | null;
+  reader: () => Promise<Reader | null>;
   logPath: string;
   unreadLimits: UnreadLimits;
 }
@@ -127,7 +127,7 @@ function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { sessi
   defineDatabaseCommands(command, out, deps.reader, deps.logPath);
   command('sessions', 'sessions: status, running, message count, age', async () => {
     const running = new Set((await status()).running_sids);
-    const sessions = deps.reader()?.sessions() ?? [];
+    const sessions = (await (await deps.reader())?.sessions()) ?? [];
     printRows(out, ['SESSION', 'STATUS', 'RUNNING', 'MESSAGES', 'AGE'], sessions.map((s) => [s.session_id, s.status, running.has(s.session_id) ? 'yes' : '', s.message_count, age(Date.parse(s.updated_at))]));
   });
   command('turns', 'running and recent turns', async () => {

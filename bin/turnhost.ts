@@ -16,6 +16,7 @@ import { historyCommand, sessionsCommand } from './commands/sessions.js';
 import { packageVersion } from './build-info.js';
 import { homeFrom } from './home.js';
 import { parsePositiveInteger } from './host-options.js';
+import { STORE_ENV, storeLocation } from '../persistence/store-location.js';
 
 function positiveInteger(text: string): number {
   const value = parsePositiveInteger(text);
@@ -80,7 +81,25 @@ function hostOptions(command: Command): Command {
     .option('--agent-config <file>', "the model agent's config (default: $TURNHOST_AGENT_CONFIG, else <home>/agent.json)", (file: string) => resolve(file))
     .option('--workers <n>', 'turns that may run at once (default: $TURNHOST_WORKERS, else 8)', positiveInteger)
     .option('--heartbeat-secs <s>', 'heartbeat period; <= 0 turns heartbeat and parent guard off (default 5)', seconds)
-    .option('--history-cache-mib <n>', "the host's cache of session histories, in MiB: a turn of a cached session reads nothing back (default 64)", positiveInteger);
+    .option('--history-cache-mib <n>', "the host's cache of session histories, in MiB: a turn of a cached session reads nothing back (default 64)", positiveInteger)
+    .addOption(storeOption());
+}
+
+/**
+ * `--store`: checked by the command that uses it, not by commander, whose error would repeat the
+ * value, password and all.
+ */
+const storeOption = () =>
+  new Option('--store <sqlite|postgres://…>', "where sessions live: sqlite (the home's turnhost.db) or a PostgreSQL URL (default: $TURNHOST_STORE, else sqlite)");
+
+/**
+ * A daemon started in the background learns the store from its environment, not its argv: other
+ * users of the machine can read argv, and a PostgreSQL URL carries a password.
+ */
+function storeForChildren(opts: { store?: string }): undefined {
+  storeLocation(opts.store, ''); // a bad value is one line here, its password hidden
+  if (opts.store !== undefined) process.env[STORE_ENV] = opts.store;
+  return undefined;
 }
 
 /**
@@ -138,7 +157,7 @@ hostOptions(program.command('host').description('run the compute host on stdin/s
   .addOption(new Option('--queue-deltas', 'send queue.delta frames instead of session.queue events (for the daemon)').hideHelp())
   .addOption(new Option('--log-fd <fd>', 'write log records to this open descriptor instead of stderr (for the daemon)').argParser(positiveInteger).hideHelp())
   .action((opts) =>
-    run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib })),
+    run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib, store: opts.store })),
   );
 
 httpOptions(hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)')))
@@ -155,6 +174,7 @@ httpOptions(hostOptions(program.command('daemon').description('run the superviso
         workers: opts.workers,
         heartbeatSecs: opts.heartbeatSecs,
         historyCacheMib: opts.historyCacheMib,
+        store: opts.store,
         maxClients: opts.maxClients,
         maxUnreadMib: opts.maxUnreadMib,
         echoLog: true,
@@ -170,6 +190,7 @@ httpOptions(hostOptions(program.command('start').description("start the daemon i
   .action((opts) =>
     run('start', () => {
       checkAgentConfig(opts);
+      storeForChildren(opts);
       // A bad --listen is one line here, not a daemon that fails in the background.
       httpFrom(opts);
       const daemonArgs = [
@@ -188,6 +209,7 @@ hostOptions(program.command('web').description('the page: starts the daemon list
   .action((opts) =>
     run('web', () => {
       checkAgentConfig(opts);
+      storeForChildren(opts);
       const listen = opts.listen ?? DEFAULT_WEB_LISTEN;
       parseListenAddress(listen);
       return webCommand(homeFrom(opts.home), { daemonArgs: [...hostArgs(opts), '--listen', listen], open: opts.open === true });
@@ -222,6 +244,7 @@ hostOptions(program.command('chat').description('one turn (TEXT), or a prompt lo
   .action((text: string | undefined, opts) =>
     run('chat', () =>
       checkAgentConfig(opts) ??
+      storeForChildren(opts) ??
       chatCommand(homeFrom(opts.home), { ...(opts.session ? { session: opts.session } : {}), ...(text !== undefined ? { text } : {}), ...(opts.agent ? { agent: opts.agent } : {}), hostArgs: hostArgs(opts) }),
     ),
   );
@@ -231,7 +254,8 @@ program
   .description("the debug REPL of the running daemon (or, with --offline, the database's commands)")
   .addOption(homeOption())
   .option('--offline', 'no daemon: the database and log commands only')
-  .action((opts) => run('repl', () => replCommand(homeFrom(opts.home), { offline: opts.offline === true })));
+  .addOption(storeOption())
+  .action((opts) => run('repl', () => replCommand(homeFrom(opts.home), { offline: opts.offline === true, store: opts.store })));
 
 program
   .command('sessions')
@@ -239,6 +263,7 @@ program
   .addOption(homeOption())
   .option('--json', 'print one JSON array')
   .option('--status <status>', 'only sessions with this status: active, finalized or retained')
+  .addOption(storeOption())
   .action((opts) => run('sessions', () => sessionsCommand(homeFrom(opts.home), opts)));
 
 program
@@ -247,6 +272,7 @@ program
   .argument('<id>', 'the session id')
   .addOption(homeOption())
   .option('--json', 'print one JSON array')
+  .addOption(storeOption())
   .action((id: string, opts) => run('history', () => historyCommand(homeFrom(opts.home), id, opts)));
 
 await program.parseAsync(process.argv);

@@ -85,6 +85,8 @@ export interface HostStatusResult {
   supervisor: { pid: number; home: string; started_at: string; agent: string };
   host: { pid: number | null; boot_id: string | null; state: HostState; restarts: number; last_hb_ms: number | null; active_turns: number; last_error: string | null };
   sessions: { active: number; running: number; retained: number; finalized: number };
+  /** Where sessions live (a URL without its password), and whether the daemon can read it now. */
+  store: { url: string; reachable: boolean; problem?: string };
 }
 
 /** Every event's payload by its type: the daemon's, and one of this library's own. */

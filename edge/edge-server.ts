@@ -174,7 +174,7 @@ function login(req: IncomingMessage, res: ServerResponse, url: URL, access: Acce
 /** The session's events as SSE: `ready`, the replay after Last-Event-ID (or `after_seq`), then live ones. */
 async function streamEvents(req: IncomingMessage, res: ServerResponse, sid: string, url: URL, serving: Serving): Promise<void> {
   const { options } = serving;
-  if (options.shared.reader()?.session(sid) === undefined) throw new RpcError(ErrorCodes.sessionNotFound, `session not found: ${sid}`);
+  if ((await (await options.shared.reader())?.session(sid)) === undefined) throw new RpcError(ErrorCodes.sessionNotFound, `session not found: ${sid}`);
   const afterText = req.headers['last-event-id'] ?? url.searchParams.get('after_seq');
   const afterSeq = afterText === null || afterText === undefined || afterText === '' ? undefined : Number(afterText);
   if (afterSeq !== undefined && !Number.isSafeInteger(afterSeq)) throw new RpcError(ErrorCodes.invalidParams, 'invalid params: Last-Event-ID and after_seq must be integers');

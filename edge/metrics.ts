@@ -10,7 +10,7 @@ export type ClientKind = ClientTransport['kind'] | 'sse';
 
 export interface MetricSources {
   status(): Promise<HostStatus>;
-  reader(): Reader | null;
+  reader(): Promise<Reader | null>;
   openRequests(): Promise<number>;
 }
 
@@ -59,8 +59,8 @@ export class DaemonMetrics implements ClientWatcher {
       help: 'Sessions in the store, by status',
       labelNames: ['status'],
       registers,
-      collect() {
-        const counts = sources.reader()?.statusCounts();
+      async collect() {
+        const counts = await (await sources.reader())?.statusCounts();
         for (const status of ['active', 'retained', 'finalized'] as const) this.set({ status }, counts?.[status] ?? 0);
       },
     });
@@ -68,8 +68,8 @@ export class DaemonMetrics implements ClientWatcher {
       name: 'turnhost_queued_prompts',
       help: 'Prompts waiting in the sessions\' queues',
       registers,
-      collect() {
-        this.set((sources.reader()?.queues() ?? []).reduce((sum, queue) => sum + queue.queued, 0));
+      async collect() {
+        this.set(((await (await sources.reader())?.queues()) ?? []).reduce((sum, queue) => sum + queue.queued, 0));
       },
     });
     new Gauge({

@@ -115,7 +115,7 @@ function integerParam(query: URLSearchParams, name: string): UnknownRecord {
 
 /** One session as a page first draws it: its row, whether a turn runs, its queue and open questions. */
 async function sessionView(sid: string, ctx: ClientContext): Promise<unknown> {
-  const session = ctx.reader()?.session(sid);
+  const session = await (await ctx.reader())?.session(sid);
   if (session === undefined) throw new RpcError(ErrorCodes.sessionNotFound, `session not found: ${sid}`);
   const [status, peek, queue] = await Promise.all([
     ask(ctx.supervisor, (replyTo: Ref<HostStatus>): SupervisorMsg => ({ kind: 'status', replyTo }), ASK_TIMEOUT_MS),

@@ -2,11 +2,18 @@
 // cache reads nothing back from the database (a long session paid for its length on every model
 // call). Bounded in bytes, least recently used out. It changes only after a transaction has
 // committed (the store tells it what was written), so it never holds what a rollback undid. An
-// entry is the session's whole stored history: a read that misses loads all of it.
+// entry is the session's whole stored history: a read that misses loads all of it. A read that
+// waits on the database (PostgreSQL) may be overtaken by a commit of the same session: its answer
+// is then too old to keep, and is only returned.
 import type { ChatMessage } from '../protocol/chat.js';
 
 /** What a message costs the cache beyond its text (object, array slot, strings' headers). */
 const MESSAGE_OVERHEAD_BYTES = 96;
+
+/** A read from the database in flight: whether a commit changed its session meanwhile. */
+export interface ReadTicket {
+  overtaken: boolean;
+}
 
 interface Entry {
   /** Frozen: agents are handed these messages, and must not change what the cache holds. */
@@ -17,6 +24,7 @@ interface Entry {
 export class HistoryCache {
   private readonly entries = new Map<string, Entry>();
   private totalBytes = 0;
+  private readonly readsInFlight = new Map<string, Set<ReadTicket>>();
 
   constructor(private readonly maxBytes: number) {}
 
@@ -37,6 +45,23 @@ export class HistoryCache {
     return entry.messages.slice(from, Math.min(to, entry.messages.length));
   }
 
+  /** A read of the session's history from the database begins; `endRead` tells if its answer may be kept. */
+  startRead(sid: string): ReadTicket {
+    const ticket = { overtaken: false };
+    const tickets = this.readsInFlight.get(sid) ?? new Set<ReadTicket>();
+    tickets.add(ticket);
+    this.readsInFlight.set(sid, tickets);
+    return ticket;
+  }
+
+  /** The read ended (answered or failed): true when no commit of the session overtook it. */
+  endRead(sid: string, ticket: ReadTicket): boolean {
+    const tickets = this.readsInFlight.get(sid);
+    tickets?.delete(ticket);
+    if (tickets?.size === 0) this.readsInFlight.delete(sid);
+    return !ticket.overtaken;
+  }
+
   /** The session's whole stored history, just read from the database. */
   fill(sid: string, messages: readonly ChatMessage[]): void {
     this.forget(sid);
@@ -46,6 +71,7 @@ export class HistoryCache {
 
   /** Committed: messages at firstSeq…; an entry that does not end exactly there no longer mirrors the store. */
   appended(sid: string, firstSeq: number, messages: readonly ChatMessage[]): void {
+    this.overtakeReads(sid);
     const entry = this.entries.get(sid);
     if (entry === undefined) return;
     if (entry.messages.length !== firstSeq) {
@@ -63,6 +89,7 @@ export class HistoryCache {
 
   /** Committed: the stored history keeps only its first `keep` messages. */
   truncated(sid: string, keep: number): void {
+    this.overtakeReads(sid);
     const entry = this.entries.get(sid);
     if (entry === undefined || entry.messages.length <= keep) return;
     for (const message of entry.messages.splice(keep)) {
@@ -76,6 +103,10 @@ export class HistoryCache {
     if (entry === undefined) return;
     this.entries.delete(sid);
     this.totalBytes -= entry.bytes;
+  }
+
+  private overtakeReads(sid: string): void {
+    for (const ticket of this.readsInFlight.get(sid) ?? []) ticket.overtaken = true;
   }
 
   private place(sid: string, entry: Entry): void {

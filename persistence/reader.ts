@@ -1,7 +1,5 @@
-// Read-only access to a home's database, for the CLI and the supervisor. WAL lets these reads
-// run while the host writes; nothing here ever writes.
-import { existsSync } from 'node:fs';
-import Database from 'better-sqlite3';
+// What the CLI, the daemon and the REPL read of a home's sessions, whichever store holds them
+// (PROTOCOL.md §3, §6.1). Nothing here ever writes.
 import type { ToolCall } from '../protocol/chat.js';
 import type { TurnUsage } from '../protocol/outbound.js';
 import type { SessionStatus } from './store.js';
@@ -31,7 +29,7 @@ export interface HistoryEntry {
   usage?: TurnUsage;
 }
 
-interface HistoryRow {
+export interface HistoryRow {
   seq: number;
   role: string;
   content: string;
@@ -40,105 +38,68 @@ interface HistoryRow {
   tool_call_id: string | null;
 }
 
-interface TurnUsageRow {
+export interface TurnUsageRow {
   model: string | null;
   prompt_tokens: number | null;
   completion_tokens: number | null;
   model_calls: number | null;
 }
 
-const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_call_id';
+export const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_call_id';
 
 export const SESSION_STATUSES: readonly SessionStatus[] = ['active', 'finalized', 'retained'];
 
-const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_reason, history_version, updated_at,
+export const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_reason, history_version, updated_at,
   (SELECT count(*) FROM messages WHERE messages.sid = sessions.sid) AS message_count`;
 
 /** A summary as stored: the sid and the time in their column form. */
-type SessionRow = Omit<SessionSummary, 'session_id' | 'updated_at'> & { sid: string; updated_at: number };
+export type SessionRow = Omit<SessionSummary, 'session_id' | 'updated_at'> & { sid: string; updated_at: number };
 
-export class Reader {
-  private constructor(readonly db: Database.Database) {}
-
-  /** Null when the home has no database yet, or the host has created the file but not its schema. */
-  static open(file: string): Reader | null {
-    if (!existsSync(file)) return null;
-    const db = new Database(file, { readonly: true, fileMustExist: true });
-    db.pragma('busy_timeout = 5000');
-    if ((db.pragma('user_version', { simple: true }) as number) === 0) {
-      db.close();
-      return null;
-    }
-    return new Reader(db);
-  }
-
-  sessions(status?: SessionStatus): SessionSummary[] {
-    const sql = `SELECT ${SUMMARY_COLUMNS} FROM sessions ${status ? 'WHERE status = ?' : ''} ORDER BY updated_at, sid`;
-    const rows = (status ? this.db.prepare(sql).all(status) : this.db.prepare(sql).all()) as SessionRow[];
-    return rows.map(toSummary);
-  }
-
-  session(sid: string): SessionSummary | undefined {
-    const row = this.db
-      .prepare(`SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE sid = ?`)
-      .get(sid) as SessionRow | undefined;
-    return row && toSummary(row);
-  }
-
-  /** Sessions with prompts waiting in their queue: how many, and since when (the oldest). */
-  queues(): { session_id: string; queued: number; oldest: string }[] {
-    const rows = this.db
-      .prepare('SELECT sid, count(*) AS n, min(queued_at) AS oldest FROM queue WHERE steered = 0 GROUP BY sid ORDER BY sid')
-      .all() as { sid: string; n: number; oldest: number }[];
-    return rows.map((r) => ({ session_id: r.sid, queued: r.n, oldest: new Date(r.oldest).toISOString() }));
-  }
-
-  statusCounts(): Record<SessionStatus, number> {
-    const counts: Record<SessionStatus, number> = { active: 0, finalized: 0, retained: 0 };
-    const rows = this.db.prepare('SELECT status, count(*) AS n FROM sessions GROUP BY status').all() as { status: SessionStatus; n: number }[];
-    for (const row of rows) counts[row.status] = row.n;
-    return counts;
-  }
-
-  /** The session's messages, oldest first (the last `limit` when given); undefined for an unknown session. */
-  history(sid: string, limit?: number): HistoryEntry[] | undefined {
-    if (this.session(sid) === undefined) return undefined;
-    const rows =
-      limit === undefined
-        ? (this.db.prepare(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = ? ORDER BY seq`).all(sid) as HistoryRow[])
-        : (this.db.prepare(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = ? ORDER BY seq DESC LIMIT ?`).all(sid, limit) as HistoryRow[]).reverse();
-    return this.withTurnUsage(rows.map(toHistoryEntry));
-  }
-
-  /** Each turn's model and usage go on its last assistant message. */
-  private withTurnUsage(entries: HistoryEntry[]): HistoryEntry[] {
-    const lastAssistant = new Map<string, HistoryEntry>();
-    for (const entry of entries) if (entry.role === 'assistant' && entry.turn_id !== null) lastAssistant.set(entry.turn_id, entry);
-    if (lastAssistant.size === 0) return entries;
-    const select = this.db.prepare('SELECT model, prompt_tokens, completion_tokens, model_calls FROM turns WHERE turn_id = ?');
-    for (const [turnId, entry] of lastAssistant) {
-      const turn = select.get(turnId) as TurnUsageRow | undefined;
-      if (turn?.model) entry.model = turn.model;
-      if (turn?.model_calls !== null && turn?.model_calls !== undefined) {
-        entry.usage = { prompt_tokens: turn.prompt_tokens ?? 0, completion_tokens: turn.completion_tokens ?? 0, calls: turn.model_calls };
-      }
-    }
-    return entries;
-  }
-
-  close(): void {
-    this.db.close();
-  }
+/** A read-only query's answer, for the REPL's `.sql`. */
+export interface QueryResult {
+  columns: string[];
+  rows: Record<string, unknown>[];
 }
 
-function toHistoryEntry(row: HistoryRow): HistoryEntry {
+export interface Reader {
+  /** `sqlite <file>`, or the PostgreSQL URL with its password as `***`. */
+  readonly description: string;
+  sessions(status?: SessionStatus): Promise<SessionSummary[]>;
+  session(sid: string): Promise<SessionSummary | undefined>;
+  /** Sessions with prompts waiting in their queue: how many, and since when (the oldest). */
+  queues(): Promise<{ session_id: string; queued: number; oldest: string }[]>;
+  statusCounts(): Promise<Record<SessionStatus, number>>;
+  /** The session's messages, oldest first (the last `limit` when given); undefined for an unknown session. */
+  history(sid: string, limit?: number): Promise<HistoryEntry[] | undefined>;
+  /** A query that only reads; one that would write is refused. */
+  query(sql: string): Promise<QueryResult>;
+  close(): Promise<void>;
+}
+
+/** Each turn's model and usage go on its last assistant message; `usageOf` reads a turn's. */
+export async function withTurnUsage(entries: HistoryEntry[], usageOf: (turnIds: string[]) => Promise<Map<string, TurnUsageRow>>): Promise<HistoryEntry[]> {
+  const lastAssistant = new Map<string, HistoryEntry>();
+  for (const entry of entries) if (entry.role === 'assistant' && entry.turn_id !== null) lastAssistant.set(entry.turn_id, entry);
+  if (lastAssistant.size === 0) return entries;
+  const usage = await usageOf([...lastAssistant.keys()]);
+  for (const [turnId, entry] of lastAssistant) {
+    const turn = usage.get(turnId);
+    if (turn?.model) entry.model = turn.model;
+    if (turn?.model_calls !== null && turn?.model_calls !== undefined) {
+      entry.usage = { prompt_tokens: turn.prompt_tokens ?? 0, completion_tokens: turn.completion_tokens ?? 0, calls: turn.model_calls };
+    }
+  }
+  return entries;
+}
+
+export function toHistoryEntry(row: HistoryRow): HistoryEntry {
   const entry: HistoryEntry = { seq: row.seq, role: row.role, content: row.content, turn_id: row.turn_id };
   if (row.tool_calls !== null) entry.tool_calls = JSON.parse(row.tool_calls) as ToolCall[];
   if (row.tool_call_id !== null) entry.tool_call_id = row.tool_call_id;
   return entry;
 }
 
-function toSummary(row: SessionRow): SessionSummary {
+export function toSummary(row: SessionRow): SessionSummary {
   return {
     session_id: row.sid,
     session_key: row.session_key,

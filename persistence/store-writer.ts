@@ -1,5 +1,6 @@
-// Every row the host writes is written here, inside a transaction the Store opened.
-import type Database from 'better-sqlite3';
+// Every row the host writes is written here, inside a transaction the store opened. What a write
+// means is decided once, here; each store says how a statement runs in its own dialect
+// (sqlite/sqlite-writer.ts runs it at once, postgres/postgres-writer.ts sends it with its group).
 import type { HistoryCache } from './history-cache.js';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { TurnUsage } from '../protocol/outbound.js';
@@ -53,30 +54,37 @@ export interface SubmitRecord {
   steered: boolean;
 }
 
-export class StoreWriter {
-  private readonly upsertSession: Database.Statement;
-  private readonly touch: Database.Statement;
+/** The statements a writer runs, each with its parameters in the order given. */
+export interface StatementParams {
+  upsertSession: [sid: string, sessionKey: string, activate: 0 | 1, historyVersion: number, overridesText: string, cwd: string | null, bootId: string, now: number];
+  touchSession: [historyVersion: number, now: number, sid: string];
+  insertMessage: [sid: string, seq: number, role: string, content: string, turnId: string | null, now: number, toolCalls: string | null, toolCallId: string | null];
+  deleteMessagesFrom: [sid: string, seq: number];
+  insertTurn: [turnId: string, sid: string, requestId: string, bootId: string, now: number];
+  updateTurn: [status: string, now: number, error: string | null, model: string | null, promptTokens: number | null, completionTokens: number | null, calls: number | null, turnId: string];
+  finalizeSession: [endReason: string, now: number, sid: string];
+  retainSession: [reason: string, now: number, sid: string];
+  insertBoot: [bootId: string, pid: number, now: number];
+  updateBoot: [now: number, reason: string, bootId: string];
+  insertRequest: [id: string, sid: string, turnId: string | null, method: string, paramsText: string, bootId: string, now: number];
+  updateRequest: [status: string, answersText: string | null, reason: string | null, now: number, id: string];
+  insertQueued: [queueId: string, sid: string, position: number, text: string, clientMessageId: string | null, requestId: string, turnId: string, steered: 0 | 1, queuedAt: number];
+  updateQueuedText: [text: string, queueId: string];
+  updateQueuedPlace: [steered: 0 | 1, position: number, queueId: string];
+  deleteQueued: [queueId: string];
+  deleteQueue: [sid: string];
+  updateQueueRevision: [revision: number, sid: string];
+  /** The newest record of the id: a repeated one replaces the old and counts as the newest. */
+  insertSubmit: [sid: string, clientMessageId: string, turnId: string, queueId: string | null, steered: 0 | 1];
+  updateSubmit: [steered: 0 | 1, sid: string, clientMessageId: string];
+  deleteOldestSubmit: [sid: string];
+}
+
+export type StatementName = keyof StatementParams;
+
+export abstract class StoreWriter {
   /** A turn's end changes its session's version and time: written once per session per transaction. */
   private readonly touches = new Map<string, { historyVersion: number; now: number }>();
-  private readonly insertMessage: Database.Statement;
-  private readonly deleteMessagesFrom: Database.Statement;
-  private readonly insertTurn: Database.Statement;
-  private readonly updateTurn: Database.Statement;
-  private readonly finalize: Database.Statement;
-  private readonly retain: Database.Statement;
-  private readonly insertBoot: Database.Statement;
-  private readonly updateBoot: Database.Statement;
-  private readonly insertRequest: Database.Statement;
-  private readonly updateRequest: Database.Statement;
-  private readonly insertQueued: Database.Statement;
-  private readonly updateQueuedText: Database.Statement;
-  private readonly updateQueuedPlace: Database.Statement;
-  private readonly deleteQueued: Database.Statement;
-  private readonly deleteQueue: Database.Statement;
-  private readonly updateQueueRevision: Database.Statement;
-  private readonly insertSubmit: Database.Statement;
-  private readonly updateSubmitRow: Database.Statement;
-  private readonly deleteSubmit: Database.Statement;
 
   /**
    * What the history cache must learn once the running transaction commits; dropped if it rolls
@@ -84,72 +92,25 @@ export class StoreWriter {
    */
   committedHistory: ((cache: HistoryCache) => void)[] = [];
 
-  constructor(db: Database.Database) {
-    this.upsertSession = db.prepare(`
-      INSERT INTO sessions (sid, session_key, status, history_version, overrides, cwd, boot_id, created_at, updated_at)
-      VALUES (@sid, @sessionKey, 'active', @historyVersion, @overridesText, @cwd, @bootId, @now, @now)
-      ON CONFLICT (sid) DO UPDATE SET
-        session_key = excluded.session_key,
-        status = CASE WHEN @activate THEN 'active' ELSE status END,
-        end_reason = CASE WHEN @activate THEN NULL ELSE end_reason END,
-        retained_reason = CASE WHEN @activate THEN NULL ELSE retained_reason END,
-        history_version = excluded.history_version,
-        overrides = excluded.overrides, cwd = excluded.cwd, boot_id = excluded.boot_id, updated_at = excluded.updated_at`);
-    this.touch = db.prepare('UPDATE sessions SET history_version = ?, updated_at = ? WHERE sid = ?');
-    this.insertMessage = db.prepare(
-      'INSERT INTO messages (sid, seq, role, content, turn_id, created_at, tool_calls, tool_call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-    );
-    this.deleteMessagesFrom = db.prepare('DELETE FROM messages WHERE sid = ? AND seq >= ?');
-    this.insertTurn = db.prepare(
-      "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at) VALUES (?, ?, ?, 'running', ?, ?)",
-    );
-    this.updateTurn = db.prepare(`
-      UPDATE turns SET status = ?, ended_at = ?, error = ?, model = ?, prompt_tokens = ?, completion_tokens = ?, model_calls = ?
-      WHERE turn_id = ?`);
-    this.finalize = db.prepare(
-      "UPDATE sessions SET status = 'finalized', end_reason = ?, retained_reason = NULL, updated_at = ? WHERE sid = ?",
-    );
-    this.retain = db.prepare(
-      "UPDATE sessions SET status = 'retained', retained_reason = ?, end_reason = NULL, updated_at = ? WHERE sid = ?",
-    );
-    this.insertBoot = db.prepare('INSERT INTO boots (boot_id, pid, started_at) VALUES (?, ?, ?)');
-    this.updateBoot = db.prepare('UPDATE boots SET ended_at = ?, end_reason = ? WHERE boot_id = ?');
-    this.insertRequest = db.prepare(`
-      INSERT INTO server_requests (id, sid, turn_id, method, params, status, boot_id, created_at)
-      VALUES (?, ?, ?, ?, ?, 'open', ?, ?)`);
-    this.updateRequest = db.prepare(
-      'UPDATE server_requests SET status = ?, answers = ?, reason = ?, resolved_at = ? WHERE id = ?',
-    );
-    this.insertQueued = db.prepare(`
-      INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at)
-      VALUES (@queueId, @sid, @position, @text, @clientMessageId, @requestId, @turnId, @steered, @queuedAt)`);
-    this.updateQueuedText = db.prepare('UPDATE queue SET text = ? WHERE queue_id = ?');
-    this.updateQueuedPlace = db.prepare('UPDATE queue SET steered = ?, position = ? WHERE queue_id = ?');
-    this.deleteQueued = db.prepare('DELETE FROM queue WHERE queue_id = ?');
-    this.deleteQueue = db.prepare('DELETE FROM queue WHERE sid = ?');
-    this.updateQueueRevision = db.prepare('UPDATE sessions SET queue_revision = ? WHERE sid = ?');
-    this.insertSubmit = db.prepare(
-      'INSERT OR REPLACE INTO submits (sid, client_message_id, turn_id, queue_id, steered) VALUES (?, ?, ?, ?, ?)',
-    );
-    this.updateSubmitRow = db.prepare('UPDATE submits SET steered = ? WHERE sid = ? AND client_message_id = ?');
-    this.deleteSubmit = db.prepare('DELETE FROM submits WHERE rowid = (SELECT MIN(rowid) FROM submits WHERE sid = ?)');
-  }
+  /** Runs (or, for a store that sends its group at once, records) one statement of the open transaction. */
+  protected abstract run<N extends StatementName>(statement: N, params: StatementParams[N]): void;
 
   /** Writes what the transaction deferred (one touch per session): its last step. */
   settle(): void {
-    for (const [sid, { historyVersion, now }] of this.touches) this.touch.run(historyVersion, now, sid);
+    for (const [sid, { historyVersion, now }] of this.touches) this.run('touchSession', [historyVersion, now, sid]);
     this.touches.clear();
   }
 
   /** The transaction rolled back: what it deferred is forgotten with it. */
   discardPending(): void {
     this.touches.clear();
+    this.committedHistory = [];
   }
 
   /** Writes the session row; `activate` makes it `active` (a retained or finalized session named again is active again). */
   saveSession(row: SessionRow, now = Date.now()): void {
     this.settle(); // an earlier turn's touch must not land after this row's version
-    this.upsertSession.run({ ...row, activate: row.activate ? 1 : 0, now });
+    this.run('upsertSession', [row.sid, row.sessionKey, row.activate ? 1 : 0, row.historyVersion, row.overridesText, row.cwd, row.bootId, now]);
   }
 
   /**
@@ -165,99 +126,98 @@ export class StoreWriter {
     let seq = firstSeq;
     for (const m of messages) {
       const toolCalls = m.tool_calls === undefined ? null : JSON.stringify(m.tool_calls);
-      this.insertMessage.run(sid, seq++, m.role, m.content, turnId, now, toolCalls, m.tool_call_id ?? null);
+      this.run('insertMessage', [sid, seq++, m.role, m.content, turnId, now, toolCalls, m.tool_call_id ?? null]);
     }
     this.committedHistory.push((cache) => cache.appended(sid, firstSeq, messages));
   }
 
   /** Cuts the stored history to its first `keep` messages. */
   truncateHistory(sid: string, keep: number): void {
-    this.deleteMessagesFrom.run(sid, keep);
+    this.run('deleteMessagesFrom', [sid, keep]);
     this.committedHistory.push((cache) => cache.truncated(sid, keep));
   }
 
   /** A turn whose end could not be stored: its messages go, and it is stored as failed. */
   undoTurn(sid: string, fromSeq: number, turnId: string, error: string, now = Date.now()): void {
-    this.deleteMessagesFrom.run(sid, fromSeq);
-    this.committedHistory.push((cache) => cache.truncated(sid, fromSeq));
-    this.updateTurn.run('failed', now, error, null, null, null, null, turnId);
+    this.truncateHistory(sid, fromSeq);
+    this.run('updateTurn', ['failed', now, error, null, null, null, null, turnId]);
   }
 
   startTurn(turnId: string, sid: string, requestId: string, bootId: string, now = Date.now()): void {
-    this.insertTurn.run(turnId, sid, requestId, bootId, now);
+    this.run('insertTurn', [turnId, sid, requestId, bootId, now]);
   }
 
   /** A turn's outcome, with the model and token usage its agent reported (AGENT.md §3). */
   endTurn(turnId: string, status: Exclude<TurnStatus, 'running'>, error: string | null, report: TurnReport = {}, now = Date.now()): void {
     const u = report.usage;
-    this.updateTurn.run(status, now, error, report.model ?? null, u?.prompt_tokens ?? null, u?.completion_tokens ?? null, u?.calls ?? null, turnId);
+    this.run('updateTurn', [status, now, error, report.model ?? null, u?.prompt_tokens ?? null, u?.completion_tokens ?? null, u?.calls ?? null, turnId]);
   }
 
   finalizeSession(sid: string, endReason: string, now = Date.now()): void {
     this.settle();
-    this.finalize.run(endReason, now, sid);
+    this.run('finalizeSession', [endReason, now, sid]);
   }
 
   retainSession(sid: string, reason: string, now = Date.now()): void {
     this.settle();
-    this.retain.run(reason, now, sid);
+    this.run('retainSession', [reason, now, sid]);
   }
 
   startBoot(bootId: string, pid: number, now = Date.now()): void {
-    this.insertBoot.run(bootId, pid, now);
+    this.run('insertBoot', [bootId, pid, now]);
   }
 
   endBoot(bootId: string, reason: string, now = Date.now()): void {
-    this.updateBoot.run(now, reason, bootId);
+    this.run('updateBoot', [now, reason, bootId]);
   }
 
   openRequest(row: NewRequestRow, now = Date.now()): void {
-    this.insertRequest.run(row.id, row.sid, row.turnId, row.method, row.paramsText, row.bootId, now);
+    this.run('insertRequest', [row.id, row.sid, row.turnId, row.method, row.paramsText, row.bootId, now]);
   }
 
   closeRequest(id: string, status: Exclude<RequestStatus, 'open'>, answersText: string | null, reason: string | null, now = Date.now()): void {
-    this.updateRequest.run(status, answersText, reason, now, id);
+    this.run('updateRequest', [status, answersText, reason, now, id]);
   }
 
   /** A prompt joins its session's queue; `steered`: handed to the running turn, not shown in the queue. */
   queuePrompt(sid: string, item: QueuedPrompt, steered = false): void {
-    this.insertQueued.run({ ...item, sid, steered: steered ? 1 : 0 });
+    this.run('insertQueued', [item.queueId, sid, item.position, item.text, item.clientMessageId, item.requestId, item.turnId, steered ? 1 : 0, item.queuedAt]);
   }
 
   editQueued(queueId: string, text: string): void {
-    this.updateQueuedText.run(text, queueId);
+    this.run('updateQueuedText', [text, queueId]);
   }
 
   /** A queued prompt handed to the running turn (steered), or a steered text back in the queue at `position`. */
   placeQueued(queueId: string, steered: boolean, position: number): void {
-    this.updateQueuedPlace.run(steered ? 1 : 0, position, queueId);
+    this.run('updateQueuedPlace', [steered ? 1 : 0, position, queueId]);
   }
 
   /** A queued prompt deleted or started, or a steered text the turn took (stored with the turn's messages). */
   removeQueued(queueId: string): void {
-    this.deleteQueued.run(queueId);
+    this.run('deleteQueued', [queueId]);
   }
 
   /** An interrupt's stop: the queue and the steered texts not yet taken. */
   clearQueue(sid: string): void {
-    this.deleteQueue.run(sid);
+    this.run('deleteQueue', [sid]);
   }
 
   setQueueRevision(sid: string, revision: number): void {
-    this.updateQueueRevision.run(revision, sid);
+    this.run('updateQueueRevision', [revision, sid]);
   }
 
   rememberSubmit(sid: string, clientMessageId: string, record: SubmitRecord): void {
-    this.insertSubmit.run(sid, clientMessageId, record.turnId, record.queueId, record.steered ? 1 : 0);
+    this.run('insertSubmit', [sid, clientMessageId, record.turnId, record.queueId, record.steered ? 1 : 0]);
   }
 
   /** The submit's text went into a running turn (steered), or back into the queue. */
   markSteered(sid: string, clientMessageId: string, steered: boolean): void {
-    this.updateSubmitRow.run(steered ? 1 : 0, sid, clientMessageId);
+    this.run('updateSubmit', [steered ? 1 : 0, sid, clientMessageId]);
   }
 
   /** The session's oldest remembered client_message_id is forgotten. */
   forgetOldestSubmit(sid: string): void {
-    this.deleteSubmit.run(sid);
+    this.run('deleteOldestSubmit', [sid]);
   }
 }

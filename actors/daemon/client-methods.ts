@@ -2,6 +2,7 @@
 // answers from the database, the gateway or, through the supervisor, the host.
 import { randomBytes } from 'node:crypto';
 import { SESSION_STATUSES, type Reader } from '../../persistence/reader.js';
+import type { SessionStatus } from '../../persistence/store.js';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
 import { FieldError, Fields, type UnknownRecord } from '../../protocol/fields.js';
 import type { RequestId } from '../../protocol/rpc.js';
@@ -14,8 +15,10 @@ export interface ClientContext {
   clientId: number;
   supervisor: Ref<SupervisorMsg>;
   gateway: Ref<GatewayMsg>;
-  /** The home's database, read-only; null until the host has created it. */
-  reader(): Reader | null;
+  /** The store's reader, opened on first use; null while the host has made no database yet. */
+  reader(): Promise<Reader | null>;
+  /** The store as it may be shown (a PostgreSQL URL's password as `***`). */
+  storeShown: string;
   /** Working folders given at session.create, for that session's turns from this client. */
   cwds: Map<string, string>;
   /** The HTTP edge's address, when the daemon listens (`--listen`). */
@@ -57,14 +60,32 @@ function hostStatus(ctx: ClientContext): Promise<HostStatus> {
   return ask(ctx.supervisor, (replyTo: Ref<HostStatus>): SupervisorMsg => ({ kind: 'status', replyTo }), CALL_TIMEOUT_MS);
 }
 
+/** What `host.status` says of the store. */
+export interface StoreStatus {
+  url: string;
+  reachable: boolean;
+  problem?: string;
+}
+
+/** The sessions by status, and whether the store answers: an unreachable one is named, not an error. */
+async function storeStatus(ctx: ClientContext): Promise<{ counts: Record<SessionStatus, number>; store: StoreStatus }> {
+  const none = { active: 0, retained: 0, finalized: 0 };
+  try {
+    const reader = await ctx.reader();
+    return { counts: (await reader?.statusCounts()) ?? none, store: { url: ctx.storeShown, reachable: true } };
+  } catch (err) {
+    return { counts: none, store: { url: ctx.storeShown, reachable: false, problem: (err as Error).message } };
+  }
+}
+
 /** The client gets the session's events from now on; a queue waiting for a client may run (PROTOCOL.md §2.1). */
 function attach(ctx: ClientContext, sid: string): void {
   tell(ctx.gateway, { kind: 'attach', sid, clientId: ctx.clientId });
   tell(ctx.supervisor, { kind: 'attached', sid });
 }
 
-function knownSession(ctx: ClientContext, sid: string) {
-  const session = ctx.reader()?.session(sid);
+async function knownSession(ctx: ClientContext, sid: string) {
+  const session = await (await ctx.reader())?.session(sid);
   if (session === undefined) throw new RpcError(ErrorCodes.sessionNotFound, `session not found: ${sid}`);
   return session;
 }
@@ -105,7 +126,7 @@ const METHODS: Record<string, Method> = {
   async 'session.resume'(p, ctx, id) {
     const sid = p.identifier('session_id');
     const afterSeq = p.optionalInteger('after_seq', 0) ?? null;
-    const session = knownSession(ctx, sid);
+    const session = await knownSession(ctx, sid);
     tell(ctx.supervisor, { kind: 'attached', sid });
     const status = await hostStatus(ctx);
     const result = {
@@ -122,7 +143,7 @@ const METHODS: Record<string, Method> = {
   async 'session.list'(p, ctx) {
     const status = p.has('status') ? p.oneOf('status', SESSION_STATUSES) : undefined;
     const running = new Set((await hostStatus(ctx)).running_sids);
-    const sessions = ctx.reader()?.sessions(status) ?? [];
+    const sessions = (await (await ctx.reader())?.sessions(status)) ?? [];
     return {
       sessions: sessions.map((s) => ({
         session_id: s.session_id,
@@ -135,10 +156,10 @@ const METHODS: Record<string, Method> = {
     };
   },
 
-  'session.history'(p, ctx) {
+  async 'session.history'(p, ctx) {
     const sid = p.identifier('session_id');
     const limit = p.optionalInteger('limit', 0);
-    const messages = ctx.reader()?.history(sid, limit);
+    const messages = await (await ctx.reader())?.history(sid, limit);
     if (messages === undefined) throw new RpcError(ErrorCodes.sessionNotFound, `session not found: ${sid}`);
     return { messages };
   },
@@ -193,11 +214,12 @@ const METHODS: Record<string, Method> = {
 
   async 'host.status'(_p, ctx) {
     const status = await hostStatus(ctx);
-    const counts = ctx.reader()?.statusCounts() ?? { active: 0, retained: 0, finalized: 0 };
+    const { counts, store } = await storeStatus(ctx);
     const url = ctx.edgeUrl();
     return {
       supervisor: status.supervisor,
       host: status.host,
+      store,
       sessions: { active: counts.active, running: status.running_sids.length, retained: counts.retained, finalized: counts.finalized },
       ...(url === null ? {} : { http: { url } }),
     };

@@ -49,7 +49,7 @@ async function applyControl(s: SessionState, request: Exclude<ControlRequest, { 
     case 'session.compress':
     case 'slash.compress': {
       const agent = env.services.agent;
-      const history = env.services.store.messages(s.sid, 0, s.messageCount);
+      const history = await env.services.store.messages(s.sid, 0, s.messageCount);
       let summary: ChatMessage[];
       try {
         summary = agent.compress ? await agent.compress(history, request.focusTopic, { sid: s.sid, overrides: s.overrides }) : keepRecent(history, request.focusTopic);
@@ -64,13 +64,13 @@ async function applyControl(s: SessionState, request: Exclude<ControlRequest, { 
       await changeHistory(s, { history: [], keepStored: 0, rotateKey: true }, env);
       return { output: 'session reset' };
     case 'session.history.reload': {
-      const stored = env.services.store.messages(s.sid);
+      const stored = await env.services.store.messages(s.sid);
       await changeHistory(s, { history: stored, keepStored: Infinity, rotateKey: false }, env);
       return { output: `reloaded ${s.messageCount} messages` };
     }
     case 'prompt.submit.truncate': {
       const removed = Math.max(0, s.messageCount - request.keep);
-      await changeHistory(s, { history: env.services.store.messages(s.sid, 0, request.keep), keepStored: request.keep, rotateKey: false }, env);
+      await changeHistory(s, { history: await env.services.store.messages(s.sid, 0, request.keep), keepStored: request.keep, rotateKey: false }, env);
       return { output: `kept ${s.messageCount} messages`, removed };
     }
     case 'slash.model':
@@ -83,7 +83,7 @@ async function applyControl(s: SessionState, request: Exclude<ControlRequest, { 
       await changeOverrides(s, { ...s.overrides, systemPrompt: request.prompt }, env);
       return { output: 'system prompt set' };
     case 'slash.retry': {
-      const history = env.services.store.messages(s.sid, 0, s.messageCount);
+      const history = await env.services.store.messages(s.sid, 0, s.messageCount);
       const lastUser = history.findLastIndex((m) => m.role === 'user');
       if (lastUser === -1) throw new ControlFailure('nothing to retry: the session has no user message');
       const text = history[lastUser]!.content;
@@ -187,7 +187,7 @@ export async function saveDuringTurn(s: SessionState, turnId: string, env: Sessi
 export async function compressDuringTurn(s: SessionState, turnId: string, summary: ChatMessage[], env: SessionEnv): Promise<string | null> {
   if (s.activity.phase !== 'running' || s.activity.turn.turnId !== turnId || s.activity.turn.finished) return 'the turn has ended';
   const turn = s.activity.turn;
-  const tail = env.services.store.messages(s.sid, turn.promptSeq, s.messageCount);
+  const tail = await env.services.store.messages(s.sid, turn.promptSeq, s.messageCount);
   try {
     await changeHistory(s, { history: [...summary, ...tail], keepStored: 0, rotateKey: true, turnTail: { fromSeq: summary.length, turnId } }, env);
   } catch (err) {

@@ -27,7 +27,16 @@ const MAX_QUEUED = 1000;
 export async function receiveTurnStart(s: SessionState, frame: TurnStartFrame, reservedTicket: number | undefined, env: SessionEnv): Promise<void> {
   // requestTurn runs it now, or refuses it (shutting down, busy with on_busy reject).
   if (s.lifecycle !== 'open') return requestTurn(s, frame, reservedTicket, env);
-  const duplicate = duplicateOf(s, frame, env);
+  let duplicate: Duplicate | null;
+  try {
+    duplicate = await duplicateOf(s, frame, env);
+  } catch (err) {
+    // The store could not say whether this submit ran before: running it might run it twice.
+    if (reservedTicket !== undefined) tell(env.host, { kind: 'release', ticketId: reservedTicket });
+    const message = `could not read the session's submits: ${storageProblem(err as Error)}`;
+    env.services.writer.write({ type: 'turn.error', sid: s.sid, request_id: frame.request_id, message, reason: 'storage' });
+    return;
+  }
   const onBusy = frame.on_busy ?? 'reject';
   const idle = s.activity.phase === 'idle';
   if (duplicate === null && ((idle && !(onBusy === 'queue' && s.queue.length > 0)) || (!idle && onBusy === 'reject'))) {
@@ -87,12 +96,12 @@ interface Duplicate {
 }
 
 /** A submit the session has accepted before: by its client_message_id, or by a turn id sent again after a host died. */
-function duplicateOf(s: SessionState, frame: TurnStartFrame, env: SessionEnv): Duplicate | null {
+async function duplicateOf(s: SessionState, frame: TurnStartFrame, env: SessionEnv): Promise<Duplicate | null> {
   const id = frame.client_message_id;
   if (id !== undefined) {
     // Accepted to run and waiting for a worker: its id is stored with the turn's start.
     if (s.activity.phase === 'waiting' && s.activity.frame.client_message_id === id) return { state: 'running', turn_id: s.activity.turnId };
-    const record = env.services.store.submitRecord(s.sid, id);
+    const record = await env.services.store.submitRecord(s.sid, id);
     if (record !== undefined) return stateOf(s, record);
   }
   const turnId = frame.turn_id;
@@ -103,7 +112,7 @@ function duplicateOf(s: SessionState, frame: TurnStartFrame, env: SessionEnv): D
   if (currentSteering(s)?.holds(turnId)) return { state: 'steered' };
   // A submit's id is stored in the commit that accepts it: had this turn ended, its record was found above.
   if (id !== undefined) return null;
-  return env.services.store.hasTurn(turnId) ? { state: 'done', turn_id: turnId } : null;
+  return (await env.services.store.hasTurn(turnId)) ? { state: 'done', turn_id: turnId } : null;
 }
 
 function stateOf(s: SessionState, record: SubmitRecord): Duplicate {

@@ -3,6 +3,7 @@
 import type { HostMsg, SessionDescription, SessionFrame, SessionHandle, SessionMsg, ShardMsg } from './messages.js';
 import { actorName, ask, spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';
 import { ErrorCodes } from '../../protocol/client-rpc.js';
+import { storageProblem } from '../../persistence/store.js';
 import type { HostServices } from './services.js';
 import { spawnSession } from './session.js';
 
@@ -48,8 +49,14 @@ async function handle(
 ): Promise<ShardState> {
   switch (msg.kind) {
     case 'frame': {
-      const session = (ctx.children.get(actorName(msg.frame.sid)) as Ref<SessionMsg> | undefined) ?? activate(state, msg.frame, ctx, services, host);
-      if (session === undefined) answerUnknownSession(msg.frame, services);
+      let session = ctx.children.get(actorName(msg.frame.sid)) as Ref<SessionMsg> | undefined;
+      try {
+        session ??= await activate(state, msg.frame, ctx, services, host);
+      } catch (err) {
+        answerFrame(msg.frame, `could not read the session: ${storageProblem(err as Error)}`, 'storage', services);
+        return state;
+      }
+      if (session === undefined) answerFrame(msg.frame, 'session not found', 'not_found', services);
       else tell(session, msg);
       return state;
     }
@@ -78,14 +85,14 @@ function handles(state: ShardState, ctx: ActorContext<ShardMsg>): SessionHandle[
 }
 
 /** Brings a session to life: from the database when it is known there, new for a turn.start. */
-function activate(
+async function activate(
   state: ShardState,
   frame: SessionFrame,
   ctx: ActorContext<ShardMsg>,
   services: HostServices,
   host: Ref<HostMsg>,
-): Ref<SessionMsg> | undefined {
-  const stored = services.store.loadSession(frame.sid);
+): Promise<Ref<SessionMsg> | undefined> {
+  const stored = await services.store.loadSession(frame.sid);
   if (stored === undefined && frame.type !== 'turn.start' && frame.type !== 'session.create') return undefined;
   const name = actorName(frame.sid);
   for (const known of state.sids.keys()) if (!ctx.children.has(known)) state.sids.delete(known);
@@ -94,7 +101,8 @@ function activate(
   return spawnSession(ctx.self, frame.sid, stored, services, host);
 }
 
-function answerUnknownSession(frame: SessionFrame, services: HostServices): void {
+/** A frame no session can take: the session is unknown (`not_found`), or the store could not be read. */
+function answerFrame(frame: SessionFrame, message: string, why: 'not_found' | 'storage', services: HostServices): void {
   const { writer } = services;
   const { sid, request_id } = frame;
   switch (frame.type) {
@@ -102,17 +110,19 @@ function answerUnknownSession(frame: SessionFrame, services: HostServices): void
       writer.write({ type: 'interrupt.ack', sid, request_id, applied: false });
       return;
     case 'respond':
-      writer.write({ type: 'respond.error', sid, request_id, message: 'session not found' });
+      writer.write({ type: 'respond.error', sid, request_id, message });
       return;
     case 'control':
     case 'reload_mcp':
-      writer.write({ type: 'control.error', sid, request_id, message: 'session not found' });
+    case 'session.create':
+      writer.write({ type: 'control.error', sid, request_id, message });
       return;
     case 'queue':
-      writer.write({ type: 'queue.error', sid, request_id, message: 'session not found', code: ErrorCodes.sessionNotFound });
+      writer.write({ type: 'queue.error', sid, request_id, message, code: why === 'storage' ? ErrorCodes.internal : ErrorCodes.sessionNotFound });
       return;
     case 'turn.start':
-    case 'session.create':
-      return; // activate() always creates a session for these
+      // Unknown is never the answer: activate() creates a session for a turn.start.
+      writer.write({ type: 'turn.error', sid, request_id, message, reason: 'storage' });
+      return;
   }
 }

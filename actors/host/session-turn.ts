@@ -96,7 +96,11 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   const row = s.row === 'active' ? undefined : sessionRow(s, bootId, version);
   // A queued prompt leaves the queue in the commit that starts its turn: it never runs twice.
   const queueRevision = queued ? s.queueRevision + 1 : s.queueRevision;
+  let history: readonly ChatMessage[];
   try {
+    // What the agent will see: read before the start commits, so a store that cannot be read fails the turn before it starts.
+    const stored = firstSeq === 0 ? [] : await store.messages(s.sid, 0, firstSeq);
+    history = Object.freeze(seed.length > 0 ? [...stored, ...seed] : stored);
     await store.commit((w) => {
       if (row) w.saveSession(row);
       if (seed.length > 0) w.appendMessages(s.sid, firstSeq, seed, null);
@@ -138,7 +142,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   };
   s.activity = { phase: 'running', turn };
   writer.write({ type: 'turn.started', sid: s.sid, request_id: frame.request_id, turn_id: turnId, ...queueIdOf(turn), started_ns: Nanos.of(turn.startedNs) });
-  const spec = { sid: s.sid, prompt: frame.text, historyLength, overrides: { ...s.overrides }, cwd: s.cwd };
+  const spec = { sid: s.sid, prompt: frame.text, history, overrides: { ...s.overrides }, cwd: s.cwd };
   // On the next turn of the loop, after the writer's flush: turn.started is on the wire before
   // the agent runs, even an agent that blocks the loop at once.
   setImmediate(() => runAgent(env.services.agent, buildTurnContext(spec, turn, env.services, env.self), env.self));

@@ -189,25 +189,35 @@ function retainLaggards(state: CoordinatorState, ctx: ActorContext<CoordinatorMs
   if (state.awaitingRetain.size === 0) commit(state, ctx, spec);
 }
 
+/** The shutdown flush: once every session has settled, one durable transaction; then the report. */
 function commit(state: CoordinatorState, ctx: ActorContext<CoordinatorMsg>, spec: CoordinatorSpec): void {
-  const { store, clock, bootId, log } = spec.services;
   state.cancelSafetyNet();
   enter(state, 'done', spec);
   const works: Work[] = [];
   for (const s of state.settled) if (s.work) works.push(s.work);
-  let error: string | undefined;
+  void flush(works, spec).then((error) => report(state, ctx, spec, error));
+}
+
+/** Every settled session's last writes and the boot's end in one durable transaction; why it failed, if it did. */
+async function flush(works: Work[], spec: CoordinatorSpec): Promise<string | undefined> {
+  const { store, bootId, log } = spec.services;
   try {
-    store.commitNow(
+    await store.commitNow(
       (w) => {
         for (const work of works) work(w);
         w.endBoot(bootId, `compute_host_${spec.reason}`);
       },
       { durable: true },
     );
+    return undefined;
   } catch (err) {
-    error = `the shutdown flush could not be written (${storageProblem(err as Error)}): every session is kept for recovery at the next start`;
     log.error({ err }, 'shutdown flush failed');
+    return `the shutdown flush could not be written (${storageProblem(err as Error)}): every session is kept for recovery at the next start`;
   }
+}
+
+function report(state: CoordinatorState, ctx: ActorContext<CoordinatorMsg>, spec: CoordinatorSpec, error: string | undefined): void {
+  const { clock, log } = spec.services;
   const now = clock.nowMs();
   const report: ShutdownReport = {
     reason: spec.reason,

@@ -19,23 +19,19 @@ const TOOL_SUMMARY_MAX = 200;
 export interface TurnSpec {
   sid: string;
   prompt: string;
-  /** The agent sees the session's first historyLength messages (those before the prompt). */
-  historyLength: number;
+  /** The session's messages before the prompt, as the agent sees them. */
+  history: readonly ChatMessage[];
   overrides: TurnContext['overrides'];
   cwd: string | null;
 }
 
 export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: HostServices, self: Ref<SessionMsg>): TurnContext {
   const { writer, clock } = services;
-  let history: readonly ChatMessage[] | undefined;
   return {
     sid: spec.sid,
     turnId: turn.turnId,
     prompt: spec.prompt,
-    // Read from the database on first look only: most turns of the script agent never look.
-    get history() {
-      return (history ??= Object.freeze(services.store.messages(spec.sid, 0, spec.historyLength)));
-    },
+    history: spec.history,
     overrides: spec.overrides,
     cwd: spec.cwd,
     signal: turn.controller.signal,

@@ -3,7 +3,7 @@
 // default checkpointing (inline, every 1000 WAL pages), as a minimal program would have.
 import { writeSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { migrate } from '../../dist/persistence/schema.js';
+import { migrate } from '../../dist/persistence/sqlite/schema.js';
 
 export function openDatabase(file) {
   const db = new Database(file);

@@ -19,7 +19,7 @@ import { ErrorCodes, errorLine, RpcError } from '../../protocol/client-rpc.js';
 import { isRecord } from '../../protocol/fields.js';
 import { LogFile } from '../../persistence/log.js';
 import { realProbe } from '../../persistence/proc.js';
-import { Reader } from '../../persistence/reader.js';
+import { describeLocation, openReader, readerOnDemand, STORE_ENV, storeLocation, type StoreLocation } from '../../persistence/store-location.js';
 import { buildSha, cliEntry } from '../build-info.js';
 import { acquireHomeLock } from '../home-lock.js';
 import { enterHome, ensureHome, homePaths } from '../home.js';
@@ -35,6 +35,8 @@ export interface DaemonOptions {
   workers?: number;
   heartbeatSecs?: number;
   historyCacheMib?: number;
+  /** `--store`: `sqlite` or a postgres:// URL; $TURNHOST_STORE, else SQLite, when absent. */
+  store?: string;
   /** Open client connections past which a new one is refused (default 1024). */
   maxClients?: number;
   /** Unread output in MiB past which a client that is not reading is cut off (default 8). */
@@ -99,6 +101,20 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     process.stderr.write(`turnhost daemon: ${err.message}\n`);
     return err.exitCode;
   }
+  let location: StoreLocation;
+  try {
+    location = storeLocation(options.store, paths.database);
+  } catch (err) {
+    process.stderr.write(`turnhost daemon: ${(err as Error).message}\n`);
+    return 2;
+  }
+  // An unreachable store (or a wrong password) is one line now, not a host that fails its starts.
+  try {
+    await (await openReader(location))?.close();
+  } catch (err) {
+    process.stderr.write(`turnhost daemon: cannot reach the store ${describeLocation(location)}: ${(err as Error).message}\n`);
+    return 1;
+  }
   const lock = await acquireHomeLock(home, 'daemon');
   if (lock === null) {
     process.stderr.write(`turnhost daemon: a daemon is already running for ${home}\n`);
@@ -126,7 +142,8 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       hostEntry: process.env['TURNHOST_HOST_ENTRY'] ?? cliEntry(),
       hostArgs: hostArgs(options),
       agent: options.agent ?? 'script',
-      hostEnv: hostEnvironment(process.env, agentNames),
+      // The store's URL goes by the environment, not argv: other users of the machine can read argv.
+      hostEnv: { ...hostEnvironment(process.env, agentNames), [STORE_ENV]: location.kind === 'sqlite' ? 'sqlite' : location.url },
       registryPath: paths.registry,
       probe: realProbe({ graceMs: TERMINATE_GRACE_MS, killWaitMs: TERMINATE_KILL_WAIT_MS }),
       clock: monotonicClock,
@@ -141,9 +158,10 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       respondTimeoutMs: 15 * SECOND_MS,
     },
   });
-  const database = lazyReader(paths.database);
+  const database = readerOnDemand(location);
   let edge: Edge | null = null;
-  const shared = { supervisor, gateway, reader: database.get, edgeUrl: () => edge?.url ?? null };
+  const storeShown = describeLocation(location);
+  const shared = { supervisor, gateway, reader: database.get, storeShown, edgeUrl: () => edge?.url ?? null };
   metrics = daemonMetrics(shared);
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
   // Every client's output, whatever its door: one cap, and each is ended when the daemon stops.
@@ -182,7 +200,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   await edge?.close();
   await closeServer(server, connections);
   rmSync(paths.socket, { force: true });
-  database.close();
+  await database.close();
   stopSystem(system);
   lock.release();
   log.info('daemon exiting');
@@ -207,15 +225,6 @@ function sameFile(fd: number, path: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** The database, read-only, opened once the host has created it. */
-function lazyReader(path: string): { get: () => Reader | null; close: () => void } {
-  let reader: Reader | null = null;
-  return {
-    get: () => (reader ??= Reader.open(path)),
-    close: () => reader?.close(),
-  };
 }
 
 /** Past the cap: one JSON-RPC error line that names it, then the connection is closed. */

@@ -9,7 +9,8 @@ import type { HostServices } from '../../actors/host/services.js';
 import { fullQueueEvents, queueDeltas } from '../../actors/host/queue-events.js';
 import { AgentLoadError, agentSecret, loadAgent } from '../../agents/loader.js';
 import { keyRedactor } from '../../agents/model/key-redaction.js';
-import { Store } from '../../persistence/store.js';
+import type { Store } from '../../persistence/store.js';
+import { openStore, storeLocation } from '../../persistence/store-location.js';
 import { FrameWriter, fdSink } from '../../protocol/frame-writer.js';
 import { FRAME_TOO_LARGE, parseFrame } from '../../protocol/frames.js';
 import { readFd } from '../../protocol/fd-reader.js';
@@ -32,6 +33,8 @@ export interface HostCommandOptions {
   logFd?: number;
   /** The history cache's bound (default 64 MiB). */
   historyCacheMib?: number;
+  /** `--store`: `sqlite` or a postgres:// URL; $TURNHOST_STORE, else SQLite, when absent. */
+  store?: string;
 }
 
 export const EXIT_CONFIG = 78;
@@ -62,19 +65,25 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
     await agent.close?.();
     return 1;
   }
-  const database = homePaths(home).database;
   let store: Store;
+  let bootId: string;
   try {
-    store = Store.open(database, options.historyCacheMib === undefined ? {} : { historyCacheMib: options.historyCacheMib });
+    store = await openStore(storeLocation(options.store, homePaths(home).database), options.historyCacheMib === undefined ? {} : { historyCacheMib: options.historyCacheMib });
   } catch (err) {
-    process.stderr.write(`turnhost host: cannot open the database ${database}: ${(err as Error).message}\n`);
+    process.stderr.write(`turnhost host: cannot open the store: ${(err as Error).message}\n`);
     await agent.close?.();
+    lock.release();
     return 1;
   }
-  const bootId = randomBytes(16).toString('hex');
-  const recovery = store.recoverCrashedBoots();
-  if (recovery.boots + recovery.retainedSessions > 0) log.warn(recovery, 'recovered from a host that died');
-  store.commitNow((w) => w.startBoot(bootId, process.pid));
+  try {
+    bootId = await startBoot(store, log);
+  } catch (err) {
+    process.stderr.write(`turnhost host: cannot recover the store ${store.health().store}: ${(err as Error).message}\n`);
+    await store.close().catch(() => {});
+    await agent.close?.();
+    lock.release();
+    return 1;
+  }
 
   const clock = monotonicClock;
   const writer = new FrameWriter(fdSink(1), clock.hostNs);
@@ -88,8 +97,8 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
     protocol: 1,
     workers,
     heartbeat_secs: heartbeatSecs,
-    recovered: store.retainedSessions(),
-    queued: store.queuedSessions(),
+    recovered: await store.retainedSessions(),
+    queued: await store.queuedSessions(),
   });
   writer.flush();
 
@@ -108,12 +117,21 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   await host.stopped;
   stopGuard();
   writer.flush();
-  store.close();
+  await store.close();
   // After the flush: ending the agent's MCP servers may take seconds, and nothing waits on it.
   await agent.close?.().catch((err: unknown) => log.warn({ err }, 'the agent did not close cleanly'));
   stopSystem(system);
   lock.release();
   return 0;
+}
+
+/** Durability rule 5 for what a previous host left, then this boot's row: its id. */
+async function startBoot(store: Store, log: Logger): Promise<string> {
+  const bootId = randomBytes(16).toString('hex');
+  const recovery = await store.recoverCrashedBoots();
+  if (recovery.boots + recovery.retainedSessions > 0) log.warn(recovery, 'recovered from a host that died');
+  await store.commitNow((w) => w.startBoot(bootId, process.pid));
+  return bootId;
 }
 
 function readFrames(writer: FrameWriter, submit: ReturnType<typeof startHost>['submit'], onEnd: () => void): void {

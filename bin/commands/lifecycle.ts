@@ -1,4 +1,5 @@
 // `turnhost start`, `stop` and `status`: the daemon's lifecycle from the command line.
+import type { StoreStatus } from '../../actors/daemon/client-methods.js';
 import { printTable } from '../table.js';
 import { connectDaemon, EXIT_NOT_RUNNING, launchDaemon } from '../daemon-client.js';
 import { ensureHome } from '../home.js';
@@ -49,6 +50,7 @@ interface StatusResult {
   supervisor: { pid: number; home: string; started_at: string };
   host: { pid: number | null; boot_id: string | null; state: string; restarts: number; last_hb_ms: number | null; active_turns: number; last_error: string | null };
   sessions: { active: number; running: number; retained: number; finalized: number };
+  store: StoreStatus;
   http?: { url: string };
 }
 
@@ -76,6 +78,7 @@ export async function statusCommand(home: string, json: boolean): Promise<number
     ['active turns', host.active_turns],
     ['sessions', `${sessions.active} active, ${sessions.running} running, ${sessions.retained} retained, ${sessions.finalized} finalized`],
     ['last error', host.last_error ?? ''],
+    ['store', status.store.reachable ? status.store.url : `${status.store.url}: unreachable (${status.store.problem ?? 'no answer'})`],
     ...(status.http === undefined ? [] : [['http', status.http.url]]),
   ]);
   return 0;

@@ -5,7 +5,7 @@
 import { connect, type Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import repl from 'node:repl';
-import { Reader } from '../../persistence/reader.js';
+import { readerOnDemand, storeLocation, type StoreLocation } from '../../persistence/store-location.js';
 import { EXIT_NOT_RUNNING } from '../daemon-client.js';
 import { homePaths } from '../home.js';
 import { commandDefiner, defineDatabaseCommands, defineOfflineSessions } from '../repl-commands.js';
@@ -13,9 +13,18 @@ import { commandDefiner, defineDatabaseCommands, defineOfflineSessions } from '.
 const PROMPTS = ['turnhost> ', '... '];
 const LINE_TIMEOUT_MS = 30_000;
 
-export async function replCommand(home: string, options: { offline?: boolean }): Promise<number> {
+export async function replCommand(home: string, options: { offline?: boolean; store?: string }): Promise<number> {
   const paths = homePaths(home);
-  if (options.offline) return offlineRepl(paths.database, paths.log);
+  if (options.offline) {
+    let location: StoreLocation;
+    try {
+      location = storeLocation(options.store, paths.database);
+    } catch (err) {
+      process.stderr.write(`turnhost repl: ${(err as Error).message}\n`);
+      return 2;
+    }
+    return offlineRepl(location, paths.log);
+  }
   let socket: Socket;
   try {
     socket = await new Promise<Socket>((resolve, reject) => {
@@ -81,9 +90,9 @@ async function scriptedSession(socket: Socket): Promise<number> {
   return 0;
 }
 
-function offlineRepl(database: string, log: string): Promise<number> {
-  let reader: Reader | null = null;
-  const getReader = () => (reader ??= Reader.open(database));
+function offlineRepl(location: StoreLocation, log: string): Promise<number> {
+  const reader = readerOnDemand(location);
+  const getReader = reader.get;
   const r = repl.start({ prompt: 'turnhost (offline)> ', terminal: process.stdin.isTTY ?? false, useGlobal: false, ignoreUndefined: true });
   const out = { write: (text: string) => void process.stdout.write(text) };
   const command = commandDefiner(r, out);
@@ -91,8 +100,7 @@ function offlineRepl(database: string, log: string): Promise<number> {
   defineOfflineSessions(command, out, getReader);
   return new Promise((resolve) =>
     r.on('exit', () => {
-      reader?.close();
-      resolve(0);
+      void reader.close().finally(() => resolve(0));
     }),
   );
 }

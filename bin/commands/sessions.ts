@@ -1,35 +1,34 @@
 // `turnhost sessions` and `turnhost history ID`: read from the database, daemon up or down.
-import { Reader, SESSION_STATUSES, type HistoryEntry, type SessionSummary } from '../../persistence/reader.js';
+import { SESSION_STATUSES, type HistoryEntry, type Reader } from '../../persistence/reader.js';
+import { openReader, storeLocation } from '../../persistence/store-location.js';
 import type { SessionStatus } from '../../persistence/store.js';
 import { homePaths } from '../home.js';
 import { printTable } from '../table.js';
 
 export const EXIT_UNKNOWN_SESSION = 4;
 
-export function sessionsCommand(home: string, options: { json?: boolean; status?: string }): number {
+export async function sessionsCommand(home: string, options: { json?: boolean; status?: string; store?: string }): Promise<number> {
   if (options.status !== undefined && !(SESSION_STATUSES as readonly string[]).includes(options.status)) {
     process.stderr.write(`turnhost sessions: --status must be one of ${SESSION_STATUSES.join(', ')}\n`);
     return 2;
   }
-  const reader = Reader.open(homePaths(home).database);
-  const sessions: SessionSummary[] = reader ? reader.sessions(options.status as SessionStatus | undefined) : [];
-  reader?.close();
+  const sessions = await readStore('sessions', home, options.store, (reader) => reader.sessions(options.status as SessionStatus | undefined));
+  if (sessions instanceof Error) return 1;
   if (options.json) {
-    process.stdout.write(`${JSON.stringify(sessions)}\n`);
+    process.stdout.write(`${JSON.stringify(sessions ?? [])}\n`);
     return 0;
   }
   printTable(
     ['SESSION', 'STATUS', 'REASON', 'MESSAGES', 'VERSION', 'UPDATED'],
-    sessions.map((s) => [s.session_id, s.status, s.end_reason ?? s.retained_reason ?? '', s.message_count, s.history_version, s.updated_at]),
+    (sessions ?? []).map((s) => [s.session_id, s.status, s.end_reason ?? s.retained_reason ?? '', s.message_count, s.history_version, s.updated_at]),
   );
   return 0;
 }
 
-export function historyCommand(home: string, sid: string, options: { json?: boolean }): number {
-  const reader = Reader.open(homePaths(home).database);
-  const history: HistoryEntry[] | undefined = reader?.history(sid);
-  reader?.close();
-  if (history === undefined) {
+export async function historyCommand(home: string, sid: string, options: { json?: boolean; store?: string }): Promise<number> {
+  const history = await readStore('history', home, options.store, (reader) => reader.history(sid));
+  if (history instanceof Error) return 1;
+  if (history === undefined || history === null) {
     process.stderr.write(`turnhost history: unknown session: ${sid}\n`);
     return EXIT_UNKNOWN_SESSION;
   }
@@ -39,6 +38,23 @@ export function historyCommand(home: string, sid: string, options: { json?: bool
   }
   process.stdout.write(formatHistory(history));
   return 0;
+}
+
+/**
+ * One read of the store, or null when there is nothing to read yet. A store that cannot be read is
+ * one line on stderr (the URL without its password) and an Error back.
+ */
+async function readStore<T>(command: string, home: string, store: string | undefined, read: (reader: Reader) => Promise<T>): Promise<T | null | Error> {
+  let reader: Reader | null = null;
+  try {
+    reader = await openReader(storeLocation(store, homePaths(home).database));
+    return reader === null ? null : await read(reader);
+  } catch (err) {
+    process.stderr.write(`turnhost ${command}: ${(err as Error).message}\n`);
+    return err as Error;
+  } finally {
+    await reader?.close();
+  }
 }
 
 /** Longest line the plain history prints for a tool call or result (AGENT.md §3). */

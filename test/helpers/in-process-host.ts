@@ -10,8 +10,9 @@ import { startSystem, stopSystem } from '../../actors/runtime.js';
 import type { HostServices } from '../../actors/host/services.js';
 import { fullQueueEvents } from '../../actors/host/queue-events.js';
 import type { Agent } from '../../agents/agent.js';
-import { Reader, type SessionSummary } from '../../persistence/reader.js';
-import { Store } from '../../persistence/store.js';
+import type { SessionSummary } from '../../persistence/reader.js';
+import { SqliteReader } from '../../persistence/sqlite/sqlite-reader.js';
+import { SqliteStore } from '../../persistence/sqlite/sqlite-store.js';
 import { FrameWriter } from '../../protocol/frame-writer.js';
 import type { Frame } from './processes.js';
 import { Waiters } from './waiters.js';
@@ -21,19 +22,19 @@ const FRAME_WAIT_MS = 10_000;
 
 export interface InProcessHost {
   host: HostHandle;
-  store: Store;
+  store: SqliteStore;
   services: HostServices;
   frames: Frame[];
   /** Resolves with the first frame (type and predicate) written from now on, or already written. */
   frame(type: string, where?: (f: Frame) => boolean): Promise<Frame>;
-  sessions(): SessionSummary[];
+  sessions(): Promise<SessionSummary[]>;
   close(): Promise<void>;
 }
 
 export async function startInProcessHost(agent: Agent, options: { clock?: Clock; workers?: number } = {}): Promise<InProcessHost> {
   const dir = mkdtempSync(join(tmpdir(), 'turnhost-inproc-'));
   const file = join(dir, 'turnhost.db');
-  const store = Store.open(file);
+  const store = SqliteStore.open(file);
   const clock = options.clock ?? monotonicClock;
   const frames: Frame[] = [];
   const waiters = new Waiters<Frame>();
@@ -60,7 +61,7 @@ export async function startInProcessHost(agent: Agent, options: { clock?: Clock;
     bootId: 'inprocess0000000000000000000000a',
     requestTimeoutMs: 600_000,
   };
-  store.commitNow((w) => w.startBoot(services.bootId, process.pid));
+  store.commitNowSync((w) => w.startBoot(services.bootId, process.pid));
   const system = startSystem();
   const host = startHost(system, services, { workers: options.workers ?? 8, heartbeatSecs: 0 });
   return {
@@ -74,18 +75,18 @@ export async function startInProcessHost(agent: Agent, options: { clock?: Clock;
       if (found) return Promise.resolve(found);
       return waiters.wait(match, FRAME_WAIT_MS, () => `no ${type} frame within ${FRAME_WAIT_MS} ms; saw: ${frames.map((f) => f.type).join(', ')}`);
     },
-    sessions() {
-      const reader = Reader.open(file)!;
+    async sessions() {
+      const reader = SqliteReader.open(file)!;
       try {
-        return reader.sessions();
+        return await reader.sessions();
       } finally {
-        reader.close();
+        await reader.close();
       }
     },
     async close() {
       writer.flush();
       stopSystem(system);
-      store.close();
+      store.closeNow();
       rmSync(dir, { recursive: true, force: true });
     },
   };

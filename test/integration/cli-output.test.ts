@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Store } from '../../persistence/store.js';
+import { SqliteStore } from '../../persistence/sqlite/sqlite-store.js';
 import { CLI, Harness } from '../helpers/processes.js';
 
 const run = promisify(execFile);
@@ -12,13 +12,13 @@ const MESSAGE_BYTES = 1024 * 1024;
 /** A home whose session `big` holds about 10 MB of history, written as the host would write it. */
 async function homeWithBigHistory(h: Harness): Promise<string> {
   const home = h.tempDir();
-  const store = Store.open(join(home, 'turnhost.db'));
+  const store = SqliteStore.open(join(home, 'turnhost.db'));
   const filler = (i: number) => `${i} ${'word '.repeat(MESSAGE_BYTES / 5)}\n"quoted" ünïcode`;
   await store.commit((w) => {
     w.saveSession({ sid: 'big', activate: true, sessionKey: 'big', historyVersion: 1, overridesText: '', cwd: null, bootId: 'b' });
     w.appendMessages('big', 0, Array.from({ length: 10 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: filler(i) })), 't');
   });
-  store.close();
+  store.closeNow();
   return home;
 }
 

@@ -97,7 +97,7 @@ describe('shutdown (the seed rules, in process)', () => {
     expect(report).to.include({ reason: 'sigterm' });
     expect(report.finalized).to.deep.equal(['s1']);
     expect(report.retained).to.deep.equal([]);
-    expect(h.sessions().map((s) => [s.session_id, s.status, s.end_reason])).to.deep.equal([['s1', 'finalized', 'compute_host_sigterm']]);
+    expect((await h.sessions()).map((s) => [s.session_id, s.status, s.end_reason])).to.deep.equal([['s1', 'finalized', 'compute_host_sigterm']]);
     const stats = await h.host.stats();
     expect([stats.activeTurns, stats.queuedTurns]).to.deep.equal([0, 0]);
   });
@@ -118,7 +118,7 @@ describe('shutdown (the seed rules, in process)', () => {
     ]);
     expect(report.retained).to.deep.equal(['live']);
     expect(elapsedSec).to.be.lessThan(wait);
-    const byId = Object.fromEntries(rig.sessions().map((s) => [s.session_id, s]));
+    const byId = Object.fromEntries((await rig.sessions()).map((s) => [s.session_id, s]));
     expect(byId['live']).to.include({ status: 'retained', retained_reason: 'drain_deadline', end_reason: null });
     expect(byId['idle']).to.include({ status: 'finalized', end_reason: 'compute_host_sigterm' });
   });

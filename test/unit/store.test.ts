@@ -3,9 +3,9 @@ import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Reader } from '../../persistence/reader.js';
-import { SCHEMA_VERSION } from '../../persistence/schema.js';
-import { Store, WAL_AUTOCHECKPOINT_PAGES } from '../../persistence/store.js';
+import { SqliteReader } from '../../persistence/sqlite/sqlite-reader.js';
+import { SCHEMA_VERSION } from '../../persistence/sqlite/schema.js';
+import { SqliteStore, WAL_AUTOCHECKPOINT_PAGES } from '../../persistence/sqlite/sqlite-store.js';
 import type { SessionRow } from '../../persistence/store-writer.js';
 
 const row = (sid: string, _messages: number, historyVersion = 1, activate = true): SessionRow => ({
@@ -20,15 +20,15 @@ const row = (sid: string, _messages: number, historyVersion = 1, activate = true
 
 describe('store', () => {
   let dir: string;
-  let store: Store;
+  let store: SqliteStore;
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'turnhost-store-'));
-    store = Store.open(join(dir, 'turnhost.db'));
+    store = SqliteStore.open(join(dir, 'turnhost.db'));
   });
 
   afterEach(() => {
-    store.close();
+    store.closeNow();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -38,7 +38,7 @@ describe('store', () => {
       w.saveSession(row('old', 1));
       w.appendMessages('old', 0, [{ role: 'user', content: 'from before' }], 't0');
     });
-    store.close();
+    store.closeNow();
     const raw = new Database(file);
     for (const column of ['messages.tool_calls', 'messages.tool_call_id', 'turns.model', 'turns.prompt_tokens', 'turns.completion_tokens', 'turns.model_calls']) {
       const [table, name] = column.split('.');
@@ -47,11 +47,11 @@ describe('store', () => {
     raw.exec('DROP TABLE queue; DROP TABLE submits; ALTER TABLE sessions DROP COLUMN queue_revision');
     raw.pragma('user_version = 1');
     raw.close();
-    store = Store.open(file);
+    store = SqliteStore.open(file);
     expect(store.db.pragma('user_version', { simple: true })).to.equal(SCHEMA_VERSION);
     const call = { id: 'c1', type: 'function' as const, function: { name: 'f', arguments: '{}' } };
     await store.commit((w) => w.appendMessages('old', 1, [{ role: 'assistant', content: '', tool_calls: [call] }, { role: 'tool', content: 'r', tool_call_id: 'c1' }], 't1'));
-    expect(store.messages('old')).to.deep.equal([
+    expect(store.messagesNow('old')).to.deep.equal([
       { role: 'user', content: 'from before' },
       { role: 'assistant', content: '', tool_calls: [call] },
       { role: 'tool', content: 'r', tool_call_id: 'c1' },
@@ -61,16 +61,16 @@ describe('store', () => {
   it('migrates a new database to the current schema version, in WAL mode', () => {
     expect(store.db.pragma('user_version', { simple: true })).to.equal(SCHEMA_VERSION);
     expect(store.db.pragma('journal_mode', { simple: true })).to.equal('wal');
-    store.close();
-    store = Store.open(join(dir, 'turnhost.db'));
+    store.closeNow();
+    store = SqliteStore.open(join(dir, 'turnhost.db'));
     expect(store.db.pragma('user_version', { simple: true })).to.equal(SCHEMA_VERSION);
   });
 
   it('refuses a database from a newer build', () => {
     store.db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
-    store.close();
-    expect(() => Store.open(join(dir, 'turnhost.db'))).to.throw(/newer than this build/);
-    store = Store.open(join(dir, 'other.db'));
+    store.closeNow();
+    expect(() => SqliteStore.open(join(dir, 'turnhost.db'))).to.throw(/newer than this build/);
+    store = SqliteStore.open(join(dir, 'other.db'));
   });
 
   it('groups the units queued in one turn into one transaction', async () => {
@@ -120,8 +120,8 @@ describe('store', () => {
     });
     const reader = new Database(file, { readonly: true });
     expect(reader.prepare('SELECT count(*) AS n FROM messages').get()).to.deep.equal({ n: 1 }); // now attached to the WAL
-    store.close();
-    store = Store.open(join(dir, 'other.db'));
+    store.closeNow();
+    store = SqliteStore.open(join(dir, 'other.db'));
     copyFileSync(file, join(dir, 'copy.db')); // the file alone, without its WAL
     reader.close();
     const copy = new Database(join(dir, 'copy.db'), { readonly: true });
@@ -136,8 +136,8 @@ describe('store', () => {
     const alsoGood = store.commit((w) => w.saveSession(row('also-good', 0)));
     const results = await Promise.allSettled([good, bad, alsoGood]);
     expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
-    expect(store.loadSession('good')).to.not.equal(undefined);
-    expect(store.loadSession('also-good')).to.not.equal(undefined);
+    expect(await store.loadSession('good')).to.not.equal(undefined);
+    expect(await store.loadSession('also-good')).to.not.equal(undefined);
   });
 
   it('loads a session with its messages in order', async () => {
@@ -149,14 +149,14 @@ describe('store', () => {
         { role: 'user', content: 'c' },
       ], 't1');
     });
-    const loaded = store.loadSession('s1')!;
+    const loaded = (await store.loadSession('s1'))!;
     expect(loaded.sessionKey).to.equal('key-s1');
     expect(loaded.status).to.equal('active');
     expect(loaded.historyVersion).to.equal(4);
     expect(loaded.messageCount).to.equal(3);
-    expect(store.messages('s1').map((m) => m.content)).to.deep.equal(['a', 'b', 'c']);
-    expect(store.messages('s1', 1, 2).map((m) => m.content)).to.deep.equal(['b']);
-    expect(store.loadSession('missing')).to.equal(undefined);
+    expect(store.messagesNow('s1').map((m) => m.content)).to.deep.equal(['a', 'b', 'c']);
+    expect(store.messagesNow('s1', 1, 2).map((m) => m.content)).to.deep.equal(['b']);
+    expect(await store.loadSession('missing')).to.equal(undefined);
   });
 
   it('truncates a history from a position on', async () => {
@@ -165,7 +165,7 @@ describe('store', () => {
       w.appendMessages('s1', 0, [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }, { role: 'user', content: 'c' }], null);
       w.truncateHistory('s1', 1);
     });
-    expect(store.messages('s1')).to.deep.equal([{ role: 'user', content: 'a' }]);
+    expect(store.messagesNow('s1')).to.deep.equal([{ role: 'user', content: 'a' }]);
   });
 
   it('updates each session row once per group however many of its turns end in it, in the order the writes were asked for', async () => {
@@ -192,15 +192,15 @@ describe('store', () => {
     expect(raw('a')).to.have.length(turns);
     expect(raw('a').slice(0, 4)).to.deep.equal(['q0', 'a0', 'q2', 'a2']);
     expect((store.db.prepare('SELECT count(*) AS n FROM turns').get() as { n: number }).n).to.equal(turns);
-    expect(store.loadSession('a')!.historyVersion).to.equal(turns - 1);
-    expect(store.loadSession('b')!.historyVersion).to.equal(turns);
+    expect((await store.loadSession('a'))!.historyVersion).to.equal(turns - 1);
+    expect((await store.loadSession('b'))!.historyVersion).to.equal(turns);
 
     // A touch, then a save: the save's version stands.
     await store.commit((w) => {
       w.touchSession('a', 999);
       w.saveSession(row('a', 0, 5));
     });
-    expect(store.loadSession('a')!.historyVersion).to.equal(5);
+    expect((await store.loadSession('a'))!.historyVersion).to.equal(5);
   });
 
   it('forgets the touch of a transaction that rolled back', async () => {
@@ -216,41 +216,41 @@ describe('store', () => {
     const results = await Promise.allSettled([bad, good]);
     expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'fulfilled']);
     await store.commit((w) => w.saveSession(row('s3', 0)));
-    expect(store.loadSession('s1')!.historyVersion).to.equal(1);
+    expect((await store.loadSession('s1'))!.historyVersion).to.equal(1);
   });
 
-  it('finalizes and retains with their reasons; a later save does not reactivate a finalized row', () => {
-    store.commitNow((w) => {
+  it('finalizes and retains with their reasons; a later save does not reactivate a finalized row', async () => {
+    store.commitNowSync((w) => {
       w.saveSession(row('f', 0));
       w.saveSession(row('r', 0));
       w.finalizeSession('f', 'compute_host_sigterm');
       w.retainSession('r', 'drain_deadline');
     }, { durable: true });
-    store.commitNow((w) => w.saveSession(row('f', 0, 2, false)));
+    store.commitNowSync((w) => w.saveSession(row('f', 0, 2, false)));
     expect(store.db.pragma('synchronous', { simple: true })).to.equal(1); // back to NORMAL after the durable commit
-    const reader = Reader.open(join(dir, 'turnhost.db'))!;
-    const byId = Object.fromEntries(reader.sessions().map((s) => [s.session_id, s]));
-    reader.close();
+    const reader = SqliteReader.open(join(dir, 'turnhost.db'))!;
+    const byId = Object.fromEntries((await reader.sessions()).map((s) => [s.session_id, s]));
+    await reader.close();
     expect(byId['f']).to.include({ status: 'finalized', end_reason: 'compute_host_sigterm', retained_reason: null });
     expect(byId['f']).to.include({ history_version: 2 });
     expect(byId['r']).to.include({ status: 'retained', retained_reason: 'drain_deadline', end_reason: null });
-    store.commitNow((w) => w.saveSession(row('r', 0, 2, true)));
-    expect(store.loadSession('r')!.status).to.equal('active');
+    store.commitNowSync((w) => w.saveSession(row('r', 0, 2, true)));
+    expect((await store.loadSession('r'))!.status).to.equal('active');
   });
 
-  it('recovers after a boot that never ended: running turns lost, active sessions retained, open requests expired', () => {
-    store.commitNow((w) => {
+  it('recovers after a boot that never ended: running turns lost, active sessions retained, open requests expired', async () => {
+    store.commitNowSync((w) => {
       w.startBoot('dead', 111);
       w.saveSession(row('live', 1));
       w.startTurn('t-run', 'live', 'r1', 'dead');
       w.openRequest({ id: 'srq-000000000001', sid: 'live', turnId: 't-run', method: 'clarify.request', paramsText: '{}', bootId: 'dead' });
     });
-    const counts = store.recoverCrashedBoots();
+    const counts = await store.recoverCrashedBoots();
     expect(counts).to.deep.equal({ boots: 1, lostTurns: 1, retainedSessions: 1, expiredRequests: 1 });
-    expect(store.retainedSessions()).to.deep.equal([{ sid: 'live', session_key: 'key-live', reason: 'crash' }]);
+    expect(await store.retainedSessions()).to.deep.equal([{ sid: 'live', session_key: 'key-live', reason: 'crash' }]);
     const turn = store.db.prepare("SELECT status FROM turns WHERE turn_id = 't-run'").get() as { status: string };
     expect(turn.status).to.equal('lost');
-    expect(store.recoverCrashedBoots()).to.deep.equal({ boots: 0, lostTurns: 0, retainedSessions: 0, expiredRequests: 0 });
+    expect(await store.recoverCrashedBoots()).to.deep.equal({ boots: 0, lostTurns: 0, retainedSessions: 0, expiredRequests: 0 });
   });
 
   it('is readable by a read-only reader while the writer holds it open', async () => {
@@ -258,14 +258,14 @@ describe('store', () => {
       w.saveSession(row('s1', 1));
       w.appendMessages('s1', 0, [{ role: 'user', content: 'x' }], 't1');
     });
-    const reader = Reader.open(join(dir, 'turnhost.db'))!;
-    expect(reader.history('s1')).to.deep.equal([{ seq: 0, role: 'user', content: 'x', turn_id: 't1' }]);
-    expect(reader.history('nobody')).to.equal(undefined);
+    const reader = SqliteReader.open(join(dir, 'turnhost.db'))!;
+    expect(await reader.history('s1')).to.deep.equal([{ seq: 0, role: 'user', content: 'x', turn_id: 't1' }]);
+    expect(await reader.history('nobody')).to.equal(undefined);
     expect(() => reader.db.prepare('DELETE FROM sessions').run()).to.throw(/readonly/);
-    reader.close();
-    expect(Reader.open(join(dir, 'absent.db'))).to.equal(null);
+    await reader.close();
+    expect(SqliteReader.open(join(dir, 'absent.db'))).to.equal(null);
     new Database(join(dir, 'created-not-migrated.db')).close(); // what a host has made before it migrates
-    expect(Reader.open(join(dir, 'created-not-migrated.db'))).to.equal(null);
+    expect(SqliteReader.open(join(dir, 'created-not-migrated.db'))).to.equal(null);
     expect(new Database(join(dir, 'turnhost.db'), { readonly: true }).prepare('SELECT 1 AS one').get()).to.deep.equal({ one: 1 });
   });
 });

@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { syncWalPeriodically, WAL_SYNC_INTERVAL_MS } from '../../persistence/wal-sync.js';
+import { syncWalPeriodically, WAL_SYNC_INTERVAL_MS } from '../../persistence/sqlite/wal-sync.js';
 
 /** This process's descriptors open on `file`. */
 function descriptorsOn(file: string): number {

@@ -1,0 +1,118 @@
+// Read-only access to the sessions in PostgreSQL, for the CLI, the supervisor and the REPL. The
+// queries are the SQLite reader's where the dialects agree; `.sql` runs in a READ ONLY transaction.
+import pg from 'pg';
+import {
+  HISTORY_COLUMNS,
+  SUMMARY_COLUMNS,
+  toHistoryEntry,
+  toSummary,
+  withTurnUsage,
+  type HistoryEntry,
+  type HistoryRow,
+  type QueryResult,
+  type Reader,
+  type SessionRow,
+  type SessionSummary,
+  type TurnUsageRow,
+} from '../reader.js';
+import type { StoreLocation } from '../store-location.js';
+import type { SessionStatus } from '../store.js';
+import { clientConfig, described, READ_POOL_SIZE } from './connection.js';
+import { SCHEMA } from './schema.js';
+
+export class PostgresReader implements Reader {
+  readonly description: string;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    location: Extract<StoreLocation, { kind: 'postgres' }>,
+  ) {
+    this.description = location.shown;
+  }
+
+  /** Null when the host has not made the schema yet; throws when the server cannot be reached. */
+  static async open(location: Extract<StoreLocation, { kind: 'postgres' }>): Promise<PostgresReader | null> {
+    const pool = new pg.Pool({ ...clientConfig(location, 'reader'), max: READ_POOL_SIZE, idleTimeoutMillis: 10_000 });
+    pool.on('error', () => {});
+    try {
+      const { rows } = await pool.query<{ made: boolean }>('SELECT to_regclass($1) IS NOT NULL AS made', [`${SCHEMA}.schema_version`]);
+      if (rows[0]?.made === true) return new PostgresReader(pool, location);
+    } catch (err) {
+      await pool.end().catch(() => {});
+      throw described(err as Error);
+    }
+    await pool.end();
+    return null;
+  }
+
+  private async rows<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
+    try {
+      return (await this.pool.query<R>(text, values)).rows;
+    } catch (err) {
+      throw described(err as Error);
+    }
+  }
+
+  async sessions(status?: SessionStatus): Promise<SessionSummary[]> {
+    const rows = await this.rows<SessionRow>(
+      `SELECT ${SUMMARY_COLUMNS} FROM sessions ${status ? 'WHERE status = $1' : ''} ORDER BY updated_at, sid`,
+      status ? [status] : [],
+    );
+    return rows.map(toSummary);
+  }
+
+  async session(sid: string): Promise<SessionSummary | undefined> {
+    const [row] = await this.rows<SessionRow>(`SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE sid = $1`, [sid]);
+    return row && toSummary(row);
+  }
+
+  async queues(): Promise<{ session_id: string; queued: number; oldest: string }[]> {
+    const rows = await this.rows<{ sid: string; n: number; oldest: number }>(
+      'SELECT sid, count(*) AS n, min(queued_at) AS oldest FROM queue WHERE steered = 0 GROUP BY sid ORDER BY sid',
+    );
+    return rows.map((r) => ({ session_id: r.sid, queued: r.n, oldest: new Date(r.oldest).toISOString() }));
+  }
+
+  async statusCounts(): Promise<Record<SessionStatus, number>> {
+    const counts: Record<SessionStatus, number> = { active: 0, finalized: 0, retained: 0 };
+    for (const row of await this.rows<{ status: SessionStatus; n: number }>('SELECT status, count(*) AS n FROM sessions GROUP BY status')) {
+      counts[row.status] = row.n;
+    }
+    return counts;
+  }
+
+  async history(sid: string, limit?: number): Promise<HistoryEntry[] | undefined> {
+    if ((await this.session(sid)) === undefined) return undefined;
+    const rows =
+      limit === undefined
+        ? await this.rows<HistoryRow>(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = $1 ORDER BY seq`, [sid])
+        : (await this.rows<HistoryRow>(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = $1 ORDER BY seq DESC LIMIT $2`, [sid, limit])).reverse();
+    return withTurnUsage(rows.map(toHistoryEntry), async (turnIds) => {
+      const usage = await this.rows<TurnUsageRow & { turn_id: string }>(
+        'SELECT turn_id, model, prompt_tokens, completion_tokens, model_calls FROM turns WHERE turn_id = ANY($1)',
+        [turnIds],
+      );
+      return new Map(usage.map((row) => [row.turn_id, row]));
+    });
+  }
+
+  async query(sql: string): Promise<QueryResult> {
+    const client = await this.pool.connect().catch((err: Error) => Promise.reject(described(err)));
+    try {
+      await client.query('BEGIN READ ONLY');
+      const result = await client.query(sql);
+      return { columns: result.fields.map((f) => f.name), rows: result.rows as Record<string, unknown>[] };
+    } catch (err) {
+      const code = (err as Error & { code?: string }).code;
+      if (code === '25006') throw new Error('read-only: .sql runs queries that return rows; this statement would write, and is refused');
+      throw described(err as Error);
+    } finally {
+      await client.query('ROLLBACK').catch(() => {});
+      client.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

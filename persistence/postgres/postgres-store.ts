@@ -1,0 +1,324 @@
+// The host's database in PostgreSQL (PROTOCOL.md §6.1). Its commit is asynchronous: a group is
+// sent while the next one gathers (group-gathering.ts), one transaction per group with its
+// statements pipelined on the one writing connection, and groups commit one after another in the
+// order they gathered, so the frames that wait on them leave in order. That connection also holds
+// the advisory lock that keeps a second host off the database. Reads run on a small pool and see
+// what has committed.
+//
+// When the server goes away, each group fails (its units' turns end with reason `storage`), the
+// next group connects again, and the lock is taken again with the connection; a read fails the
+// same way. Nothing is half-written: a group is one transaction. A connection lost during COMMIT
+// leaves the outcome unknown to us; the units are failed, and the turn's undoing (owed work)
+// corrects the rows once the server is back.
+import pg from 'pg';
+import type { ChatMessage } from '../../protocol/chat.js';
+import type { RecoveredSession, RetainReason } from '../../protocol/outbound.js';
+import { GroupGathering, type Unit } from '../group-gathering.js';
+import { HistoryCache } from '../history-cache.js';
+import type { StoreLocation } from '../store-location.js';
+import {
+  DEFAULT_HISTORY_CACHE_MIB,
+  toChatMessage,
+  toStoredSession,
+  type MessageRow,
+  type RecoveryCounts,
+  type SessionRowWithCounts,
+  type Store,
+  type StoreHealth,
+  type StoredSession,
+  type Work,
+} from '../store.js';
+import type { QueuedPrompt, SubmitRecord } from '../store-writer.js';
+import { clientConfig, described, isConnectionError, READ_POOL_SIZE } from './connection.js';
+import { PostgresWriter, type PendingStatement } from './postgres-writer.js';
+import { HOST_LOCK, migrate } from './schema.js';
+
+type PostgresLocation = Extract<StoreLocation, { kind: 'postgres' }>;
+
+/** A statement PostgreSQL refused because an earlier one of its transaction failed. */
+const IN_FAILED_TRANSACTION = '25P02';
+
+/** The host's lock is held by another connection: another compute host uses this database. */
+export class DatabaseTaken extends Error {}
+
+export class PostgresStore implements Store {
+  readonly history: HistoryCache;
+  private readonly gathering = new GroupGathering(() => this.commitGathered());
+  /** Writes owed by groups that failed (a turn's undoing): sent first with the next group. */
+  private owed: Work[] = [];
+  private readonly writer = new PostgresWriter();
+  /** The group being committed; the next one gathers meanwhile. */
+  private committing: Promise<void> | null = null;
+  private client: pg.Client | null;
+  private connecting: Promise<pg.Client> | null = null;
+  private problem: string | undefined;
+
+  private constructor(
+    private readonly location: PostgresLocation,
+    client: pg.Client,
+    private readonly pool: pg.Pool,
+    historyCacheBytes: number,
+  ) {
+    this.client = client;
+    this.history = new HistoryCache(historyCacheBytes);
+    this.watch(client);
+  }
+
+  /** Connects, migrates, and takes the host's lock; throws (DatabaseTaken among others) when it cannot. */
+  static async open(location: PostgresLocation, options: { historyCacheMib?: number } = {}): Promise<PostgresStore> {
+    const client = await connectWriter(location, true);
+    const pool = new pg.Pool({ ...clientConfig(location, 'reader'), max: READ_POOL_SIZE, idleTimeoutMillis: 10_000 });
+    pool.on('error', () => {}); // an idle reader's server went away: the pool drops it, the next read reconnects
+    return new PostgresStore(location, client, pool, (options.historyCacheMib ?? DEFAULT_HISTORY_CACHE_MIB) * 1024 * 1024);
+  }
+
+  commit(work: Work): Promise<void> {
+    return this.gathering.add(work);
+  }
+
+  async commitNow(work: Work): Promise<void> {
+    // Every commit is durable here (synchronous_commit is the server's); now = without gathering.
+    const committed = this.gathering.add(work);
+    this.commitGathered();
+    await committed;
+  }
+
+  owe(work: Work): void {
+    this.owed.push(work);
+  }
+
+  /** Waits until everything queued has been committed (or has failed). */
+  async flush(): Promise<void> {
+    while (this.committing !== null || this.gathering.length > 0) {
+      this.commitGathered();
+      await this.committing;
+    }
+  }
+
+  private commitGathered(): void {
+    if (this.committing !== null || this.gathering.length === 0) return;
+    this.committing = this.commitGroup(this.gathering.take()).finally(() => {
+      this.committing = null;
+      this.commitGathered();
+    });
+  }
+
+  private async commitGroup(batch: Unit[]): Promise<void> {
+    try {
+      await this.transact(batch.map((unit) => unit.work));
+    } catch (err) {
+      // A server that is gone fails every unit alike; a statement refused fails its unit alone.
+      if (isConnectionError(err as Error) || batch.length === 1) {
+        for (const unit of batch) unit.reject(err as Error);
+        return;
+      }
+      for (const unit of batch) {
+        await this.transact([unit.work]).then(unit.resolve, unit.reject);
+      }
+      return;
+    }
+    for (const unit of batch) unit.resolve();
+  }
+
+  /** One transaction: what is owed, then `works`; the cache learns what it wrote once it has committed. */
+  private async transact(works: Work[]): Promise<void> {
+    const owed = this.owed;
+    this.writer.statements = [];
+    this.writer.committedHistory = [];
+    try {
+      for (const work of [...owed, ...works]) work(this.writer);
+      this.writer.settle();
+    } catch (err) {
+      this.writer.statements = [];
+      this.writer.discardPending();
+      throw err;
+    }
+    const statements = this.writer.statements;
+    const changes = this.writer.committedHistory;
+    this.writer.statements = [];
+    this.writer.committedHistory = [];
+    await this.send(statements);
+    for (const change of changes) change(this.history);
+    if (owed.length > 0) this.owed = this.owed.slice(owed.length);
+  }
+
+  /** BEGIN, the statements and COMMIT in one pipeline: one round trip for the group. */
+  private async send(statements: PendingStatement[]): Promise<void> {
+    const client = await this.connection();
+    const queries = [
+      client.query('BEGIN'),
+      ...statements.map((s) => client.query({ name: s.name, text: s.text, values: s.values as unknown[] })),
+      client.query('COMMIT'),
+    ];
+    const settled = await Promise.allSettled(queries);
+    const failures = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as Error);
+    const cause = failures.find((e) => (e as Error & { code?: string }).code !== IN_FAILED_TRANSACTION) ?? failures[0];
+    if (cause !== undefined) throw this.failed(cause);
+    const commit = settled.at(-1) as PromiseFulfilledResult<pg.QueryResult>;
+    if (commit.value.command !== 'COMMIT') throw this.failed(new Error('the transaction was rolled back'));
+    this.problem = undefined;
+  }
+
+  /** The writing connection, connected again (and the host's lock taken again) after the server went away. */
+  private async connection(): Promise<pg.Client> {
+    if (this.client !== null) return this.client;
+    this.connecting ??= connectWriter(this.location, false).finally(() => {
+      this.connecting = null;
+    });
+    try {
+      this.client = await this.connecting;
+    } catch (err) {
+      throw this.failed(err as Error);
+    }
+    this.watch(this.client);
+    return this.client;
+  }
+
+  private watch(client: pg.Client): void {
+    const lost = (): void => {
+      if (this.client === client) this.client = null;
+    };
+    client.on('error', (err) => {
+      this.problem = described(err).message;
+      lost();
+    });
+    client.on('end', lost);
+  }
+
+  /** Notes why the store failed, when the server is unreachable; gives the error to throw. */
+  private failed(err: Error): Error {
+    const error = described(err);
+    if (isConnectionError(err) || err instanceof DatabaseTaken) this.problem = error.message;
+    if (isConnectionError(err) && this.client !== null) {
+      void this.client.end().catch(() => {});
+      this.client = null;
+    }
+    return error;
+  }
+
+  private async read<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
+    try {
+      const result = await this.pool.query<R>(text, values);
+      return result.rows;
+    } catch (err) {
+      throw this.failed(err as Error);
+    }
+  }
+
+  async loadSession(sid: string): Promise<StoredSession | undefined> {
+    const [rows, queue] = await Promise.all([
+      this.read<SessionRowWithCounts>(
+        `SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision,
+                (SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE messages.sid = sessions.sid) AS message_count,
+                (SELECT COUNT(*)::int FROM submits WHERE submits.sid = sessions.sid) AS submit_count
+         FROM sessions WHERE sid = $1`,
+        [sid],
+      ),
+      this.read<QueuedPrompt>(
+        `SELECT queue_id AS "queueId", text, client_message_id AS "clientMessageId", request_id AS "requestId", turn_id AS "turnId",
+                queued_at AS "queuedAt", position
+         FROM queue WHERE sid = $1 ORDER BY position`,
+        [sid],
+      ),
+    ]);
+    return rows[0] && toStoredSession(rows[0], queue);
+  }
+
+  async messages(sid: string, from = 0, to = Number.MAX_SAFE_INTEGER): Promise<ChatMessage[]> {
+    const cached = this.history.read(sid, from, to);
+    if (cached !== undefined) return cached;
+    const ticket = this.history.startRead(sid);
+    let rows: MessageRow[];
+    try {
+      rows = await this.read<MessageRow>('SELECT role, content, tool_calls, tool_call_id FROM messages WHERE sid = $1 ORDER BY seq', [sid]);
+    } finally {
+      ticket.overtaken ||= !this.history.endRead(sid, ticket);
+    }
+    const all = rows.map(toChatMessage);
+    if (!ticket.overtaken) this.history.fill(sid, all);
+    return all.slice(from, to);
+  }
+
+  async submitRecord(sid: string, clientMessageId: string): Promise<SubmitRecord | undefined> {
+    const [row] = await this.read<{ turn_id: string; queue_id: string | null; steered: number }>(
+      'SELECT turn_id, queue_id, steered FROM submits WHERE sid = $1 AND client_message_id = $2',
+      [sid, clientMessageId],
+    );
+    return row === undefined ? undefined : { turnId: row.turn_id, queueId: row.queue_id, steered: row.steered === 1 };
+  }
+
+  async hasTurn(turnId: string): Promise<boolean> {
+    return (await this.read('SELECT 1 FROM turns WHERE turn_id = $1', [turnId])).length > 0;
+  }
+
+  async queuedSessions(): Promise<string[]> {
+    return (await this.read<{ sid: string }>('SELECT DISTINCT sid FROM queue ORDER BY sid')).map((r) => r.sid);
+  }
+
+  async recoverCrashedBoots(now = Date.now()): Promise<RecoveryCounts> {
+    const client = await this.connection();
+    await client.query('BEGIN');
+    try {
+      const count = async (text: string): Promise<number> => (await client.query(text, [now])).rowCount ?? 0;
+      const counts: RecoveryCounts = {
+        boots: await count("UPDATE boots SET ended_at = $1, end_reason = 'crash' WHERE ended_at IS NULL"),
+        lostTurns: await count("UPDATE turns SET status = 'lost', ended_at = $1, error = 'host died' WHERE status = 'running'"),
+        retainedSessions: await count(
+          "UPDATE sessions SET status = 'retained', retained_reason = 'crash', end_reason = NULL, updated_at = $1 WHERE status = 'active'",
+        ),
+        expiredRequests: await count("UPDATE server_requests SET status = 'expired', reason = 'host died', resolved_at = $1 WHERE status = 'open'"),
+      };
+      // Steered texts the turn never took go back to the head of their queue, in the order steered (PROTOCOL.md §2.1).
+      await client.query(`
+        WITH steered AS (
+          SELECT queue_id, sid, row_number() OVER (PARTITION BY sid ORDER BY position) AS i, count(*) OVER (PARTITION BY sid) AS n
+          FROM queue WHERE steered = 1
+        ), heads AS (SELECT sid, min(position) AS head FROM queue WHERE steered = 0 GROUP BY sid)
+        UPDATE queue SET steered = 0, position = COALESCE(heads.head, steered.n) - steered.n + steered.i - 1
+        FROM steered LEFT JOIN heads ON heads.sid = steered.sid
+        WHERE queue.queue_id = steered.queue_id`);
+      await client.query('COMMIT');
+      return counts;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw this.failed(err as Error);
+    }
+  }
+
+  async retainedSessions(): Promise<RecoveredSession[]> {
+    const rows = await this.read<{ sid: string; session_key: string; retained_reason: string | null }>(
+      "SELECT sid, session_key, retained_reason FROM sessions WHERE status = 'retained' ORDER BY updated_at, sid",
+    );
+    return rows.map((r) => ({ sid: r.sid, session_key: r.session_key, reason: (r.retained_reason ?? 'crash') as RetainReason }));
+  }
+
+  health(): StoreHealth {
+    return { store: this.location.shown, reachable: this.problem === undefined, ...(this.problem ? { problem: this.problem } : {}) };
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+    await this.client?.end().catch(() => {});
+    this.client = null;
+    await this.pool.end().catch(() => {});
+  }
+}
+
+/**
+ * The writing connection, pipelined, holding the host's lock. `migrating`: at start, the schema is
+ * brought up to date first.
+ */
+async function connectWriter(location: PostgresLocation, migrating: boolean): Promise<pg.Client> {
+  const client = new pg.Client({ ...clientConfig(location, 'host'), pipeline: true } as pg.ClientConfig);
+  client.on('error', () => {}); // until the store watches it: a failure shows in the query that meets it
+  try {
+    await client.connect();
+    if (migrating) await migrate(client);
+    const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [HOST_LOCK]);
+    if (rows[0]?.locked !== true) throw new DatabaseTaken(`another compute host is using the database ${location.shown}`);
+  } catch (err) {
+    await client.end().catch(() => {});
+    throw err;
+  }
+  return client;
+}

@@ -1,0 +1,130 @@
+// The tables in PostgreSQL, in the schema `turnhost`, as a list of migrations; the table
+// `schema_version` records how many have run. The host runs the missing ones at start, all in one
+// transaction under an advisory lock, so two hosts starting at once migrate once. The columns
+// match SQLite's (persistence/sqlite/schema.ts), so both readers share their queries; times are
+// epoch milliseconds in bigint, as there.
+import type pg from 'pg';
+
+export const SCHEMA = 'turnhost';
+
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE sessions (
+    sid             text PRIMARY KEY,
+    session_key     text NOT NULL,
+    status          text NOT NULL CHECK (status IN ('active', 'finalized', 'retained')),
+    end_reason      text,
+    retained_reason text,
+    history_version bigint NOT NULL DEFAULT 0,
+    overrides       text NOT NULL DEFAULT '',
+    cwd             text,
+    boot_id         text,
+    created_at      bigint NOT NULL,
+    updated_at      bigint NOT NULL,
+    queue_revision  bigint NOT NULL DEFAULT 0
+  );
+  CREATE INDEX sessions_by_status ON sessions (status);
+
+  CREATE TABLE messages (
+    sid          text NOT NULL,
+    seq          integer NOT NULL,
+    role         text NOT NULL,
+    content      text NOT NULL,
+    turn_id      text,
+    created_at   bigint NOT NULL,
+    tool_calls   text,
+    tool_call_id text,
+    PRIMARY KEY (sid, seq)
+  );
+
+  CREATE TABLE turns (
+    turn_id           text PRIMARY KEY,
+    sid               text NOT NULL,
+    request_id        text,
+    status            text NOT NULL CHECK (status IN ('running', 'completed', 'interrupted', 'failed', 'lost')),
+    boot_id           text,
+    started_at        bigint NOT NULL,
+    ended_at          bigint,
+    error             text,
+    model             text,
+    prompt_tokens     bigint,
+    completion_tokens bigint,
+    model_calls       integer
+  );
+  CREATE INDEX turns_running ON turns (status) WHERE status = 'running';
+
+  CREATE TABLE server_requests (
+    id          text PRIMARY KEY,
+    sid         text NOT NULL,
+    turn_id     text,
+    method      text NOT NULL,
+    params      text NOT NULL,
+    status      text NOT NULL CHECK (status IN ('open', 'answered', 'expired', 'cancelled')),
+    answers     text,
+    reason      text,
+    boot_id     text,
+    created_at  bigint NOT NULL,
+    resolved_at bigint
+  );
+  CREATE INDEX server_requests_open ON server_requests (boot_id) WHERE status = 'open';
+
+  CREATE TABLE boots (
+    boot_id    text PRIMARY KEY,
+    pid        integer NOT NULL,
+    started_at bigint NOT NULL,
+    ended_at   bigint,
+    end_reason text
+  );
+
+  CREATE TABLE queue (
+    queue_id          text PRIMARY KEY,
+    sid               text NOT NULL,
+    position          bigint NOT NULL,
+    text              text NOT NULL,
+    client_message_id text,
+    request_id        text NOT NULL,
+    turn_id           text NOT NULL,
+    steered           smallint NOT NULL DEFAULT 0,
+    queued_at         bigint NOT NULL
+  );
+  CREATE INDEX queue_by_session ON queue (sid, position);
+
+  -- ord plays SQLite's rowid: the oldest remembered id of a session is its smallest ord.
+  CREATE TABLE submits (
+    ord               bigserial PRIMARY KEY,
+    sid               text NOT NULL,
+    client_message_id text NOT NULL,
+    turn_id           text NOT NULL,
+    queue_id          text,
+    steered           smallint NOT NULL DEFAULT 0,
+    UNIQUE (sid, client_message_id)
+  );
+  CREATE INDEX submits_by_session ON submits (sid, ord);
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** One key for the whole cluster of turnhost's advisory locks: the migration's, and the single host's. */
+export const MIGRATION_LOCK = 0x7475726e; // "turn"
+export const HOST_LOCK = 0x686f7374; // "host"
+
+/** Brings the schema up to SCHEMA_VERSION; refuses one written by a newer build. */
+export async function migrate(client: pg.ClientBase): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${SCHEMA}`);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${SCHEMA}.schema_version (version integer NOT NULL)`);
+    const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${SCHEMA}.schema_version`);
+    const current = rows[0]?.version ?? 0;
+    if (current > SCHEMA_VERSION) throw new Error(`database schema version ${current} is newer than this build understands (${SCHEMA_VERSION})`);
+    for (let version = current; version < SCHEMA_VERSION; version++) await client.query(MIGRATIONS[version]!);
+    if (rows.length === 0) await client.query(`INSERT INTO ${SCHEMA}.schema_version VALUES ($1)`, [SCHEMA_VERSION]);
+    else await client.query(`UPDATE ${SCHEMA}.schema_version SET version = $1`, [SCHEMA_VERSION]);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}

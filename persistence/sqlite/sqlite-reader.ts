@@ -1,0 +1,86 @@
+// Read-only access to a home's SQLite database, for the CLI and the supervisor. WAL lets these
+// reads run while the host writes.
+import { existsSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import {
+  HISTORY_COLUMNS,
+  SUMMARY_COLUMNS,
+  toHistoryEntry,
+  toSummary,
+  withTurnUsage,
+  type HistoryEntry,
+  type HistoryRow,
+  type QueryResult,
+  type Reader,
+  type SessionRow,
+  type SessionSummary,
+  type TurnUsageRow,
+} from '../reader.js';
+import type { SessionStatus } from '../store.js';
+
+export class SqliteReader implements Reader {
+  private constructor(
+    readonly db: Database.Database,
+    readonly description: string,
+  ) {}
+
+  /** Null when the home has no database yet, or the host has created the file but not its schema. */
+  static open(file: string): SqliteReader | null {
+    if (!existsSync(file)) return null;
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    db.pragma('busy_timeout = 5000');
+    if ((db.pragma('user_version', { simple: true }) as number) === 0) {
+      db.close();
+      return null;
+    }
+    return new SqliteReader(db, `sqlite ${file}`);
+  }
+
+  async sessions(status?: SessionStatus): Promise<SessionSummary[]> {
+    const sql = `SELECT ${SUMMARY_COLUMNS} FROM sessions ${status ? 'WHERE status = ?' : ''} ORDER BY updated_at, sid`;
+    const rows = (status ? this.db.prepare(sql).all(status) : this.db.prepare(sql).all()) as SessionRow[];
+    return rows.map(toSummary);
+  }
+
+  async session(sid: string): Promise<SessionSummary | undefined> {
+    const row = this.db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE sid = ?`).get(sid) as SessionRow | undefined;
+    return row && toSummary(row);
+  }
+
+  async queues(): Promise<{ session_id: string; queued: number; oldest: string }[]> {
+    const rows = this.db
+      .prepare('SELECT sid, count(*) AS n, min(queued_at) AS oldest FROM queue WHERE steered = 0 GROUP BY sid ORDER BY sid')
+      .all() as { sid: string; n: number; oldest: number }[];
+    return rows.map((r) => ({ session_id: r.sid, queued: r.n, oldest: new Date(r.oldest).toISOString() }));
+  }
+
+  async statusCounts(): Promise<Record<SessionStatus, number>> {
+    const counts: Record<SessionStatus, number> = { active: 0, finalized: 0, retained: 0 };
+    const rows = this.db.prepare('SELECT status, count(*) AS n FROM sessions GROUP BY status').all() as { status: SessionStatus; n: number }[];
+    for (const row of rows) counts[row.status] = row.n;
+    return counts;
+  }
+
+  async history(sid: string, limit?: number): Promise<HistoryEntry[] | undefined> {
+    if ((await this.session(sid)) === undefined) return undefined;
+    const rows =
+      limit === undefined
+        ? (this.db.prepare(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = ? ORDER BY seq`).all(sid) as HistoryRow[])
+        : (this.db.prepare(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = ? ORDER BY seq DESC LIMIT ?`).all(sid, limit) as HistoryRow[]).reverse();
+    return withTurnUsage(rows.map(toHistoryEntry), async (turnIds) => {
+      const select = this.db.prepare('SELECT model, prompt_tokens, completion_tokens, model_calls FROM turns WHERE turn_id = ?');
+      return new Map(turnIds.map((id) => [id, select.get(id) as TurnUsageRow | undefined]).filter((e): e is [string, TurnUsageRow] => e[1] !== undefined));
+    });
+  }
+
+  async query(sql: string): Promise<QueryResult> {
+    const statement = this.db.prepare(sql);
+    if (!statement.reader) throw new Error('read-only: .sql runs queries that return rows; this statement would write, and is refused');
+    const rows = statement.all() as Record<string, unknown>[];
+    return { columns: statement.columns().map((c) => c.name), rows };
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}

@@ -1,0 +1,63 @@
+// The writer's statements in SQLite, prepared once and run at once inside the store's transaction.
+import type Database from 'better-sqlite3';
+import { StoreWriter, type StatementName, type StatementParams } from '../store-writer.js';
+
+const SQL: Record<StatementName, string> = {
+  // `activate` is bound three times (SQLite's `?` cannot repeat a parameter): see bindings below.
+  upsertSession: `
+    INSERT INTO sessions (sid, session_key, status, history_version, overrides, cwd, boot_id, created_at, updated_at)
+    VALUES (?, ?, 'active', ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (sid) DO UPDATE SET
+      session_key = excluded.session_key,
+      status = CASE WHEN ? THEN 'active' ELSE status END,
+      end_reason = CASE WHEN ? THEN NULL ELSE end_reason END,
+      retained_reason = CASE WHEN ? THEN NULL ELSE retained_reason END,
+      history_version = excluded.history_version,
+      overrides = excluded.overrides, cwd = excluded.cwd, boot_id = excluded.boot_id, updated_at = excluded.updated_at`,
+  touchSession: 'UPDATE sessions SET history_version = ?, updated_at = ? WHERE sid = ?',
+  insertMessage: 'INSERT INTO messages (sid, seq, role, content, turn_id, created_at, tool_calls, tool_call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  deleteMessagesFrom: 'DELETE FROM messages WHERE sid = ? AND seq >= ?',
+  insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at) VALUES (?, ?, ?, 'running', ?, ?)",
+  updateTurn: `
+    UPDATE turns SET status = ?, ended_at = ?, error = ?, model = ?, prompt_tokens = ?, completion_tokens = ?, model_calls = ?
+    WHERE turn_id = ?`,
+  finalizeSession: "UPDATE sessions SET status = 'finalized', end_reason = ?, retained_reason = NULL, updated_at = ? WHERE sid = ?",
+  retainSession: "UPDATE sessions SET status = 'retained', retained_reason = ?, end_reason = NULL, updated_at = ? WHERE sid = ?",
+  insertBoot: 'INSERT INTO boots (boot_id, pid, started_at) VALUES (?, ?, ?)',
+  updateBoot: 'UPDATE boots SET ended_at = ?, end_reason = ? WHERE boot_id = ?',
+  insertRequest: `
+    INSERT INTO server_requests (id, sid, turn_id, method, params, status, boot_id, created_at)
+    VALUES (?, ?, ?, ?, ?, 'open', ?, ?)`,
+  updateRequest: 'UPDATE server_requests SET status = ?, answers = ?, reason = ?, resolved_at = ? WHERE id = ?',
+  insertQueued: `
+    INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  updateQueuedText: 'UPDATE queue SET text = ? WHERE queue_id = ?',
+  updateQueuedPlace: 'UPDATE queue SET steered = ?, position = ? WHERE queue_id = ?',
+  deleteQueued: 'DELETE FROM queue WHERE queue_id = ?',
+  deleteQueue: 'DELETE FROM queue WHERE sid = ?',
+  updateQueueRevision: 'UPDATE sessions SET queue_revision = ? WHERE sid = ?',
+  // REPLACE deletes the old row and inserts a new one: the repeated id gets the newest rowid.
+  insertSubmit: 'INSERT OR REPLACE INTO submits (sid, client_message_id, turn_id, queue_id, steered) VALUES (?, ?, ?, ?, ?)',
+  updateSubmit: 'UPDATE submits SET steered = ? WHERE sid = ? AND client_message_id = ?',
+  deleteOldestSubmit: 'DELETE FROM submits WHERE rowid = (SELECT MIN(rowid) FROM submits WHERE sid = ?)',
+};
+
+function bindings<N extends StatementName>(statement: N, params: StatementParams[N]): readonly unknown[] {
+  if (statement !== 'upsertSession') return params;
+  const [sid, sessionKey, activate, historyVersion, overridesText, cwd, bootId, now] = params as StatementParams['upsertSession'];
+  return [sid, sessionKey, historyVersion, overridesText, cwd, bootId, now, now, activate, activate, activate];
+}
+
+export class SqliteWriter extends StoreWriter {
+  private readonly statements: Record<StatementName, Database.Statement>;
+
+  constructor(db: Database.Database) {
+    super();
+    this.statements = Object.fromEntries(Object.entries(SQL).map(([name, sql]) => [name, db.prepare(sql)])) as Record<StatementName, Database.Statement>;
+  }
+
+  protected run<N extends StatementName>(statement: N, params: StatementParams[N]): void {
+    this.statements[statement].run(...bindings(statement, params));
+  }
+}

