@@ -13,7 +13,7 @@ const STATEMENT_TIMEOUT_MS = 30_000;
 export const READ_POOL_SIZE = 4;
 
 /** bigint (int8) columns hold epoch milliseconds and counts: numbers, not the driver's strings. */
-const types = {
+export const types = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
 };

@@ -43,8 +43,12 @@ export class TestPostgres {
   /** A new, empty database; its URL. */
   async database(): Promise<string> {
     const name = `t${++this.databases}`;
-    await this.server.createDatabase(name);
+    await this.createDatabase(name);
     return this.url(name);
+  }
+
+  async createDatabase(name: string): Promise<void> {
+    await this.server.createDatabase(name);
   }
 
   url(database: string, password = PG_PASSWORD): string {

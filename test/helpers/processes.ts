@@ -7,6 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitGone } from '../../persistence/proc.js';
 import { LineReader } from '../../protocol/line-reader.js';
+import { storeEnv } from './test-store.js';
 import { Waiters } from './waiters.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -143,8 +144,10 @@ export class Harness {
     return dir;
   }
 
+  /** A turnhost command; with `--home`, on that home's store (test-store.ts: SQLite, or its PostgreSQL database). */
   spawnCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd = REPO_ROOT): ChildProcess {
-    return this.spawnRaw(process.execPath, [CLI, ...args], env, cwd);
+    const home = args.includes('--home') ? args[args.indexOf('--home') + 1] : undefined;
+    return this.spawnRaw(process.execPath, [CLI, ...args], { ...storeEnv(home), ...env }, cwd);
   }
 
   /** Any command, in its own process group, reaped (group and all) by cleanup(). */

@@ -152,8 +152,9 @@ describe('a stop aimed at one turn (real daemon)', function () {
     const client = await connect({ home: daemon.home });
     try {
       await client.createSession({ session_id: 'stop' });
-      const first = await client.submit('stop', 'quick');
+      // Followed before the submit: a quick turn's events may arrive before its submit's answer.
       const events = client.events('stop');
+      const first = await client.submit('stop', 'quick');
       for await (const event of events) if (event.type === 'turn.end' && event.payload.turn_id === first.turn_id) break;
       const second = await client.submit('stop', 'long\n/sleep 30');
       expect(await client.interrupt('stop', { turn_id: first.turn_id })).to.deep.equal({ applied: false, reason: 'not_current' });

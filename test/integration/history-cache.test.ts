@@ -1,14 +1,14 @@
 // The history cache over the real host: what an agent is handed as the history before its prompt
 // equals what the database holds, after appends, a compression, and a kill -9 and restart.
 import { expect } from 'chai';
-import { readDatabase } from '../helpers/database.js';
+import { storeRows } from '../helpers/test-store.js';
 import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
 
 const HISTORY_AGENT = ['--agent', 'test/fixtures/history-agent.mjs'];
 
 /** The history agent's reply for a turn whose prompt was stored at `promptSeq`, made from the database. */
-function expectedReply(home: string, sid: string, promptSeq: number): string {
-  const before = readDatabase(home, (db) => db.prepare('SELECT role, content FROM messages WHERE sid = ? AND seq < ? ORDER BY seq').all(sid, promptSeq)) as { role: string; content: string }[];
+async function expectedReply(home: string, sid: string, promptSeq: number): Promise<string> {
+  const before = await storeRows<{ role: string; content: string }>(home, 'SELECT role, content FROM messages WHERE sid = ? AND seq < ? ORDER BY seq', [sid, promptSeq]);
   const last = before.at(-1);
   return `seen ${before.length}; last: ${last ? `${last.role}: ${last.content}` : 'none'}`;
 }
@@ -30,18 +30,18 @@ describe('the history cache over the real host', function () {
     let host = await h.startHost(home, HISTORY_AGENT);
     for (let i = 1; i <= 4; i++) {
       const { end, reply } = await turnReply(host, 's1', `r${i}`, `prompt ${i}`);
-      expect(reply, `turn ${i}`).to.equal(expectedReply(home, 's1', Number(end['message_count']) - 2));
+      expect(reply, `turn ${i}`).to.equal(await expectedReply(home, 's1', Number(end['message_count']) - 2));
     }
     host.send({ type: 'control', sid: 's1', request_id: 'c1', route_name: 'session.compress' });
     await host.next('control.ack', { where: (f) => f['request_id'] === 'c1' });
     const compressed = await turnReply(host, 's1', 'r5', 'after the compression');
-    expect(compressed.reply).to.equal(expectedReply(home, 's1', Number(compressed.end['message_count']) - 2));
+    expect(compressed.reply).to.equal(await expectedReply(home, 's1', Number(compressed.end['message_count']) - 2));
     expect(compressed.reply).to.match(/^seen 5; /);
     host.kill('SIGKILL');
     await host.waitExit();
     host = await h.startHost(home, HISTORY_AGENT);
     const restarted = await turnReply(host, 's1', 'r6', 'after the restart');
-    expect(restarted.reply).to.equal(expectedReply(home, 's1', Number(restarted.end['message_count']) - 2));
+    expect(restarted.reply).to.equal(await expectedReply(home, 's1', Number(restarted.end['message_count']) - 2));
     expect(restarted.reply).to.match(/^seen 7; last: assistant: seen 5; /);
   });
 });

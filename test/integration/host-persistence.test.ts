@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import { readDatabase } from '../helpers/database.js';
+import { storeRows } from '../helpers/test-store.js';
 import { Harness, type HostProcess } from '../helpers/processes.js';
 
 const STREAMING_AGENT = 'test/fixtures/streaming-agent.mjs';
 
-function turnRows(home: string, sid: string): { status: string }[] {
-  return readDatabase(home, (db) => db.prepare('SELECT status FROM turns WHERE sid = ? ORDER BY started_at').all(sid) as { status: string }[]);
+function turnRows(home: string, sid: string): Promise<{ status: string }[]> {
+  return storeRows(home, 'SELECT status FROM turns WHERE sid = ? ORDER BY started_at', [sid]);
 }
 
 async function killNow(host: HostProcess): Promise<void> {
@@ -25,7 +25,7 @@ describe('host: persistence', () => {
     await killNow(host);
     const out = await h.runCli(['history', 's1', '--home', home, '--json']);
     expect(JSON.parse(out.stdout)).to.deep.equal([{ seq: 0, role: 'user', content: 'remember me\n/sleep 30', turn_id: JSON.parse(out.stdout)[0].turn_id }]);
-    expect(turnRows(home, 's1')).to.deep.equal([{ status: 'running' }]);
+    expect(await turnRows(home, 's1')).to.deep.equal([{ status: 'running' }]);
   });
 
   it('loses nothing of a turn whose turn.end was read before kill -9 (rule 2)', async () => {
@@ -41,7 +41,7 @@ describe('host: persistence', () => {
       { seq: 0, role: 'user', content: 'keep this turn', turn_id: end['turn_id'] },
       { seq: 1, role: 'assistant', content: 'keep this turn', turn_id: end['turn_id'] },
     ]);
-    expect(turnRows(home, 's1')).to.deep.equal([{ status: 'completed' }]);
+    expect(await turnRows(home, 's1')).to.deep.equal([{ status: 'completed' }]);
   });
 
   it('prints sessions and history in the formats of PROTOCOL.md §3, while a host is writing', async () => {
@@ -82,7 +82,7 @@ describe('host: persistence', () => {
     const second = await h.runCli(['host', '--home', home]);
     expect(second.code).to.equal(1);
     expect(second.stderr.trim()).to.equal(`turnhost host: another compute host is running for ${home}`);
-    expect(turnRows(home, 's1')).to.deep.equal([{ status: 'running' }]); // not declared lost
+    expect(await turnRows(home, 's1')).to.deep.equal([{ status: 'running' }]); // not declared lost
     first.send({ type: 'interrupt', sid: 's1', request_id: 'i1' });
     expect((await first.next('turn.end'))['interrupted']).to.equal(true);
     await killNow(first);

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { readDatabase } from '../helpers/database.js';
+import { storeRows, TEST_STORE } from '../helpers/test-store.js';
 import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
 import { seededRandom } from '../helpers/random.js';
 
@@ -8,6 +8,11 @@ const HISTORY_AGENT = 'test/fixtures/history-agent.mjs';
 async function turn(host: HostProcess, sid: string, request_id: string, text: string): Promise<Frame> {
   host.send({ type: 'turn.start', sid, request_id, text });
   return host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id });
+}
+
+/** SQLite's own check of its file after a kill; PostgreSQL's transactions need none. */
+async function expectIntact(home: string, context: string): Promise<void> {
+  if (TEST_STORE === 'sqlite') expect(await storeRows(home, 'PRAGMA integrity_check'), context).to.deep.equal([{ integrity_check: 'ok' }]);
 }
 
 describe('recovery after a crash (real host processes)', function () {
@@ -26,17 +31,15 @@ describe('recovery after a crash (real host processes)', function () {
     const second = await h.startHost(home);
     const hello = second.frames[0]!;
     expect((hello['recovered'] as { sid: string; reason: string }[]).map((r) => `${r.sid}:${r.reason}`).sort()).to.deep.equal(['asking:crash', 'done:crash']);
-    readDatabase(home, (d) => {
-      const boots = d.prepare('SELECT pid, ended_at IS NOT NULL AS ended, end_reason FROM boots ORDER BY started_at').all() as { pid: number; ended: number; end_reason: string | null }[];
-      expect(boots.map((b) => [b.pid, b.ended, b.end_reason])).to.deep.equal([
-        [first.pid, 1, 'crash'],
-        [second.pid, 0, null],
-      ]);
-      expect(d.prepare("SELECT status FROM turns WHERE sid = 'asking'").get()).to.deep.equal({ status: 'lost' });
-      expect(d.prepare("SELECT status FROM turns WHERE sid = 'done'").get()).to.deep.equal({ status: 'completed' });
-      expect(d.prepare('SELECT status, reason FROM server_requests').get()).to.deep.equal({ status: 'expired', reason: 'host died' });
-      expect(d.prepare("SELECT status, retained_reason FROM sessions WHERE sid = 'done'").get()).to.deep.equal({ status: 'retained', retained_reason: 'crash' });
-    });
+    const boots = await storeRows<{ pid: number; ended_at: number | null; end_reason: string | null }>(home, 'SELECT pid, ended_at, end_reason FROM boots ORDER BY started_at');
+    expect(boots.map((b) => [b.pid, b.ended_at !== null, b.end_reason])).to.deep.equal([
+      [first.pid, true, 'crash'],
+      [second.pid, false, null],
+    ]);
+    expect(await storeRows(home, "SELECT status FROM turns WHERE sid = 'asking'")).to.deep.equal([{ status: 'lost' }]);
+    expect(await storeRows(home, "SELECT status FROM turns WHERE sid = 'done'")).to.deep.equal([{ status: 'completed' }]);
+    expect(await storeRows(home, 'SELECT status, reason FROM server_requests')).to.deep.equal([{ status: 'expired', reason: 'host died' }]);
+    expect(await storeRows(home, "SELECT status, retained_reason FROM sessions WHERE sid = 'done'")).to.deep.equal([{ status: 'retained', retained_reason: 'crash' }]);
   });
 
   it('brings a recovered session back on first use with its whole history; the agent sees it; it is active again', async () => {
@@ -66,19 +69,17 @@ describe('recovery after a crash (real host processes)', function () {
     let running: string[] = []; // turn_ids started but not ended when the last host died
     let known = new Set<string>();
     /** After a restart: what the dead host left running is lost, and no session was finalized. */
-    const checkRecovered = (host: HostProcess, round: number): void => {
+    const checkRecovered = async (host: HostProcess, round: number): Promise<void> => {
       const recovered = (host.frames[0]!['recovered'] as { sid: string; reason: string }[]).map((r) => r.sid).sort();
       expect(recovered, `${context}, round ${round}: every session not finalized is recovered`).to.deep.equal([...known].sort());
-      readDatabase(home, (d) => {
-        for (const turnId of running) {
-          expect((d.prepare('SELECT status FROM turns WHERE turn_id = ?').get(turnId) as { status: string }).status, `${context}: ${turnId}`).to.equal('lost');
-        }
-        expect(d.prepare("SELECT count(*) AS n FROM sessions WHERE status = 'finalized'").get(), context).to.deep.equal({ n: 0 });
-      });
+      for (const turnId of running) {
+        expect(await storeRows(home, 'SELECT status FROM turns WHERE turn_id = ?', [turnId]), `${context}: ${turnId}`).to.deep.equal([{ status: 'lost' }]);
+      }
+      expect(await storeRows(home, "SELECT count(*) AS n FROM sessions WHERE status = 'finalized'"), context).to.deep.equal([{ n: 0 }]);
     };
     for (let round = 0; round < 20; round++) {
       const host = await h.startHost(home, ['--workers', '20']);
-      checkRecovered(host, round);
+      await checkRecovered(host, round);
       const started = new Map<string, string>(); // turn_id → request_id
       for (const sid of sids) {
         const seconds = (random() * 0.2).toFixed(3);
@@ -90,23 +91,21 @@ describe('recovery after a crash (real host processes)', function () {
       for (const f of host.all('turn.started')) started.set(String(f['turn_id']), String(f['request_id']));
       for (const f of host.all('turn.end')) ended.set(String(f['turn_id']), String(f['sid']));
       known = new Set([...known, ...host.all('turn.started').map((f) => String(f['sid']))]);
-      readDatabase(home, (d) => {
-        for (const [turnId, sid] of ended) {
-          const rows = d.prepare('SELECT role, content FROM messages WHERE sid = ? AND turn_id = ? ORDER BY seq').all(sid, turnId) as { role: string }[];
-          expect(rows.map((r) => r.role), `${context}: turn ${turnId} was ended and must be whole`).to.deep.equal(['user', 'assistant']);
-        }
-        // A turn whose turn.end was not read may still have committed its end (the host died
-        // between the commit and the write); either way it is stored as running or completed.
-        for (const turnId of [...started.keys()].filter((t) => !ended.has(t))) {
-          const row = d.prepare('SELECT status FROM turns WHERE turn_id = ?').get(turnId) as { status: string };
-          expect(['running', 'completed'], `${context}: turn ${turnId}`).to.include(row.status);
-        }
-        running = (d.prepare("SELECT turn_id FROM turns WHERE status = 'running'").all() as { turn_id: string }[]).map((r) => r.turn_id);
-        expect(d.pragma('integrity_check', { simple: true }), context).to.equal('ok');
-      });
+      for (const [turnId, sid] of ended) {
+        const rows = await storeRows<{ role: string }>(home, 'SELECT role, content FROM messages WHERE sid = ? AND turn_id = ? ORDER BY seq', [sid, turnId]);
+        expect(rows.map((r) => r.role), `${context}: turn ${turnId} was ended and must be whole`).to.deep.equal(['user', 'assistant']);
+      }
+      // A turn whose turn.end was not read may still have committed its end (the host died
+      // between the commit and the write); either way it is stored as running or completed.
+      for (const turnId of [...started.keys()].filter((t) => !ended.has(t))) {
+        const [row] = await storeRows<{ status: string }>(home, 'SELECT status FROM turns WHERE turn_id = ?', [turnId]);
+        expect(['running', 'completed'], `${context}: turn ${turnId}`).to.include(row!.status);
+      }
+      running = (await storeRows<{ turn_id: string }>(home, "SELECT turn_id FROM turns WHERE status = 'running'")).map((r) => r.turn_id);
+      await expectIntact(home, context);
     }
     const last = await h.startHost(home, ['--workers', '20']);
-    checkRecovered(last, 20);
+    await checkRecovered(last, 20);
     // Every session comes back on first use; a clean stop finalizes each exactly once.
     for (const sid of known) last.send({ type: 'turn.start', sid, request_id: `last-${sid}`, text: 'back' });
     for (const sid of known) await last.next('turn.end', { where: (f) => f['sid'] === sid });
@@ -114,10 +113,8 @@ describe('recovery after a crash (real host processes)', function () {
     const finalized = (await last.next('shutdown.ack'))['finalized'] as string[];
     expect(finalized.slice().sort(), `${context}: each session finalized once`).to.deep.equal([...known].sort());
     expect((await last.waitExit()).code).to.equal(0);
-    readDatabase(home, (d) => {
-      const rows = d.prepare('SELECT status, end_reason, count(*) AS n FROM sessions GROUP BY status, end_reason').all();
-      expect(rows, context).to.deep.equal([{ status: 'finalized', end_reason: 'compute_host_shutdown', n: known.size }]);
-      expect(d.pragma('integrity_check', { simple: true }), context).to.equal('ok');
-    });
+    const rows = await storeRows(home, 'SELECT status, end_reason, count(*) AS n FROM sessions GROUP BY status, end_reason');
+    expect(rows, context).to.deep.equal([{ status: 'finalized', end_reason: 'compute_host_shutdown', n: known.size }]);
+    await expectIntact(home, context);
   });
 });

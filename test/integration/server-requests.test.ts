@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { readDatabase } from '../helpers/database.js';
+import { storeRows } from '../helpers/test-store.js';
 import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
 import { seededRandom } from '../helpers/random.js';
 
@@ -39,8 +39,9 @@ async function reply(host: HostProcess, sid: string): Promise<string> {
   return (complete['message'] as { params: { payload: { text: string } } }).params.payload.text;
 }
 
-function requestRow(home: string, id: string): { status: string; answers: string | null; reason: string | null } {
-  return readDatabase(home, (db) => db.prepare('SELECT status, answers, reason FROM server_requests WHERE id = ?').get(id) as { status: string; answers: string | null; reason: string | null });
+async function requestRow(home: string, id: string): Promise<{ status: string; answers: string | null; reason: string | null }> {
+  const [row] = await storeRows<{ status: string; answers: string | null; reason: string | null }>(home, 'SELECT status, answers, reason FROM server_requests WHERE id = ?', [id]);
+  return row!;
 }
 
 describe('server requests (real host process)', function () {
@@ -55,11 +56,11 @@ describe('server requests (real host process)', function () {
     const request = await nextRequest(host);
     expect(request.id).to.match(/^srq-[0-9a-f]{12}$/);
     expect(request).to.deep.include({ method: 'clarify.request', params: { session_id: 's1', question: 'favourite colour?' } });
-    expect(requestRow(home, request.id).status).to.equal('open');
+    expect((await requestRow(home, request.id)).status).to.equal('open');
     const ack = await respond(host, 's1', answer(request.id, { answer: 'teal' }));
     expect(ack['response']).to.deep.equal({ jsonrpc: '2.0', id: ack['request_id'], result: { status: 'ok' } });
     expect(await reply(host, 's1')).to.equal('question time\nanswer: teal');
-    expect(requestRow(home, request.id)).to.include({ status: 'answered' });
+    expect(await requestRow(home, request.id)).to.include({ status: 'answered' });
     const late = await respond(host, 's1', answer(request.id, { answer: 'red' }));
     expect((late['response'] as { result: unknown }).result).to.deep.equal({ status: 'expired' });
   });
@@ -107,7 +108,7 @@ describe('server requests (real host process)', function () {
     expect(cancels(host)).to.deep.equal([{ id: request.id, method: 'clarify.request', reason: 'interrupted' }]);
     const late = await respond(host, 's1', answer(request.id, { answer: 'yes' }));
     expect((late['response'] as { result: unknown }).result).to.deep.equal({ status: 'expired' });
-    expect(requestRow(home, request.id)).to.include({ status: 'cancelled', reason: 'interrupted' });
+    expect(await requestRow(home, request.id)).to.include({ status: 'cancelled', reason: 'interrupted' });
   });
 
   it('/ask --timeout 1 unanswered: one request.cancel with reason timeout, and "answer: (none)"', async () => {
@@ -118,7 +119,7 @@ describe('server requests (real host process)', function () {
     const text = await reply(host, 's1');
     expect(text).to.equal('answer: (none)');
     expect(cancels(host)).to.deep.equal([{ id: request.id, method: 'clarify.request', reason: 'timeout' }]);
-    expect(requestRow(home, request.id)).to.include({ status: 'expired', reason: 'timeout' });
+    expect(await requestRow(home, request.id)).to.include({ status: 'expired', reason: 'timeout' });
   });
 
   it('keeps locked batch answers through a timeout', async () => {
@@ -139,7 +140,7 @@ describe('server requests (real host process)', function () {
     expect((await host.next('shutdown.ack'))['retained']).to.deep.equal(['s1']);
     expect(cancels(host)).to.deep.equal([{ id: request.id, method: 'clarify.request', reason: 'shutdown' }]);
     expect((await host.waitExit()).code).to.equal(0);
-    expect(requestRow(home, request.id)).to.include({ status: 'cancelled', reason: 'shutdown' });
+    expect(await requestRow(home, request.id)).to.include({ status: 'cancelled', reason: 'shutdown' });
   });
 
   it('lists open requests with their age and session in debug requests', async () => {

