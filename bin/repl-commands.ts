@@ -17,18 +17,24 @@ export type DefineCommand = (name: string, help: string, run: (arg: string) => P
  * Commands run async; a failure is printed in the REPL and never escapes into the process.
  * `track` is handed each command's work, so a connection can wait for it before it closes.
  */
+/**
+ * Commands run one after another, in the order they were typed (or piped): each waits for the one
+ * before it, whose reads may wait on a database server.
+ */
 export function commandDefiner(r: REPLServer, out: ReplOutput, track: (work: Promise<void>) => void = () => {}): DefineCommand {
+  let previous: Promise<void> = Promise.resolve();
   return (name, help, run) =>
     r.defineCommand(name, {
       help,
       action(arg: string) {
-        const work = run(arg.trim()).then(
+        const work = previous.then(() => run(arg.trim())).then(
           () => r.displayPrompt(),
           (err: unknown) => {
             out.write(`error: ${(err as Error).message}\n`);
             r.displayPrompt();
           },
         );
+        previous = work;
         track(work);
       },
     });

@@ -145,7 +145,7 @@ function onFrame(state: HostState, frame: HostInFrame, ctx: ActorContext<HostMsg
         writer.write({ type: 'turn.error', sid: frame.sid, request_id: frame.request_id, message: 'host shutting down', reason: 'shutting_down' });
         return;
       }
-      tell(shardFor(frame.sid, wiring), { kind: 'frame', frame, reservedTicket: state.admission.reserve() });
+      tell(shardFor(frame.sid, wiring), { kind: 'frame', frame, ticket: state.admission.arrive() });
       return;
     case 'interrupt':
     case 'respond':

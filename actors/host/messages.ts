@@ -55,12 +55,23 @@ export type HostMsg =
 /** Frames that name a session, routed by sid through its shard. */
 export type SessionFrame = TurnStartFrame | InterruptFrame | RespondFrame | ReloadMcpFrame | ControlFrame | QueueFrame | SessionCreateFrame;
 
-/** A frame on its way to its session; a turn.start may carry a worker slot the host reserved for it. */
+/**
+ * A turn.start's place in the arrival order, given by the host as the frame arrives: the ticket
+ * it waits under for a worker (the waiting are admitted by id), and whether the host already
+ * reserved a free worker for it. A session may take a while to load (its store's read), and
+ * turns must still be admitted in the order their frames came.
+ */
+export interface ArrivalTicket {
+  id: number;
+  reserved: boolean;
+}
+
+/** A frame on its way to its session; a turn.start carries its arrival ticket. */
 export interface FrameMsg {
   kind: 'frame';
   frame: SessionFrame;
   control?: ControlRequest;
-  reservedTicket?: number;
+  ticket?: ArrivalTicket;
 }
 
 export type ShardMsg =

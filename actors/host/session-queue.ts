@@ -12,7 +12,8 @@ import { ErrorCodes } from '../../protocol/client-rpc.js';
 import type { SubmitState } from '../../protocol/outbound.js';
 import { tell } from '../runtime.js';
 import { currentSteering, currentTurnId, queueView, rememberSubmit, type SessionState } from './session-state.js';
-import { newTurnId, removeQueuedRows, requestTurn, stopTurn, type SessionEnv } from './session-turn.js';
+import { newTurnId, releaseReserved, removeQueuedRows, requestTurn, stopTurn, type SessionEnv } from './session-turn.js';
+import type { ArrivalTicket } from './messages.js';
 import { SteeringInbox } from './steering-inbox.js';
 import { nextTicketId } from './turn-admission.js';
 
@@ -24,15 +25,15 @@ import { nextTicketId } from './turn-admission.js';
 const MAX_QUEUED = 1000;
 
 /** turn.start: a duplicate runs nothing; a busy session queues, steers, interrupts or refuses as asked. */
-export async function receiveTurnStart(s: SessionState, frame: TurnStartFrame, reservedTicket: number | undefined, env: SessionEnv): Promise<void> {
+export async function receiveTurnStart(s: SessionState, frame: TurnStartFrame, ticket: ArrivalTicket, env: SessionEnv): Promise<void> {
   // requestTurn runs it now, or refuses it (shutting down, busy with on_busy reject).
-  if (s.lifecycle !== 'open') return requestTurn(s, frame, reservedTicket, env);
+  if (s.lifecycle !== 'open') return requestTurn(s, frame, ticket, env);
   let duplicate: Duplicate | null;
   try {
     duplicate = await duplicateOf(s, frame, env);
   } catch (err) {
     // The store could not say whether this submit ran before: running it might run it twice.
-    if (reservedTicket !== undefined) tell(env.host, { kind: 'release', ticketId: reservedTicket });
+    releaseReserved(ticket, env);
     const message = `could not read the session's submits: ${storageProblem(err as Error)}`;
     env.services.writer.write({ type: 'turn.error', sid: s.sid, request_id: frame.request_id, message, reason: 'storage' });
     return;
@@ -40,9 +41,9 @@ export async function receiveTurnStart(s: SessionState, frame: TurnStartFrame, r
   const onBusy = frame.on_busy ?? 'reject';
   const idle = s.activity.phase === 'idle';
   if (duplicate === null && ((idle && !(onBusy === 'queue' && s.queue.length > 0)) || (!idle && onBusy === 'reject'))) {
-    return requestTurn(s, frame, reservedTicket, env);
+    return requestTurn(s, frame, ticket, env);
   }
-  if (reservedTicket !== undefined) tell(env.host, { kind: 'release', ticketId: reservedTicket });
+  releaseReserved(ticket, env);
   if (duplicate !== null) {
     env.services.writer.write({ type: 'turn.duplicate', sid: s.sid, request_id: frame.request_id, ...duplicate });
     return;

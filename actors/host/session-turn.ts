@@ -8,7 +8,7 @@ import type { TurnErrorReason } from '../../protocol/outbound.js';
 import type { QueuedPrompt, TurnReport } from '../../persistence/store-writer.js';
 import { storageProblem, type Work } from '../../persistence/store.js';
 import { rpcEvent } from '../../protocol/rpc.js';
-import type { FinishedTurn, HostMsg, SessionMsg, TurnOutcome } from './messages.js';
+import type { ArrivalTicket, FinishedTurn, HostMsg, SessionMsg, TurnOutcome } from './messages.js';
 import { tell, SECOND_MS, type Ref } from '../runtime.js';
 import type { HostServices } from './services.js';
 import {
@@ -24,7 +24,6 @@ import {
 import { SteeringInbox } from './steering-inbox.js';
 import { finalize } from './session-lifecycle.js';
 import { buildTurnContext, runAgent } from './turn-context.js';
-import { nextTicketId } from './turn-admission.js';
 
 export interface SessionEnv {
   services: HostServices;
@@ -45,11 +44,14 @@ export function newTurnId(bootId: string): string {
  * turn.start: refuse, answer a stale queued prompt, or run: at once on a slot the host reserved,
  * else after queueing for one.
  */
-export async function requestTurn(s: SessionState, frame: TurnStartFrame, reservedTicket: number | undefined, env: SessionEnv): Promise<void> {
+/** A turn.start that will not run gives back the worker the host reserved for it. */
+export function releaseReserved(ticket: ArrivalTicket, env: SessionEnv): void {
+  if (ticket.reserved) tell(env.host, { kind: 'release', ticketId: ticket.id });
+}
+
+export async function requestTurn(s: SessionState, frame: TurnStartFrame, ticket: ArrivalTicket, env: SessionEnv): Promise<void> {
   const { writer, clock } = env.services;
-  const refuse = (): void => {
-    if (reservedTicket !== undefined) tell(env.host, { kind: 'release', ticketId: reservedTicket });
-  };
+  const refuse = (): void => releaseReserved(ticket, env);
   if (s.activity.phase !== 'idle') {
     refuse();
     writer.write({ type: 'turn.error', sid: s.sid, request_id: frame.request_id, message: 'session busy', reason: 'busy' });
@@ -67,14 +69,14 @@ export async function requestTurn(s: SessionState, frame: TurnStartFrame, reserv
     writer.write({ type: 'turn.end', sid: s.sid, request_id: frame.request_id, interrupted: true, ended_ns: Nanos.of(clock.hostNs()) });
     return;
   }
-  const ticketId = reservedTicket ?? nextTicketId();
+  const ticketId = ticket.id;
   const turnId = frame.turn_id ?? newTurnId(env.services.bootId);
   const remember = rememberSubmit(s, frame, { turnId, queueId: null, steered: false });
   s.activity = { phase: 'waiting', ticketId, frame, turnId, steering: new SteeringInbox(), remember };
   s.lastActiveMs = clock.nowMs();
   // Only a parent that speaks PROTOCOL.md §2.1 hears this: the original host never wrote it.
   if (frame.on_busy !== undefined) writer.write({ type: 'turn.accepted', sid: s.sid, request_id: frame.request_id, turn_id: turnId });
-  if (reservedTicket !== undefined) await beginTurn(s, ticketId, env);
+  if (ticket.reserved) await beginTurn(s, ticketId, env);
   else tell(env.host, { kind: 'admit', ticket: { id: ticketId, sid: s.sid, session: env.self } });
 }
 

@@ -5,6 +5,7 @@ import type { StoredSession } from '../../persistence/store.js';
 import { encode } from '../../persistence/codec.js';
 import type { RespondFrame } from '../../protocol/frames.js';
 import type { FrameMsg, HostMsg, SessionDescription, SessionMsg, Settled } from './messages.js';
+import { nextTicketId } from './turn-admission.js';
 import { actorName, spawnActor, tell, type ActorContext, type AnyRef, type Ref } from '../runtime.js';
 import { spawnServerRequest } from './server-request.js';
 import type { HostServices } from './services.js';
@@ -95,7 +96,7 @@ async function onFrame(s: SessionState, msg: FrameMsg, env: SessionEnv): Promise
   const { frame, control } = msg;
   switch (frame.type) {
     case 'turn.start':
-      await receiveTurnStart(s, frame, msg.reservedTicket, env);
+      await receiveTurnStart(s, frame, msg.ticket ?? { id: nextTicketId(), reserved: false }, env);
       return;
     case 'interrupt':
       await interrupt(s, frame, env);

@@ -1,5 +1,5 @@
 // At most `workers` turns run at once; the others wait in arrival order. Owned by the host actor.
-import type { TurnTicket } from './messages.js';
+import type { ArrivalTicket, TurnTicket } from './messages.js';
 
 let lastTicketId = 0;
 
@@ -27,20 +27,22 @@ export class TurnAdmission {
    * the session then starts at once instead of asking (two messages fewer per turn). A session
    * that cannot use it releases it.
    */
-  reserve(): number | undefined {
-    if (this.waiting.length > 0 || this.running.size >= this.workers) return undefined;
+  arrive(): ArrivalTicket {
     const id = nextTicketId();
+    if (this.waiting.length > 0 || this.running.size >= this.workers) return { id, reserved: false };
     this.running.add(id);
-    return id;
+    return { id, reserved: true };
   }
 
-  /** Returns the ticket if it may start now; otherwise it waits its turn. */
+  /** Returns the ticket if it may start now; otherwise it waits its turn, behind the tickets that arrived before it. */
   admit(ticket: TurnTicket): TurnTicket | undefined {
     if (this.running.size < this.workers) {
       this.running.add(ticket.id);
       return ticket;
     }
-    this.waiting.push(ticket);
+    const behind = this.waiting.findIndex((t) => t.id > ticket.id);
+    if (behind === -1) this.waiting.push(ticket);
+    else this.waiting.splice(behind, 0, ticket);
     return undefined;
   }
 

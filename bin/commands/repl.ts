@@ -95,12 +95,16 @@ function offlineRepl(location: StoreLocation, log: string): Promise<number> {
   const getReader = reader.get;
   const r = repl.start({ prompt: 'turnhost (offline)> ', terminal: process.stdin.isTTY ?? false, useGlobal: false, ignoreUndefined: true });
   const out = { write: (text: string) => void process.stdout.write(text) };
-  const command = commandDefiner(r, out);
+  // Piped commands are all read before their reads answer: the exit waits for them.
+  const running: Promise<void>[] = [];
+  const command = commandDefiner(r, out, (work) => running.push(work));
   defineDatabaseCommands(command, out, getReader, log);
   defineOfflineSessions(command, out, getReader);
   return new Promise((resolve) =>
     r.on('exit', () => {
-      void reader.close().finally(() => resolve(0));
+      void Promise.allSettled(running)
+        .then(() => reader.close())
+        .finally(() => resolve(0));
     }),
   );
 }

@@ -144,19 +144,21 @@ export class Harness {
     return dir;
   }
 
-  /** A turnhost command; with `--home`, on that home's store (test-store.ts: SQLite, or its PostgreSQL database). */
   spawnCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd = REPO_ROOT): ChildProcess {
-    const home = args.includes('--home') ? args[args.indexOf('--home') + 1] : undefined;
-    return this.spawnRaw(process.execPath, [CLI, ...args], { ...storeEnv(home), ...env }, cwd);
+    return this.spawnRaw(process.execPath, [CLI, ...args], env, cwd);
   }
 
-  /** Any command, in its own process group, reaped (group and all) by cleanup(). */
+  /**
+   * Any command, in its own process group, reaped (group and all) by cleanup(). One that names a
+   * `--home` runs on that home's store (test-store.ts: SQLite, or its own PostgreSQL database).
+   */
   spawnRaw(command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd = REPO_ROOT): ChildProcess {
+    const home = args.includes('--home') ? args[args.indexOf('--home') + 1] : undefined;
     const child = spawn(command, args, {
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
       cwd,
-      env: { ...process.env, TURNHOST_LOG_LEVEL: 'warn', ...env },
+      env: { ...process.env, TURNHOST_LOG_LEVEL: 'warn', ...storeEnv(home), ...env },
     });
     this.children.push(child);
     return child;
