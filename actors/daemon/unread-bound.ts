@@ -3,10 +3,12 @@
 // being cut off: reconnecting, `session.resume` with `after_seq` replays what it missed. A client
 // that reads, only more slowly than a burst arrives, must not be cut for it: a queue of 1,000
 // prompts sends ~50 MB of `session.queue` events within a second (each carries the whole queue).
-// Taking output is seen only when a whole write completes, a few MiB at a time for a burst, so
-// "stalled" needs a little time; measured, a client that never reads then overshoots 8 MiB by
-// under 0.5 MiB (slow-consumer test). Allowing a reader what it took in the last second instead
-// cut the queue bench's reader in most runs.
+// A socket's writableLength falls only when a whole write completes, and a burst's write is many
+// MiB (a flush of one loop turn's lines): a client reading all along then looked stalled, and the
+// queue bench's reader was cut in most runs. Progress is read from libuv's own count of the bytes
+// still queued (the handle's writeQueueSize, which falls with every partial write, as Node's own
+// socket timeout reads it), where the outlet has one; else from writableLength. Measured, a client
+// that never reads overshoots 8 MiB by under 0.5 MiB (slow-consumer test).
 // A stall is also counted in writes, not only in time: the socket drains only between event-loop
 // turns, so a daemon busy for longer than STALL_MS in one turn (a burst of a thousand queue events
 // built at once, on a loaded machine) would see no progress from a client that was reading all
@@ -39,11 +41,15 @@ export type Overrun = { why: 'is not reading its output' | 'reads its output too
 /** What the bound watches: a socket's unsent bytes, or a WebSocket's (its `bufferedAmount`). */
 export interface Outlet {
   readonly writableLength: number;
+  /** A net.Socket's libuv handle: the bytes its queued writes still hold, less each partial write. */
+  readonly _handle?: { readonly writeQueueSize?: number } | null;
 }
 
 export class UnreadBound {
   /** The socket's unread bytes just after the last write: fewer later means the client took some. */
   private unreadAfterWrite = 0;
+  /** libuv's queued bytes just after the last write, where the socket has a handle. */
+  private queuedAfterWrite = 0;
   private lastProgressMs: number;
   private writesSinceProgress = 0;
 
@@ -67,7 +73,7 @@ export class UnreadBound {
   overrun(held = 0): Overrun | null {
     const handed = this.socket.writableLength;
     // Nothing owed counts as progress: an idle client that a burst then reaches is not stalled.
-    if (handed === 0 || handed < this.unreadAfterWrite) {
+    if (handed === 0 || handed < this.unreadAfterWrite || this.queued() < this.queuedAfterWrite) {
       this.lastProgressMs = this.nowMs();
       this.writesSinceProgress = 0;
     }
@@ -81,7 +87,13 @@ export class UnreadBound {
   /** Told after each write (the caller writes at most once an event-loop turn). */
   wrote(): void {
     this.unreadAfterWrite = this.socket.writableLength;
+    this.queuedAfterWrite = this.queued();
     this.writesSinceProgress++;
+  }
+
+  /** libuv's bytes still queued; without a handle (a WebSocket), never a sign of progress. */
+  private queued(): number {
+    return this.socket._handle?.writeQueueSize ?? Number.POSITIVE_INFINITY;
   }
 
   get unread(): number {

@@ -1,14 +1,18 @@
 // The group-commit floor on PostgreSQL: the same rows and frames as the SQLite floors
 // (floor-common.mjs), one transaction per batch of frames, its statements pipelined on one
-// connection, as a minimal program on the `pg` driver would write them. Batches arriving while one
-// commits wait for it and go together in the next.
+// connection, as a minimal program would write them with either driver: `pg` (node-postgres, its
+// pipeline mode) or `postgres` (porsager's, which pipelines the queries of a `sql.begin`). Batches
+// arriving while one commits wait for it and go together in the next.
 import pg from 'pg';
+import postgres from 'postgres';
 import { migrate } from '../../dist/persistence/postgres/schema.js';
 import { endLines, helloLine, readLines, startedLine, writeOut } from './floor-common.mjs';
 
-const client = new pg.Client({ connectionString: process.argv[2], options: '-c search_path=turnhost', pipeline: true });
+const [url, driver = 'pg'] = process.argv.slice(2);
+const client = new pg.Client({ connectionString: url, options: '-c search_path=turnhost', pipeline: true });
 await client.connect();
 await migrate(client);
+const sql = driver === 'postgres' ? postgres(url, { max: 1, connection: { search_path: 'turnhost' }, onnotice: () => {} }) : null;
 
 const UPSERT = `
   INSERT INTO sessions (sid, session_key, status, history_version, overrides, cwd, boot_id, created_at, updated_at)
@@ -22,6 +26,7 @@ const sessions = new Map();
 let turnCounter = 0;
 
 function transaction(statements) {
+  if (sql !== null) return sql.begin((tx) => statements.map(([text, values]) => tx.unsafe(text, values, { prepare: true })));
   return Promise.all([client.query('BEGIN'), ...statements.map(([text, values]) => client.query(text, values)), client.query('COMMIT')]);
 }
 

@@ -139,6 +139,22 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
     expect(prompts.map((r) => r.content)).to.deep.equal(['long\n/sleep 5', 'queued 1', 'queued 2', 'queued 3']);
   });
 
+  it('makes the schema at the first start, keeps it at the next, and refuses one a newer build wrote', async () => {
+    const url = await pg.database();
+    const first = await startHost(url);
+    await turn(first, 's1', 'r1', 'one');
+    first.kill('SIGTERM');
+    await first.waitExit();
+    const again = await startHost(url);
+    expect(await turn(again, 's1', 'r2', 'two')).to.include({ type: 'turn.end', message_count: 4 });
+    again.kill('SIGTERM');
+    await again.waitExit();
+    await pg.query(url, 'UPDATE turnhost.schema_version SET version = 99');
+    const newer = await cli(['host', '--home', h.tempDir(), '--store', url]);
+    expect(newer.code).to.equal(1);
+    expect(newer.stderr).to.match(/schema version 99 is newer than this build understands/);
+  });
+
   it('refuses a second host on the same database, in one line with the URL shown without its password', async () => {
     const url = await pg.database();
     await startHost(url);

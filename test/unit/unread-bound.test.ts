@@ -41,6 +41,28 @@ describe('a connection\'s unread output', () => {
     expect(bound.overrun()?.why).to.equal('is not reading its output');
   });
 
+  it('sees a client take part of one large write (libuv\'s queue falls while writableLength does not)', () => {
+    const socket = { writableLength: 0, _handle: { writeQueueSize: 0 } };
+    const clock = { ms: 1000 };
+    const bound = new UnreadBound(socket as unknown as Socket, undefined, () => clock.ms);
+    // One flush of a burst: a 30 MiB write the client reads steadily, 1 MiB between two looks.
+    socket.writableLength = 30 * MIB;
+    socket._handle.writeQueueSize = 30 * MIB;
+    for (let i = 0; i < 10; i++) {
+      expect(bound.overrun(), `look ${i}`).to.equal(null);
+      bound.wrote();
+      clock.ms += STALL_MS + 1;
+      socket._handle.writeQueueSize -= MIB;
+    }
+    // The same socket once the client stops reading: cut as before.
+    for (let i = 0; i < STALLED_WRITES + 1; i++) {
+      bound.overrun();
+      bound.wrote();
+    }
+    clock.ms += STALL_MS + 1;
+    expect(bound.overrun()?.why).to.equal('is not reading its output');
+  });
+
   it('lets a client that keeps taking its output lag a burst, up to the hard bound', () => {
     const { socket, clock, bound } = setup();
     socket.writableLength = 40 * MIB;
