@@ -152,7 +152,16 @@ interface ConcreteActor {
 }
 
 const require = createRequire(import.meta.url);
-const systemMap = require('nact/lib/system-map') as { find(name: string): { children: Map<string, ConcreteActor> } | undefined };
+const systemMap = require('nact/lib/system-map') as {
+  find(name: string): { children: Map<string, ConcreteActor> } | undefined;
+  find(name: string, ref: AnyRef): ConcreteActor | undefined;
+};
+
+/** Messages waiting in an actor's mailbox (0 once it has stopped). */
+export function waitingMessages(ref: AnyRef): number {
+  const r = ref as unknown as { system: { name: string } };
+  return systemMap.find(r.system.name, ref)?.mailbox.length ?? 0;
+}
 
 /** The live actor tree with mailbox sizes, for `debug actors` and the REPL. */
 export function describeActors(system: SystemRef): ActorNode[] {

@@ -46,6 +46,8 @@ export interface HostChildEvents {
   stderr(child: HostHandle, text: string): void;
   /** A log record from the host's own log descriptor (fd 3), which nothing but the host writes. */
   log(child: HostHandle, text: string): void;
+  /** Whether more frames for the host are coming at once: its stdin batch waits for them (bounded, tick-writes.ts). */
+  moreToSend(): boolean;
   exit(child: HostHandle, code: number | null, signal: NodeJS.Signals | null): void;
 }
 
@@ -63,7 +65,7 @@ export class HostChild implements HostHandle {
 
   private constructor(private readonly child: ChildProcess, argv: string[], events: HostChildEvents) {
     this.argv = argv;
-    this.writeStdin = child.stdin ? tickWrites(child.stdin) : () => {};
+    this.writeStdin = child.stdin ? tickWrites(child.stdin, events.moreToSend) : () => {};
     this.pid = child.pid ?? -1;
     this.startTime = this.pid > 0 ? readStartTime(this.pid) : null;
     let batch: string[] = [];

@@ -11,7 +11,7 @@ import { eventLine } from '../../protocol/event-line.js';
 import { HOST_LOG_FD, HostChild, type HostChildEvents, type HostHandle } from './host-child.js';
 import { PendingControls } from './pending-controls.js';
 import { afterCrash } from './restart-policy.js';
-import { spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';
+import { spawnActor, tell, waitingMessages, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';
 import { answerCall, expireParkedCall, failEverything, onTurnFrame, releaseParkedCalls, resumeQueue, settleReply } from './supervisor-calls.js';
 import type { ReplyEntry, SupervisorConfig, SupervisorState, SupervisorWiring } from './supervisor-state.js';
 import type { GatewayMsg, HostFrameIn, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
@@ -159,6 +159,8 @@ async function spawnHost(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, w
     lines: (child, texts) => routeHostLines(child, texts, ctx.self, wiring, config.log),
     stderr: (_child, text) => config.onHostStderr(text),
     log: (_child, text) => config.onHostLog(text),
+    // The supervisor's messages waiting now may each send a frame (a turn start per client call).
+    moreToSend: () => waitingMessages(ctx.self) > 0,
     exit: (child, code, signal) => tell(ctx.self, { kind: 'host-exit', child, code, signal }),
   };
   const spawn = config.spawnHost ?? HostChild.spawn;
