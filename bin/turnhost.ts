@@ -82,7 +82,9 @@ function hostOptions(command: Command): Command {
     .option('--workers <n>', 'turns that may run at once (default: $TURNHOST_WORKERS, else 8)', positiveInteger)
     .option('--heartbeat-secs <s>', 'heartbeat period; <= 0 turns heartbeat and parent guard off (default 5)', seconds)
     .option('--history-cache-mib <n>', "the host's cache of session histories, in MiB: a turn of a cached session reads nothing back (default 64)", positiveInteger)
-    .addOption(storeOption());
+    .addOption(storeOption())
+    .option('--node-id <id>', 'run as one node of several on a PostgreSQL store: sessions are owned through leases (PROTOCOL.md §6.2)')
+    .option('--lease-secs <s>', "how long a node's lease on a session lasts unless renewed (default 10)", positiveInteger);
 }
 
 /**
@@ -157,7 +159,7 @@ hostOptions(program.command('host').description('run the compute host on stdin/s
   .addOption(new Option('--queue-deltas', 'send queue.delta frames instead of session.queue events (for the daemon)').hideHelp())
   .addOption(new Option('--log-fd <fd>', 'write log records to this open descriptor instead of stderr (for the daemon)').argParser(positiveInteger).hideHelp())
   .action((opts) =>
-    run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib, store: opts.store })),
+    run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib, store: opts.store, nodeId: opts.nodeId, leaseSecs: opts.leaseSecs })),
   );
 
 httpOptions(hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)')))
@@ -175,6 +177,8 @@ httpOptions(hostOptions(program.command('daemon').description('run the superviso
         heartbeatSecs: opts.heartbeatSecs,
         historyCacheMib: opts.historyCacheMib,
         store: opts.store,
+        nodeId: opts.nodeId,
+        leaseSecs: opts.leaseSecs,
         maxClients: opts.maxClients,
         maxUnreadMib: opts.maxUnreadMib,
         echoLog: true,

@@ -36,8 +36,17 @@ export function hidePassword(text: string): string {
   return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*:)\S*@/gi, '$1***@').replace(/([?&]password=)[^&\s]*/g, '$1***');
 }
 
-export async function openStore(location: StoreLocation, options: { historyCacheMib?: number } = {}): Promise<Store> {
-  if (location.kind === 'sqlite') return SqliteStore.open(location.file, options);
+export interface OpenOptions {
+  historyCacheMib?: number;
+  /** One node of several on the database (PROTOCOL.md §6.2): PostgreSQL only. */
+  node?: { id: string; leaseSecs: number };
+}
+
+export async function openStore(location: StoreLocation, options: OpenOptions = {}): Promise<Store> {
+  if (location.kind === 'sqlite') {
+    if (options.node !== undefined) throw new Error('--node-id needs a PostgreSQL store (--store postgres://…): nodes share their sessions through it');
+    return SqliteStore.open(location.file, options);
+  }
   const { PostgresStore } = await import('./postgres/postgres-store.js');
   return PostgresStore.open(location, options);
 }

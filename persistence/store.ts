@@ -84,6 +84,26 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/**
+ * A write refused because this node no longer holds the session's lease (PROTOCOL.md §6.2): another
+ * node took it. The session is that node's now; this one must forget it and write nothing more.
+ */
+export class LeaseLost extends Error {
+  constructor(readonly sids: readonly string[]) {
+    super(`this node no longer holds the lease of ${sids.join(', ')}: another node took the session`);
+  }
+}
+
+/** A session that another live node owns: this node may not take it until that node's lease expires. */
+export class OwnedElsewhere extends Error {
+  constructor(
+    readonly sid: string,
+    readonly owner: string,
+  ) {
+    super(`session ${sid} is owned by node ${owner} (forwarding to the owner is not built yet: ask that node)`);
+  }
+}
+
 /** The history cache's bound by default: `--history-cache-mib`. */
 export const DEFAULT_HISTORY_CACHE_MIB = 64;
 

@@ -3,11 +3,13 @@
 import type { HostMsg, SessionDescription, SessionFrame, SessionHandle, SessionMsg, ShardMsg } from './messages.js';
 import { actorName, ask, spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';
 import { ErrorCodes } from '../../protocol/client-rpc.js';
-import { storageProblem } from '../../persistence/store.js';
+import { OwnedElsewhere, storageProblem } from '../../persistence/store.js';
 import type { HostServices } from './services.js';
 import { spawnSession } from './session.js';
 
 export const SHARD_COUNT = 64;
+
+const QUEUE_ERROR_CODES = { not_found: ErrorCodes.sessionNotFound, storage: ErrorCodes.internal, elsewhere: ErrorCodes.sessionBusy } as const;
 
 /** How long a shard waits for each of its sessions to describe itself. */
 const DESCRIBE_TIMEOUT_MS = 2 * SECOND_MS;
@@ -53,7 +55,8 @@ async function handle(
       try {
         session ??= await activate(state, msg.frame, ctx, services, host);
       } catch (err) {
-        answerFrame(msg.frame, `could not read the session: ${storageProblem(err as Error)}`, 'storage', services);
+        if (err instanceof OwnedElsewhere) answerFrame(msg.frame, err.message, 'elsewhere', services);
+        else answerFrame(msg.frame, `could not read the session: ${storageProblem(err as Error)}`, 'storage', services);
         return state;
       }
       if (session === undefined) answerFrame(msg.frame, 'session not found', 'not_found', services);
@@ -101,8 +104,11 @@ async function activate(
   return spawnSession(ctx.self, frame.sid, stored, services, host);
 }
 
-/** A frame no session can take: the session is unknown (`not_found`), or the store could not be read. */
-function answerFrame(frame: SessionFrame, message: string, why: 'not_found' | 'storage', services: HostServices): void {
+/**
+ * A frame no session can take: the session is unknown (`not_found`), the store could not be read,
+ * or another node owns the session (`elsewhere`).
+ */
+function answerFrame(frame: SessionFrame, message: string, why: 'not_found' | 'storage' | 'elsewhere', services: HostServices): void {
   const { writer } = services;
   const { sid, request_id } = frame;
   switch (frame.type) {
@@ -118,11 +124,11 @@ function answerFrame(frame: SessionFrame, message: string, why: 'not_found' | 's
       writer.write({ type: 'control.error', sid, request_id, message });
       return;
     case 'queue':
-      writer.write({ type: 'queue.error', sid, request_id, message, code: why === 'storage' ? ErrorCodes.internal : ErrorCodes.sessionNotFound });
+      writer.write({ type: 'queue.error', sid, request_id, message, code: QUEUE_ERROR_CODES[why] });
       return;
     case 'turn.start':
       // Unknown is never the answer: activate() creates a session for a turn.start.
-      writer.write({ type: 'turn.error', sid, request_id, message, reason: 'storage' });
+      writer.write({ type: 'turn.error', sid, request_id, message, reason: why === 'elsewhere' ? 'busy' : 'storage' });
       return;
   }
 }

@@ -6,10 +6,10 @@ import type { TurnStartFrame } from '../../protocol/frames.js';
 import { Nanos } from '../../protocol/nanos.js';
 import type { TurnErrorReason } from '../../protocol/outbound.js';
 import type { QueuedPrompt, TurnReport } from '../../persistence/store-writer.js';
-import { storageProblem, type Work } from '../../persistence/store.js';
+import { LeaseLost, storageProblem, type Work } from '../../persistence/store.js';
 import { rpcEvent } from '../../protocol/rpc.js';
 import type { ArrivalTicket, FinishedTurn, HostMsg, SessionMsg, TurnOutcome } from './messages.js';
-import { tell, SECOND_MS, type Ref } from '../runtime.js';
+import { stopActor, tell, SECOND_MS, type Ref } from '../runtime.js';
 import type { HostServices } from './services.js';
 import {
   historyMeta,
@@ -178,9 +178,10 @@ function failBeforeStart(s: SessionState, frame: TurnStartFrame, turnId: string,
     request_id: frame.request_id,
     turn_id: turnId,
     message: `could not persist the turn: ${storageProblem(err)}`,
-    reason: 'storage',
+    reason: err instanceof LeaseLost ? 'lease_lost' : 'storage',
   });
   ackDrainWaiters(s);
+  if (err instanceof LeaseLost) forget(env);
 }
 
 /**
@@ -204,11 +205,20 @@ export async function finishTurn(s: SessionState, turnId: string, result: TurnRe
   s.activity = { phase: 'idle' };
   s.lastActiveMs = env.services.clock.nowMs();
   tell(env.host, { kind: 'release', ticketId: turn.ticketId, finished: { ...finishedTurn(s, turn, outcome), ...report } });
-  if (persisted !== true) reportTurnError(s, turn, `could not persist the turn: ${storageProblem(persisted)}`, 'storage', env);
+  if (persisted !== true) reportTurnError(s, turn, `could not persist the turn: ${storageProblem(persisted)}`, persisted instanceof LeaseLost ? 'lease_lost' : 'storage', env);
   else if (outcome === 'failed') reportTurnError(s, turn, failure!, error instanceof AgentFailure ? error.reason : 'exception', env);
   else reportTurnEnd(s, turn, result, interrupted, env);
   ackDrainWaiters(s);
+  if (persisted instanceof LeaseLost) forget(env);
   return turn.steering.leftover();
+}
+
+/**
+ * Another node took the session (its lease was lost): this host forgets it and writes nothing
+ * more of it. The next frame that names it loads it again, and finds its owner.
+ */
+function forget(env: SessionEnv): void {
+  stopActor(env.self);
 }
 
 interface TurnEnding {
@@ -261,6 +271,8 @@ export function removeQueuedRows(items: readonly QueuedPrompt[]): Work {
 function undoTurn(s: SessionState, turn: RunningTurn, err: Error, env: SessionEnv): void {
   const fromSeq = turn.promptSeq;
   s.messageCount = fromSeq;
+  // Nothing more of a session whose lease was lost may be written: its new owner recovers the turn.
+  if (err instanceof LeaseLost) return;
   const error = `could not persist the turn: ${storageProblem(err)}`;
   env.services.store.owe((w) => w.undoTurn(s.sid, fromSeq, turn.turnId, error));
 }

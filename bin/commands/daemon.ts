@@ -37,6 +37,9 @@ export interface DaemonOptions {
   historyCacheMib?: number;
   /** `--store`: `sqlite` or a postgres:// URL; $TURNHOST_STORE, else SQLite, when absent. */
   store?: string;
+  /** Passed to the host: one node of several on the PostgreSQL store. */
+  nodeId?: string;
+  leaseSecs?: number;
   /** Open client connections past which a new one is refused (default 1024). */
   maxClients?: number;
   /** Unread output in MiB past which a client that is not reading is cut off (default 8). */
@@ -62,7 +65,7 @@ const LISTEN_BACKLOG = 4096;
 const TERMINATE_GRACE_MS = 10 * SECOND_MS;
 const TERMINATE_KILL_WAIT_MS = 2 * SECOND_MS;
 
-export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'agentConfig' | 'workers' | 'heartbeatSecs' | 'historyCacheMib'>): string[] {
+export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'agentConfig' | 'workers' | 'heartbeatSecs' | 'historyCacheMib' | 'nodeId' | 'leaseSecs'>): string[] {
   const args: string[] = [];
   if (options.agent) args.push('--agent', options.agent);
   // Absolute: the host may run in another directory than the command that named the file.
@@ -70,6 +73,8 @@ export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'agentConfig' | 
   if (options.workers !== undefined) args.push('--workers', String(options.workers));
   if (options.heartbeatSecs !== undefined) args.push('--heartbeat-secs', String(options.heartbeatSecs));
   if (options.historyCacheMib !== undefined) args.push('--history-cache-mib', String(options.historyCacheMib));
+  if (options.nodeId !== undefined) args.push('--node-id', options.nodeId);
+  if (options.leaseSecs !== undefined) args.push('--lease-secs', String(options.leaseSecs));
   return args;
 }
 

@@ -35,7 +35,13 @@ export interface HostCommandOptions {
   historyCacheMib?: number;
   /** `--store`: `sqlite` or a postgres:// URL; $TURNHOST_STORE, else SQLite, when absent. */
   store?: string;
+  /** As one node of several on a PostgreSQL store: its id, and how long its leases last. */
+  nodeId?: string;
+  leaseSecs?: number;
 }
+
+/** How long a node's lease on a session lasts unless renewed (`--lease-secs`). */
+export const DEFAULT_LEASE_SECS = 10;
 
 export const EXIT_CONFIG = 78;
 const STDIN_CLOSED_WAIT_SEC = 2;
@@ -68,7 +74,10 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   let store: Store;
   let bootId: string;
   try {
-    store = await openStore(storeLocation(options.store, homePaths(home).database), options.historyCacheMib === undefined ? {} : { historyCacheMib: options.historyCacheMib });
+    store = await openStore(storeLocation(options.store, homePaths(home).database), {
+      ...(options.historyCacheMib === undefined ? {} : { historyCacheMib: options.historyCacheMib }),
+      ...(options.nodeId === undefined ? {} : { node: { id: options.nodeId, leaseSecs: options.leaseSecs ?? DEFAULT_LEASE_SECS } }),
+    });
   } catch (err) {
     process.stderr.write(`turnhost host: cannot open the store: ${(err as Error).message}\n`);
     await agent.close?.();

@@ -18,6 +18,8 @@ import { HistoryCache } from '../history-cache.js';
 import type { StoreLocation } from '../store-location.js';
 import {
   DEFAULT_HISTORY_CACHE_MIB,
+  LeaseLost,
+  OwnedElsewhere,
   toChatMessage,
   toStoredSession,
   type MessageRow,
@@ -31,7 +33,7 @@ import {
 import type { QueuedPrompt, SubmitRecord } from '../store-writer.js';
 import { clientConfig, described, isConnectionError, READ_POOL_SIZE } from './connection.js';
 import { PostgresWriter, type PendingStatement } from './postgres-writer.js';
-import { HOST_LOCK, migrate } from './schema.js';
+import { HOST_LOCK, LEASE_LOST_CODE, migrate } from './schema.js';
 
 type PostgresLocation = Extract<StoreLocation, { kind: 'postgres' }>;
 
@@ -40,6 +42,17 @@ const IN_FAILED_TRANSACTION = '25P02';
 
 /** The host's lock is held by another connection: another compute host uses this database. */
 export class DatabaseTaken extends Error {}
+
+/** A host that runs as one node of several on the database (PROTOCOL.md §6.2). */
+export interface NodeOptions {
+  id: string;
+  leaseSecs: number;
+}
+
+export interface PostgresStoreOptions {
+  historyCacheMib?: number;
+  node?: NodeOptions;
+}
 
 export class PostgresStore implements Store {
   readonly history: HistoryCache;
@@ -52,24 +65,33 @@ export class PostgresStore implements Store {
   private client: pg.Client | null;
   private connecting: Promise<pg.Client> | null = null;
   private problem: string | undefined;
+  /** As a node: the sessions whose leases this host took, at the epoch it took each. */
+  private readonly leases = new Map<string, number>();
+  private renewal: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly location: PostgresLocation,
     client: pg.Client,
     private readonly pool: pg.Pool,
     historyCacheBytes: number,
+    private readonly node: NodeOptions | undefined,
   ) {
     this.client = client;
     this.history = new HistoryCache(historyCacheBytes);
     this.watch(client);
+    if (node !== undefined) {
+      // Three renewals a lease: a renewal lost to a slow moment leaves two more before it expires.
+      this.renewal = setInterval(() => void this.renewLeases(), (node.leaseSecs * 1000) / 3);
+      this.renewal.unref();
+    }
   }
 
   /** Connects, migrates, and takes the host's lock; throws (DatabaseTaken among others) when it cannot. */
-  static async open(location: PostgresLocation, options: { historyCacheMib?: number } = {}): Promise<PostgresStore> {
-    const client = await connectWriter(location, true);
+  static async open(location: PostgresLocation, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const client = await connectWriter(location, true, options.node);
     const pool = new pg.Pool({ ...clientConfig(location, 'reader'), max: READ_POOL_SIZE, idleTimeoutMillis: 10_000 });
     pool.on('error', () => {}); // an idle reader's server went away: the pool drops it, the next read reconnects
-    return new PostgresStore(location, client, pool, (options.historyCacheMib ?? DEFAULT_HISTORY_CACHE_MIB) * 1024 * 1024);
+    return new PostgresStore(location, client, pool, (options.historyCacheMib ?? DEFAULT_HISTORY_CACHE_MIB) * 1024 * 1024, options.node);
   }
 
   commit(work: Work): Promise<void> {
@@ -120,39 +142,63 @@ export class PostgresStore implements Store {
     for (const unit of batch) unit.resolve();
   }
 
-  /** One transaction: what is owed, then `works`; the cache learns what it wrote once it has committed. */
+  /**
+   * One transaction of `works`, after what is owed (each owed write in a transaction of its own:
+   * one for a session whose lease was lost since can never commit, and is dropped); the cache
+   * learns what it wrote once it has committed.
+   */
   private async transact(works: Work[]): Promise<void> {
-    const owed = this.owed;
+    while (this.owed.length > 0) {
+      try {
+        await this.transactOnce([this.owed[0]!]);
+      } catch (err) {
+        if (!(err instanceof LeaseLost)) throw err;
+      }
+      this.owed.shift();
+    }
+    await this.transactOnce(works);
+  }
+
+  private async transactOnce(works: Work[]): Promise<void> {
     this.writer.statements = [];
+    this.writer.sids = new Set();
     this.writer.committedHistory = [];
     try {
-      for (const work of [...owed, ...works]) work(this.writer);
+      for (const work of works) work(this.writer);
       this.writer.settle();
     } catch (err) {
       this.writer.statements = [];
       this.writer.discardPending();
       throw err;
     }
-    const statements = this.writer.statements;
+    const { statements, sids } = this.writer;
     const changes = this.writer.committedHistory;
     this.writer.statements = [];
     this.writer.committedHistory = [];
-    await this.send(statements);
+    await this.send(statements, [...sids]);
     for (const change of changes) change(this.history);
-    if (owed.length > 0) this.owed = this.owed.slice(owed.length);
   }
 
-  /** BEGIN, the statements and COMMIT in one pipeline: one round trip for the group. */
-  private async send(statements: PendingStatement[]): Promise<void> {
+  /**
+   * BEGIN, the fence (as a node: this node still holds the sessions it writes, at their epochs),
+   * the statements and COMMIT in one pipeline: one round trip for the group.
+   */
+  private async send(statements: PendingStatement[], sids: string[]): Promise<void> {
     const client = await this.connection();
+    const fenced = this.node !== undefined && sids.length > 0;
     const queries = [
       client.query('BEGIN'),
+      ...(fenced ? [client.query('SELECT fence($1, $2, $3)', [this.node!.id, sids, sids.map((sid) => this.leases.get(sid) ?? -1)])] : []),
       ...statements.map((s) => client.query({ name: s.name, text: s.text, values: s.values as unknown[] })),
       client.query('COMMIT'),
     ];
     const settled = await Promise.allSettled(queries);
     const failures = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as Error);
     const cause = failures.find((e) => (e as Error & { code?: string }).code !== IN_FAILED_TRANSACTION) ?? failures[0];
+    if ((cause as (Error & { code?: string }) | undefined)?.code === LEASE_LOST_CODE) {
+      for (const sid of sids) this.leases.delete(sid);
+      throw new LeaseLost(sids);
+    }
     if (cause !== undefined) throw this.failed(cause);
     const commit = settled.at(-1) as PromiseFulfilledResult<pg.QueryResult>;
     if (commit.value.command !== 'COMMIT') throw this.failed(new Error('the transaction was rolled back'));
@@ -206,6 +252,7 @@ export class PostgresStore implements Store {
   }
 
   async loadSession(sid: string): Promise<StoredSession | undefined> {
+    if (this.node !== undefined) await this.claim(sid, this.node);
     const [rows, queue] = await Promise.all([
       this.read<SessionRowWithCounts>(
         `SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision,
@@ -222,6 +269,58 @@ export class PostgresStore implements Store {
       ),
     ]);
     return rows[0] && toStoredSession(rows[0], queue);
+  }
+
+  /**
+   * Takes the session's lease when it is free or expired (epoch + 1), or keeps the one this host
+   * holds. A lease taken from a node that died (or paused past it) recovers what that node left of
+   * the session, in the same transaction: as after a local crash.
+   */
+  private async claim(sid: string, node: NodeOptions): Promise<void> {
+    const client = await this.pool.connect().catch((err: Error) => Promise.reject(this.failed(err)));
+    try {
+      await client.query('BEGIN');
+      const held = this.leases.get(sid) ?? -1;
+      const { rows } = await client.query<{ epoch: number }>(
+        `INSERT INTO leases AS l (sid, node_id, epoch, expires_at) VALUES ($1, $2, 1, now() + make_interval(secs => $3))
+         ON CONFLICT (sid) DO UPDATE SET node_id = EXCLUDED.node_id, expires_at = EXCLUDED.expires_at,
+           epoch = CASE WHEN l.node_id = EXCLUDED.node_id AND l.epoch = $4 THEN l.epoch ELSE l.epoch + 1 END
+         WHERE l.expires_at < now() OR (l.node_id = EXCLUDED.node_id AND l.epoch = $4)
+         RETURNING epoch`,
+        [sid, node.id, node.leaseSecs, held],
+      );
+      const taken = rows[0];
+      if (taken === undefined) {
+        const owner = await client.query<{ node_id: string }>('SELECT node_id FROM leases WHERE sid = $1', [sid]);
+        await client.query('ROLLBACK');
+        throw new OwnedElsewhere(sid, owner.rows[0]?.node_id ?? 'unknown');
+      }
+      if (taken.epoch !== held) await recoverSession(client, sid);
+      await client.query('COMMIT');
+      this.leases.set(sid, taken.epoch);
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      if (err instanceof OwnedElsewhere) throw err;
+      throw this.failed(err as Error);
+    } finally {
+      client.release();
+    }
+  }
+
+  /** One statement per renewal: the leases this host holds, at their epochs; a lease another node took is not renewed. */
+  private async renewLeases(): Promise<void> {
+    if (this.node === undefined || this.leases.size === 0) return;
+    const sids = [...this.leases.keys()];
+    try {
+      await this.pool.query(
+        `UPDATE leases SET expires_at = now() + make_interval(secs => $2)
+         FROM unnest($3::text[], $4::bigint[]) AS held(sid, epoch)
+         WHERE leases.sid = held.sid AND leases.epoch = held.epoch AND leases.node_id = $1`,
+        [this.node.id, this.node.leaseSecs, sids, sids.map((sid) => this.leases.get(sid)!)],
+      );
+    } catch {
+      // The server is away: the next renewal tries again, and a lease that expires meanwhile is fenced.
+    }
   }
 
   async messages(sid: string, from = 0, to = Number.MAX_SAFE_INTEGER): Promise<ChatMessage[]> {
@@ -256,6 +355,8 @@ export class PostgresStore implements Store {
   }
 
   async recoverCrashedBoots(now = Date.now()): Promise<RecoveryCounts> {
+    // As a node, only this node's own earlier boots are closed; their sessions are recovered as they are taken again.
+    if (this.node !== undefined) return { boots: await this.endNodeBoots(now), lostTurns: 0, retainedSessions: 0, expiredRequests: 0 };
     const client = await this.connection();
     await client.query('BEGIN');
     try {
@@ -268,15 +369,7 @@ export class PostgresStore implements Store {
         ),
         expiredRequests: await count("UPDATE server_requests SET status = 'expired', reason = 'host died', resolved_at = $1 WHERE status = 'open'"),
       };
-      // Steered texts the turn never took go back to the head of their queue, in the order steered (PROTOCOL.md §2.1).
-      await client.query(`
-        WITH steered AS (
-          SELECT queue_id, sid, row_number() OVER (PARTITION BY sid ORDER BY position) AS i, count(*) OVER (PARTITION BY sid) AS n
-          FROM queue WHERE steered = 1
-        ), heads AS (SELECT sid, min(position) AS head FROM queue WHERE steered = 0 GROUP BY sid)
-        UPDATE queue SET steered = 0, position = COALESCE(heads.head, steered.n) - steered.n + steered.i - 1
-        FROM steered LEFT JOIN heads ON heads.sid = steered.sid
-        WHERE queue.queue_id = steered.queue_id`);
+      await client.query(REQUEUE_STEERED, [null]);
       await client.query('COMMIT');
       return counts;
     } catch (err) {
@@ -296,8 +389,24 @@ export class PostgresStore implements Store {
     return { store: this.location.shown, reachable: this.problem === undefined, ...(this.problem ? { problem: this.problem } : {}) };
   }
 
+  /**
+   * A node's earlier boots that never ended are closed as crashes. Their sessions are recovered
+   * one at a time, when this node (or another) takes each one's lease again (claim): never by
+   * assuming that the leases of a boot before are still this node's.
+   */
+  private async endNodeBoots(now: number): Promise<number> {
+    const client = await this.connection();
+    const result = await client.query("UPDATE boots SET ended_at = $1, end_reason = 'crash' WHERE ended_at IS NULL AND node_id = $2", [now, this.node!.id]);
+    return result.rowCount ?? 0;
+  }
+
   async close(): Promise<void> {
+    clearInterval(this.renewal);
     await this.flush();
+    // A clean stop gives its leases back: another node may take the sessions at once.
+    if (this.node !== undefined && this.leases.size > 0) {
+      await this.pool.query('DELETE FROM leases WHERE node_id = $1 AND sid = ANY($2)', [this.node.id, [...this.leases.keys()]]).catch(() => {});
+    }
     await this.client?.end().catch(() => {});
     this.client = null;
     await this.pool.end().catch(() => {});
@@ -305,17 +414,47 @@ export class PostgresStore implements Store {
 }
 
 /**
- * The writing connection, pipelined, holding the host's lock. `migrating`: at start, the schema is
- * brought up to date first.
+ * Steered texts the turn never took go back to the head of their queue, in the order steered
+ * (PROTOCOL.md §2.1): every session's ($1 null), or one session's.
  */
-async function connectWriter(location: PostgresLocation, migrating: boolean): Promise<pg.Client> {
+const REQUEUE_STEERED = `
+  WITH steered AS (
+    SELECT queue_id, sid, row_number() OVER (PARTITION BY sid ORDER BY position) AS i, count(*) OVER (PARTITION BY sid) AS n
+    FROM queue WHERE steered = 1 AND ($1::text IS NULL OR sid = $1)
+  ), heads AS (SELECT sid, min(position) AS head FROM queue WHERE steered = 0 AND ($1::text IS NULL OR sid = $1) GROUP BY sid)
+  UPDATE queue SET steered = 0, position = COALESCE(heads.head, steered.n) - steered.n + steered.i - 1
+  FROM steered LEFT JOIN heads ON heads.sid = steered.sid
+  WHERE queue.queue_id = steered.queue_id`;
+
+/** What a node that lost the session left running dies with it: durability rule 5, for one session. */
+async function recoverSession(client: pg.PoolClient, sid: string, now = Date.now()): Promise<void> {
+  await client.query("UPDATE turns SET status = 'lost', ended_at = $2, error = 'host died' WHERE sid = $1 AND status = 'running'", [sid, now]);
+  await client.query(
+    "UPDATE sessions SET status = 'retained', retained_reason = 'crash', end_reason = NULL, updated_at = $2 WHERE sid = $1 AND status = 'active'",
+    [sid, now],
+  );
+  await client.query("UPDATE server_requests SET status = 'expired', reason = 'host died', resolved_at = $2 WHERE sid = $1 AND status = 'open'", [sid, now]);
+  await client.query(REQUEUE_STEERED, [sid]);
+}
+
+/**
+ * The writing connection, pipelined, holding the host's lock: all of it for a single host, a
+ * share of it for a node (nodes run together; a single host and a node refuse each other), and a
+ * node's own lock, so that one node id runs once. `migrating`: at start, the schema is brought up
+ * to date first.
+ */
+async function connectWriter(location: PostgresLocation, migrating: boolean, node?: NodeOptions): Promise<pg.Client> {
   const client = new pg.Client({ ...clientConfig(location, 'host'), pipeline: true } as pg.ClientConfig);
   client.on('error', () => {}); // until the store watches it: a failure shows in the query that meets it
   try {
     await client.connect();
     if (migrating) await migrate(client);
-    const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [HOST_LOCK]);
-    if (rows[0]?.locked !== true) throw new DatabaseTaken(`another compute host is using the database ${location.shown}`);
+    const lock = node === undefined ? 'pg_try_advisory_lock($1)' : "pg_try_advisory_lock_shared($1) AND pg_try_advisory_lock(hashtext('turnhost node ' || $2::text))";
+    const { rows } = await client.query<{ locked: boolean }>(`SELECT ${lock} AS locked`, node === undefined ? [HOST_LOCK] : [HOST_LOCK, node.id]);
+    if (rows[0]?.locked !== true) {
+      throw new DatabaseTaken(node === undefined ? `another compute host is using the database ${location.shown}` : `node ${node.id} is already running, or a single host uses the database ${location.shown}`);
+    }
+    if (node !== undefined) await client.query("SELECT set_config('turnhost.node_id', $1, false)", [node.id]);
   } catch (err) {
     await client.end().catch(() => {});
     throw err;

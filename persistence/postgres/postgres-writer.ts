@@ -22,7 +22,8 @@ const SQL: Record<StatementName, string> = {
     WHERE turn_id = $8`,
   finalizeSession: "UPDATE sessions SET status = 'finalized', end_reason = $1, retained_reason = NULL, updated_at = $2 WHERE sid = $3",
   retainSession: "UPDATE sessions SET status = 'retained', retained_reason = $1, end_reason = NULL, updated_at = $2 WHERE sid = $3",
-  insertBoot: 'INSERT INTO boots (boot_id, pid, started_at) VALUES ($1, $2, $3)',
+  // The node this host runs as, set on the writing connection (none for a single host).
+  insertBoot: "INSERT INTO boots (boot_id, pid, started_at, node_id) VALUES ($1, $2, $3, NULLIF(current_setting('turnhost.node_id', true), ''))",
   updateBoot: 'UPDATE boots SET ended_at = $1, end_reason = $2 WHERE boot_id = $3',
   insertRequest: `
     INSERT INTO server_requests (id, sid, turn_id, method, params, status, boot_id, created_at)
@@ -46,6 +47,24 @@ const SQL: Record<StatementName, string> = {
   deleteOldestSubmit: 'DELETE FROM submits WHERE ord = (SELECT min(ord) FROM submits WHERE sid = $1)',
 };
 
+/** Where a statement's session id is among its parameters: the sessions a transaction writes, for the fence. */
+const SID_PARAM: Partial<Record<StatementName, number>> = {
+  upsertSession: 0,
+  touchSession: 2,
+  insertMessage: 0,
+  deleteMessagesFrom: 0,
+  insertTurn: 1,
+  finalizeSession: 2,
+  retainSession: 2,
+  insertRequest: 1,
+  insertQueued: 1,
+  deleteQueue: 0,
+  updateQueueRevision: 1,
+  insertSubmit: 0,
+  updateSubmit: 1,
+  deleteOldestSubmit: 0,
+};
+
 export interface PendingStatement {
   /** The prepared statement's name: the server parses each kind once per connection. */
   name: StatementName;
@@ -56,8 +75,12 @@ export interface PendingStatement {
 export class PostgresWriter extends StoreWriter {
   /** The open transaction's statements, in order; the store takes them to send. */
   statements: PendingStatement[] = [];
+  /** The sessions those statements write. */
+  sids = new Set<string>();
 
   protected run<N extends StatementName>(statement: N, params: StatementParams[N]): void {
     this.statements.push({ name: statement, text: SQL[statement], values: params });
+    const at = SID_PARAM[statement];
+    if (at !== undefined) this.sids.add(params[at] as string);
   }
 }

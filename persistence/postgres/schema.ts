@@ -101,6 +101,28 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX submits_by_session ON submits (sid, ord);
   `,
+  // Several nodes on one database (PROTOCOL.md §6.2): a session's lease, and the fence every
+  // transaction of a node passes for the sessions it writes. The fence holds the lease rows FOR
+  // SHARE until the transaction ends, so a takeover waits for a write already under way.
+  `
+  ALTER TABLE boots ADD COLUMN node_id text;
+  CREATE TABLE leases (
+    sid        text PRIMARY KEY,
+    node_id    text NOT NULL,
+    epoch      bigint NOT NULL,
+    expires_at timestamptz NOT NULL
+  );
+  CREATE INDEX leases_by_node ON leases (node_id);
+  CREATE FUNCTION fence(node text, sids text[], epochs bigint[]) RETURNS void LANGUAGE plpgsql AS $fence$
+  BEGIN
+    PERFORM 1 FROM turnhost.leases WHERE sid = ANY(sids) FOR SHARE;
+    IF (SELECT count(*) FROM turnhost.leases l JOIN unnest(sids, epochs) AS h(sid, epoch) ON l.sid = h.sid AND l.epoch = h.epoch
+        WHERE l.node_id = node) <> cardinality(sids) THEN
+      RAISE EXCEPTION 'this node no longer holds the lease of a session it writes' USING ERRCODE = 'TH001';
+    END IF;
+  END
+  $fence$;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -108,6 +130,8 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 /** One key for the whole cluster of turnhost's advisory locks: the migration's, and the single host's. */
 export const MIGRATION_LOCK = 0x7475726e; // "turn"
 export const HOST_LOCK = 0x686f7374; // "host"
+/** What the fence raises: the transaction wrote a session whose lease this node lost. */
+export const LEASE_LOST_CODE = 'TH001';
 
 /** Brings the schema up to SCHEMA_VERSION; refuses one written by a newer build. */
 export async function migrate(client: pg.ClientBase): Promise<void> {

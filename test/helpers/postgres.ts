@@ -88,6 +88,22 @@ export class TestPostgres {
   }
 }
 
+/**
+ * One server for the suite it is called in: started before its first test (initdb takes a second
+ * or two), stopped and removed after its last. The getter gives the running server.
+ */
+export function postgresForSuite(): () => TestPostgres {
+  let server: TestPostgres | undefined;
+  before(async function () {
+    this.timeout(120_000);
+    server = await TestPostgres.start();
+  });
+  after(async () => {
+    await server?.stop();
+  });
+  return () => server!;
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();

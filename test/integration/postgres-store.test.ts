@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { startDaemon } from '../helpers/daemon.js';
 import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
-import { PG_PASSWORD, TestPostgres } from '../helpers/postgres.js';
+import { PG_PASSWORD, postgresForSuite } from '../helpers/postgres.js';
 
 /** Longer than a turn takes to reach its commit; far shorter than the host's lock timeout (30 s). */
 const HOLD_MS = 1500;
@@ -23,16 +23,10 @@ const framesOf = (host: HostProcess, type: string, requestId: string) => host.al
 describe('the PostgreSQL store (real host processes, a real PostgreSQL)', function () {
   this.timeout(60_000);
   const h = new Harness();
-  let pg: TestPostgres;
+  const server = postgresForSuite();
   /** Everything the processes of these tests printed: the password must be in none of it. */
   const printed: string[] = [];
-
-  before(async function () {
-    this.timeout(120_000);
-    pg = await TestPostgres.start();
-  });
-  after(async () => {
-    await pg?.stop();
+  after(() => {
     expect(printed.join('\n'), 'the password, in what turnhost printed').to.not.include(PG_PASSWORD);
   });
   afterEach(async () => {
@@ -52,12 +46,12 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
   }
 
   it('runs turns into the schema turnhost; sessions and history read them back with --store', async () => {
-    const url = await pg.database();
+    const url = await server().database();
     const home = h.tempDir();
     const host = await startHost(url, home);
     expect(await turn(host, 's1', 'r1', 'one')).to.include({ type: 'turn.end', message_count: 2 });
     expect(await turn(host, 's1', 'r2', 'two')).to.include({ type: 'turn.end', message_count: 4 });
-    const rows = await pg.query<{ content: string }>(url, "SELECT content FROM turnhost.messages WHERE sid = 's1' ORDER BY seq");
+    const rows = await server().query<{ content: string }>(url, "SELECT content FROM turnhost.messages WHERE sid = 's1' ORDER BY seq");
     expect(rows.map((r) => r.content)).to.deep.equal(['one', 'one', 'two', 'two']);
     const sessions = JSON.parse((await cli(['sessions', '--home', home, '--json', '--store', url])).stdout) as { session_id: string; message_count: number }[];
     expect(sessions.map((s) => [s.session_id, s.message_count])).to.deep.equal([['s1', 4]]);
@@ -66,11 +60,11 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
   });
 
   it('rule 1: no turn.started leaves before its prompt is committed (the prompt\'s row held by another transaction)', async () => {
-    const url = await pg.database();
+    const url = await server().database();
     const host = await startHost(url);
     await turn(host, 's1', 'warm', 'warm up');
     // An uncommitted row at the position the next prompt takes: the host's insert waits on it.
-    const other = await pg.connect(url);
+    const other = await server().connect(url);
     await other.query('BEGIN');
     await other.query("INSERT INTO messages (sid, seq, role, content, created_at) VALUES ('s1', 2, 'user', 'outsider', 0)");
     host.send({ type: 'turn.start', sid: 's1', request_id: 'r1', text: 'held prompt' });
@@ -79,16 +73,16 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
     await other.query('ROLLBACK');
     await other.end();
     await host.next('turn.started', { where: (f) => f['request_id'] === 'r1' });
-    const prompts = await pg.query<{ content: string }>(url, "SELECT content FROM messages WHERE sid = 's1' AND role = 'user' ORDER BY seq");
+    const prompts = await server().query<{ content: string }>(url, "SELECT content FROM messages WHERE sid = 's1' AND role = 'user' ORDER BY seq");
     expect(prompts.map((r) => r.content)).to.deep.equal(['warm up', 'held prompt']);
   });
 
   it('rule 2: no turn.end leaves before the turn\'s rows are committed (the turn\'s row locked from outside)', async () => {
-    const url = await pg.database();
+    const url = await server().database();
     const host = await startHost(url);
     host.send({ type: 'turn.start', sid: 's1', request_id: 'r1', text: 'held reply\n/sleep 0.3' });
     const started = await host.next('turn.started', { where: (f) => f['request_id'] === 'r1' });
-    const other = await pg.connect(url);
+    const other = await server().connect(url);
     await other.query('BEGIN');
     await other.query('SELECT 1 FROM turns WHERE turn_id = $1 FOR UPDATE', [started['turn_id']]);
     await heldFor(HOLD_MS);
@@ -96,12 +90,12 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
     await other.query('ROLLBACK');
     await other.end();
     expect(await host.next('turn.end', { where: (f) => f['request_id'] === 'r1' })).to.include({ interrupted: false });
-    expect(await pg.query(url, 'SELECT status FROM turns')).to.deep.equal([{ status: 'completed' }]);
-    expect(await pg.query(url, "SELECT content FROM messages WHERE role = 'assistant'")).to.deep.equal([{ content: 'held reply' }]);
+    expect(await server().query(url, 'SELECT status FROM turns')).to.deep.equal([{ status: 'completed' }]);
+    expect(await server().query(url, "SELECT content FROM messages WHERE role = 'assistant'")).to.deep.equal([{ content: 'held reply' }]);
   });
 
   it('after kill -9: the running turn lost, sessions retained (crash), open requests expired; a repeated client_message_id runs nothing', async () => {
-    const url = await pg.database();
+    const url = await server().database();
     const home = h.tempDir();
     const first = await startHost(url, home);
     await turn(first, 'done', 'r1', 'finished before the crash', { client_message_id: 'm-1' });
@@ -112,15 +106,15 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
     const second = await startHost(url, home);
     const recovered = second.frames[0]!['recovered'] as { sid: string; reason: string }[];
     expect(recovered.map((r) => `${r.sid}:${r.reason}`).sort()).to.deep.equal(['asking:crash', 'done:crash']);
-    expect(await pg.query(url, "SELECT status FROM turns WHERE sid = 'asking'")).to.deep.equal([{ status: 'lost' }]);
-    expect(await pg.query(url, 'SELECT status, reason FROM server_requests')).to.deep.equal([{ status: 'expired', reason: 'host died' }]);
+    expect(await server().query(url, "SELECT status FROM turns WHERE sid = 'asking'")).to.deep.equal([{ status: 'lost' }]);
+    expect(await server().query(url, 'SELECT status, reason FROM server_requests')).to.deep.equal([{ status: 'expired', reason: 'host died' }]);
     second.send({ type: 'turn.start', sid: 'done', request_id: 'r3', text: 'again?', client_message_id: 'm-1' });
     expect(await second.next('turn.duplicate', { where: (f) => f['request_id'] === 'r3' })).to.include({ state: 'done' });
-    expect(await pg.query(url, "SELECT count(*)::int AS n FROM messages WHERE sid = 'done'")).to.deep.equal([{ n: 2 }]);
+    expect(await server().query(url, "SELECT count(*)::int AS n FROM messages WHERE sid = 'done'")).to.deep.equal([{ n: 2 }]);
   });
 
   it('keeps queued prompts across kill -9 and runs each once, in order, after queue resume', async () => {
-    const url = await pg.database();
+    const url = await server().database();
     const home = h.tempDir();
     const first = await startHost(url, home);
     first.send({ type: 'turn.start', sid: 's1', request_id: 'r0', text: 'long\n/sleep 5' });
@@ -135,12 +129,12 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
     expect(second.frames[0]!['queued']).to.deep.equal(['s1']);
     second.send({ type: 'queue', sid: 's1', request_id: 'go', op: 'resume' });
     for (const n of [1, 2, 3]) await second.next('turn.end', { where: (f) => f['request_id'] === `q${n}` });
-    const prompts = await pg.query<{ content: string }>(url, "SELECT content FROM messages WHERE sid = 's1' AND role = 'user' ORDER BY seq");
+    const prompts = await server().query<{ content: string }>(url, "SELECT content FROM messages WHERE sid = 's1' AND role = 'user' ORDER BY seq");
     expect(prompts.map((r) => r.content)).to.deep.equal(['long\n/sleep 5', 'queued 1', 'queued 2', 'queued 3']);
   });
 
   it('makes the schema at the first start, keeps it at the next, and refuses one a newer build wrote', async () => {
-    const url = await pg.database();
+    const url = await server().database();
     const first = await startHost(url);
     await turn(first, 's1', 'r1', 'one');
     first.kill('SIGTERM');
@@ -149,14 +143,14 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
     expect(await turn(again, 's1', 'r2', 'two')).to.include({ type: 'turn.end', message_count: 4 });
     again.kill('SIGTERM');
     await again.waitExit();
-    await pg.query(url, 'UPDATE turnhost.schema_version SET version = 99');
+    await server().query(url, 'UPDATE turnhost.schema_version SET version = 99');
     const newer = await cli(['host', '--home', h.tempDir(), '--store', url]);
     expect(newer.code).to.equal(1);
     expect(newer.stderr).to.match(/schema version 99 is newer than this build understands/);
   });
 
   it('refuses a second host on the same database, in one line with the URL shown without its password', async () => {
-    const url = await pg.database();
+    const url = await server().database();
     await startHost(url);
     const second = h.spawnCli(['host', '--home', h.tempDir(), '--store', url]);
     let stderr = '';
@@ -176,7 +170,7 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
     const host = await cli(['host', '--home', h.tempDir(), '--store', `postgres://turnhost:${PG_PASSWORD}@127.0.0.1:1/none`]);
     expect(host.code).to.equal(1);
     expect(host.stderr.trim().split('\n')).to.have.length(1);
-    const wrong = await cli(['host', '--home', h.tempDir(), '--store', pg.url('postgres', 'not-the-password')]);
+    const wrong = await cli(['host', '--home', h.tempDir(), '--store', server().url('postgres', 'not-the-password')]);
     expect(wrong.code).to.equal(1);
     expect(wrong.stderr.trim().split('\n')).to.have.length(1);
     expect(wrong.stderr).to.match(/password authentication failed/);
@@ -190,37 +184,30 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
 describe('a PostgreSQL that goes away and comes back (real host, its own PostgreSQL)', function () {
   this.timeout(120_000);
   const h = new Harness();
-  let pg: TestPostgres;
-  before(async function () {
-    this.timeout(120_000);
-    pg = await TestPostgres.start();
-  });
-  after(async () => {
-    await h.cleanup();
-    await pg?.stop();
-  });
+  const server = postgresForSuite();
+  after(() => h.cleanup());
 
   it('turns that cannot be stored end in turn.error (storage); the host stays up; turns work again once it is back', async () => {
-    const url = await pg.database();
+    const url = await server().database();
     const host = await h.startHost(h.tempDir(), ['--store', url]);
     expect(await turn(host, 's1', 'r1', 'before')).to.include({ type: 'turn.end' });
-    await pg.pause();
+    await server().pause();
     const during = await turn(host, 's1', 'r2', 'while it is gone');
     expect(during).to.include({ type: 'turn.error', reason: 'storage' });
     expect(await turn(host, 's2', 'r3', 'a new session while it is gone')).to.include({ type: 'turn.error', reason: 'storage' });
-    await pg.resume();
+    await server().resume();
     expect(await turn(host, 's1', 'r4', 'after')).to.include({ type: 'turn.end', message_count: 4 });
     expect(await turn(host, 's2', 'r5', 'new session after')).to.include({ type: 'turn.end', message_count: 2 });
-    const users = await pg.query<{ content: string }>(url, "SELECT content FROM messages WHERE sid = 's1' AND role = 'user' ORDER BY seq");
+    const users = await server().query<{ content: string }>(url, "SELECT content FROM messages WHERE sid = 's1' AND role = 'user' ORDER BY seq");
     expect(users.map((r) => r.content), 'every user message has its turn; none half-written').to.deep.equal(['before', 'after']);
     host.kill('SIGTERM');
     expect((await host.waitExit()).code).to.equal(0);
-    expect(await pg.query(url, "SELECT count(*)::int AS n FROM turns WHERE status = 'running'")).to.deep.equal([{ n: 0 }]);
+    expect(await server().query(url, "SELECT count(*)::int AS n FROM turns WHERE status = 'running'")).to.deep.equal([{ n: 0 }]);
     expect(host.stderr).to.not.include(PG_PASSWORD);
   });
 
   it('through the daemon: `status` says the store is unreachable while it is away, and reachable again after', async () => {
-    const url = await pg.database();
+    const url = await server().database();
     const daemon = await startDaemon(h, ['--store', url]);
     const status = async () => {
       const result = await h.runCli(['status', '--home', daemon.home, '--json']);
@@ -229,11 +216,11 @@ describe('a PostgreSQL that goes away and comes back (real host, its own Postgre
     };
     expect((await status()).store).to.deep.include({ reachable: true });
     expect((await status()).store.url).to.match(/^postgres:\/\/turnhost:\*\*\*@127\.0\.0\.1:\d+\/t\d+$/);
-    await pg.pause();
+    await server().pause();
     const away = (await status()).store;
     expect(away).to.include({ reachable: false });
     expect(away.problem).to.be.a('string');
-    await pg.resume();
+    await server().resume();
     expect((await status()).store).to.deep.include({ reachable: true });
     const chat = await h.runCli(['chat', '--home', daemon.home, 'hello after the outage']);
     expect(chat.code, chat.stderr).to.equal(0);

@@ -1,0 +1,97 @@
+// Several nodes on one PostgreSQL (PROTOCOL.md §6.2), as far as they are built: sessions owned
+// through leases with fencing epochs. Real host processes, each a node, on a real PostgreSQL the
+// test starts. A lease's expiry is waited for by reading it from the database, not guessed.
+import { expect } from 'chai';
+import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
+import { postgresForSuite } from '../helpers/postgres.js';
+
+const LEASE_SECS = 2;
+
+async function turn(host: HostProcess, sid: string, request_id: string, text: string): Promise<Frame> {
+  host.send({ type: 'turn.start', sid, request_id, text });
+  return host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id });
+}
+
+describe('nodes on one PostgreSQL: leases with fencing (real host processes)', function () {
+  this.timeout(60_000);
+  const h = new Harness();
+  const server = postgresForSuite();
+  afterEach(() => h.cleanup());
+
+  const node = (url: string, id: string, home = h.tempDir()) => h.startHost(home, ['--store', url, '--node-id', id, '--lease-secs', String(LEASE_SECS)]);
+
+  /** Until the session's lease has expired, as the database's clock says. */
+  async function leaseExpired(url: string, sid: string): Promise<void> {
+    const [row] = await server().query<{ ms: number }>(url, 'SELECT greatest(0, extract(epoch FROM expires_at - now()) * 1000)::int AS ms FROM turnhost.leases WHERE sid = $1', [sid]);
+    await new Promise((resolve) => setTimeout(resolve, (row?.ms ?? 0) + 100));
+  }
+
+  it('a session is one node\'s: another refuses it while the lease lives, and takes it over once its node died (kill -9)', async () => {
+    const url = await server().database();
+    const a = await node(url, 'a');
+    const b = await node(url, 'b');
+    expect(await turn(a, 's1', 'r1', 'one')).to.include({ type: 'turn.end', message_count: 2 });
+    a.send({ type: 'turn.start', sid: 's1', request_id: 'r2', text: 'long\n/sleep 30' });
+    const running = await a.next('turn.started', { where: (f) => f['request_id'] === 'r2' });
+    const refused = await turn(b, 's1', 'r3', 'not yours');
+    expect(refused).to.include({ type: 'turn.error', reason: 'busy' });
+    expect(String(refused['message'])).to.include('owned by node a');
+    a.kill('SIGKILL');
+    await a.waitExit();
+    await leaseExpired(url, 's1');
+    expect(await turn(b, 's1', 'r4', 'two')).to.include({ type: 'turn.end', message_count: 5 });
+    expect(await server().query(url, 'SELECT status FROM turns WHERE turn_id = $1', [running['turn_id']])).to.deep.equal([{ status: 'lost' }]);
+    const messages = await server().query<{ content: string }>(url, "SELECT content FROM messages WHERE sid = 's1' ORDER BY seq");
+    expect(messages.map((m) => m.content)).to.deep.equal(['one', 'one', 'long\n/sleep 30', 'two', 'two']);
+    expect(await server().query(url, "SELECT node_id, epoch::int AS epoch FROM leases WHERE sid = 's1'")).to.deep.equal([{ node_id: 'b', epoch: 2 }]);
+  });
+
+  it('a node paused past its lease writes nothing of the session when it wakes: its turn ends lease_lost; its other sessions go on', async () => {
+    const url = await server().database();
+    const a = await node(url, 'a');
+    const b = await node(url, 'b');
+    expect(await turn(a, 's2', 'other', 'elsewhere')).to.include({ type: 'turn.end' });
+    a.send({ type: 'turn.start', sid: 's1', request_id: 'paused', text: 'paused reply\n/sleep 1' });
+    await a.next('turn.started', { where: (f) => f['request_id'] === 'paused' });
+    a.kill('SIGSTOP');
+    await leaseExpired(url, 's1');
+    expect(await turn(b, 's1', 'taken', 'the new owner')).to.include({ type: 'turn.end', message_count: 3 });
+    a.kill('SIGCONT');
+    const woke = await a.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === 'paused' });
+    expect(woke).to.include({ type: 'turn.error', reason: 'lease_lost' });
+    expect(await turn(a, 's2', 'still', 'still mine')).to.include({ type: 'turn.end', message_count: 4 });
+    const s1 = await server().query<{ role: string; content: string }>(url, "SELECT role, content FROM messages WHERE sid = 's1' ORDER BY seq");
+    expect(s1.map((m) => `${m.role}: ${m.content}`)).to.deep.equal(['user: paused reply\n/sleep 1', 'user: the new owner', 'assistant: the new owner']);
+    const again = await turn(a, 's1', 'back', 'may I?');
+    expect(again).to.include({ type: 'turn.error', reason: 'busy' });
+    expect(String(again['message'])).to.include('owned by node b');
+  });
+
+  it('a node that restarts gets its sessions back only once their leases expire, never by assuming', async () => {
+    const url = await server().database();
+    const home = h.tempDir();
+    const first = await node(url, 'a', home);
+    expect(await turn(first, 's1', 'r1', 'one')).to.include({ type: 'turn.end' });
+    first.kill('SIGKILL');
+    await first.waitExit();
+    const second = await node(url, 'a', home);
+    const early = await turn(second, 's1', 'r2', 'too soon');
+    expect(early).to.include({ type: 'turn.error', reason: 'busy' });
+    await leaseExpired(url, 's1');
+    expect(await turn(second, 's1', 'r3', 'now')).to.include({ type: 'turn.end', message_count: 4 });
+  });
+
+  it('one node id runs once, and a single host and nodes refuse each other, in one line each', async () => {
+    const url = await server().database();
+    await node(url, 'a');
+    const twice = await h.runCli(['host', '--home', h.tempDir(), '--store', url, '--node-id', 'a']);
+    expect(twice.code).to.equal(1);
+    expect(twice.stderr).to.match(/node a is already running/);
+    const single = await h.runCli(['host', '--home', h.tempDir(), '--store', url]);
+    expect(single.code).to.equal(1);
+    expect(single.stderr).to.match(/another compute host is using the database/);
+    const sqlite = await h.runCli(['host', '--home', h.tempDir(), '--node-id', 'x']);
+    expect(sqlite.code).to.equal(1);
+    expect(sqlite.stderr).to.match(/--node-id needs a PostgreSQL store/);
+  });
+});
