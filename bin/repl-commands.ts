@@ -71,6 +71,9 @@ export function defineDatabaseCommands(command: DefineCommand, out: ReplOutput, 
   command('queues', 'sessions with queued prompts: how many, the oldest', async () => {
     printRows(out, ['SESSION', 'QUEUED', 'OLDEST'], (await (await requireReader(reader)).queues()).map((q) => [q.session_id, q.queued, q.oldest]));
   });
+  command('nodes', 'the nodes sharing the store: URL, heartbeat age, sessions (none on SQLite)', async () => {
+    printRows(out, ['NODE', 'URL', 'HEARTBEAT', 'SESSIONS'], (await (await requireReader(reader)).nodes()).map((n) => [n.node_id, n.url ?? '', `${n.heartbeat_age_ms} ms ago`, n.sessions]));
+  });
   command('sql', 'run a read-only SQL query on the database (writes are refused)', async (query) => {
     if (query === '') throw new Error('usage: .sql SELECT …');
     const { columns, rows } = await (await requireReader(reader)).query(query);

@@ -84,7 +84,8 @@ function hostOptions(command: Command): Command {
     .option('--history-cache-mib <n>', "the host's cache of session histories, in MiB: a turn of a cached session reads nothing back (default 64)", positiveInteger)
     .addOption(storeOption())
     .option('--node-id <id>', 'run as one node of several on a PostgreSQL store: sessions are owned through leases (PROTOCOL.md §6.2)')
-    .option('--lease-secs <s>', "how long a node's lease on a session lasts unless renewed (default 10)", positiveInteger);
+    .option('--lease-secs <s>', "how long a node's lease on a session lasts unless renewed (default 10)", positiveInteger)
+    .option('--advertise <url>', "where the other nodes reach this node's HTTP edge (default: the --listen address)");
 }
 
 /**
@@ -159,7 +160,7 @@ hostOptions(program.command('host').description('run the compute host on stdin/s
   .addOption(new Option('--queue-deltas', 'send queue.delta frames instead of session.queue events (for the daemon)').hideHelp())
   .addOption(new Option('--log-fd <fd>', 'write log records to this open descriptor instead of stderr (for the daemon)').argParser(positiveInteger).hideHelp())
   .action((opts) =>
-    run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib, store: opts.store, nodeId: opts.nodeId, leaseSecs: opts.leaseSecs })),
+    run('host', () => hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib, store: opts.store, nodeId: opts.nodeId, leaseSecs: opts.leaseSecs, advertise: opts.advertise })),
   );
 
 httpOptions(hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)')))
@@ -179,6 +180,7 @@ httpOptions(hostOptions(program.command('daemon').description('run the superviso
         store: opts.store,
         nodeId: opts.nodeId,
         leaseSecs: opts.leaseSecs,
+        advertise: opts.advertise,
         maxClients: opts.maxClients,
         maxUnreadMib: opts.maxUnreadMib,
         echoLog: true,

@@ -87,6 +87,8 @@ export interface HostStatusResult {
   sessions: { active: number; running: number; retained: number; finalized: number };
   /** Where sessions live (a URL without its password), and whether the daemon can read it now. */
   store: { url: string; reachable: boolean; problem?: string };
+  /** On a node of several (PROTOCOL.md §6.2): this node's id and every node's URL, heartbeat age and session count. */
+  cluster?: { node_id: string; nodes: { node_id: string; url: string | null; heartbeat_age_ms: number; sessions: number }[] };
 }
 
 /** Every event's payload by its type: the daemon's, and one of this library's own. */

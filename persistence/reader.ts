@@ -55,6 +55,14 @@ export const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_r
 /** A summary as stored: the sid and the time in their column form. */
 export type SessionRow = Omit<SessionSummary, 'session_id' | 'updated_at'> & { sid: string; updated_at: number };
 
+/** A node of the cluster, as its heartbeat left it (PROTOCOL.md §6.2). */
+export interface ClusterNode {
+  node_id: string;
+  url: string | null;
+  heartbeat_age_ms: number;
+  sessions: number;
+}
+
 /** A read-only query's answer, for the REPL's `.sql`. */
 export interface QueryResult {
   columns: string[];
@@ -71,6 +79,8 @@ export interface Reader {
   statusCounts(): Promise<Record<SessionStatus, number>>;
   /** The session's messages, oldest first (the last `limit` when given); undefined for an unknown session. */
   history(sid: string, limit?: number): Promise<HistoryEntry[] | undefined>;
+  /** The nodes sharing the database; none on SQLite. */
+  nodes(): Promise<ClusterNode[]>;
   /** A query that only reads; one that would write is refused. */
   query(sql: string): Promise<QueryResult>;
   close(): Promise<void>;

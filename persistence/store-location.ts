@@ -39,7 +39,7 @@ export function hidePassword(text: string): string {
 export interface OpenOptions {
   historyCacheMib?: number;
   /** One node of several on the database (PROTOCOL.md §6.2): PostgreSQL only. */
-  node?: { id: string; leaseSecs: number };
+  node?: { id: string; leaseSecs: number; url?: string };
 }
 
 export async function openStore(location: StoreLocation, options: OpenOptions = {}): Promise<Store> {

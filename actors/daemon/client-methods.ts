@@ -1,7 +1,7 @@
 // The client methods of PROTOCOL.md §2. Each checks its params (naming the bad field), then
 // answers from the database, the gateway or, through the supervisor, the host.
 import { randomBytes } from 'node:crypto';
-import { SESSION_STATUSES, type Reader } from '../../persistence/reader.js';
+import { SESSION_STATUSES, type ClusterNode, type Reader } from '../../persistence/reader.js';
 import type { SessionStatus } from '../../persistence/store.js';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
 import { FieldError, Fields, type UnknownRecord } from '../../protocol/fields.js';
@@ -19,6 +19,8 @@ export interface ClientContext {
   reader(): Promise<Reader | null>;
   /** The store as it may be shown (a PostgreSQL URL's password as `***`). */
   storeShown: string;
+  /** This node's id, when it is one node of several on the store (PROTOCOL.md §6.2). */
+  nodeId: string | null;
   /** Working folders given at session.create, for that session's turns from this client. */
   cwds: Map<string, string>;
   /** The HTTP edge's address, when the daemon listens (`--listen`). */
@@ -75,6 +77,15 @@ async function storeStatus(ctx: ClientContext): Promise<{ counts: Record<Session
     return { counts: (await reader?.statusCounts()) ?? none, store: { url: ctx.storeShown, reachable: true } };
   } catch (err) {
     return { counts: none, store: { url: ctx.storeShown, reachable: false, problem: (err as Error).message } };
+  }
+}
+
+/** The cluster's nodes as the store has them; none while it cannot be read (`store` says why). */
+async function clusterNodes(ctx: ClientContext): Promise<ClusterNode[]> {
+  try {
+    return (await (await ctx.reader())?.nodes()) ?? [];
+  } catch {
+    return [];
   }
 }
 
@@ -220,6 +231,7 @@ const METHODS: Record<string, Method> = {
       supervisor: status.supervisor,
       host: status.host,
       store,
+      ...(ctx.nodeId === null ? {} : { cluster: { node_id: ctx.nodeId, nodes: await clusterNodes(ctx) } }),
       sessions: { active: counts.active, running: status.running_sids.length, retained: counts.retained, finalized: counts.finalized },
       ...(url === null ? {} : { http: { url } }),
     };

@@ -25,7 +25,7 @@ import { acquireHomeLock } from '../home-lock.js';
 import { enterHome, ensureHome, homePaths } from '../home.js';
 import { startRepl } from '../repl-server.js';
 import { startEdge, type Edge } from '../../edge/edge-server.js';
-import type { ListenAddress } from '../../edge/listen-address.js';
+import { edgeUrl, type ListenAddress } from '../../edge/listen-address.js';
 import { DaemonMetrics } from '../../edge/metrics.js';
 
 export interface DaemonOptions {
@@ -40,6 +40,8 @@ export interface DaemonOptions {
   /** Passed to the host: one node of several on the PostgreSQL store. */
   nodeId?: string;
   leaseSecs?: number;
+  /** Where other nodes reach this one; default: the `--listen` address, when its port is fixed. */
+  advertise?: string;
   /** Open client connections past which a new one is refused (default 1024). */
   maxClients?: number;
   /** Unread output in MiB past which a client that is not reading is cut off (default 8). */
@@ -65,7 +67,7 @@ const LISTEN_BACKLOG = 4096;
 const TERMINATE_GRACE_MS = 10 * SECOND_MS;
 const TERMINATE_KILL_WAIT_MS = 2 * SECOND_MS;
 
-export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'agentConfig' | 'workers' | 'heartbeatSecs' | 'historyCacheMib' | 'nodeId' | 'leaseSecs'>): string[] {
+export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'agentConfig' | 'workers' | 'heartbeatSecs' | 'historyCacheMib' | 'nodeId' | 'leaseSecs' | 'advertise'>): string[] {
   const args: string[] = [];
   if (options.agent) args.push('--agent', options.agent);
   // Absolute: the host may run in another directory than the command that named the file.
@@ -75,7 +77,16 @@ export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'agentConfig' | 
   if (options.historyCacheMib !== undefined) args.push('--history-cache-mib', String(options.historyCacheMib));
   if (options.nodeId !== undefined) args.push('--node-id', options.nodeId);
   if (options.leaseSecs !== undefined) args.push('--lease-secs', String(options.leaseSecs));
+  if (options.advertise !== undefined) args.push('--advertise', options.advertise);
   return args;
+}
+
+/** Where other nodes reach this node's edge: `--advertise`, else the `--listen` address when its port is fixed. */
+function advertisedUrl(options: DaemonOptions): string | undefined {
+  if (options.nodeId === undefined) return undefined;
+  if (options.advertise !== undefined) return options.advertise;
+  const listen = options.http?.listen;
+  return listen === undefined || listen.port === 0 ? undefined : edgeUrl(listen.host, listen.port);
 }
 
 function quotedLine(name: string, line: string): string {
@@ -145,7 +156,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       home,
       buildSha: buildSha(),
       hostEntry: process.env['TURNHOST_HOST_ENTRY'] ?? cliEntry(),
-      hostArgs: hostArgs(options),
+      hostArgs: hostArgs({ ...options, advertise: advertisedUrl(options) }),
       agent: options.agent ?? 'script',
       // The store's URL goes by the environment, not argv: other users of the machine can read argv.
       hostEnv: { ...hostEnvironment(process.env, agentNames), [STORE_ENV]: location.kind === 'sqlite' ? 'sqlite' : location.url },
@@ -166,7 +177,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const database = readerOnDemand(location);
   let edge: Edge | null = null;
   const storeShown = describeLocation(location);
-  const shared = { supervisor, gateway, reader: database.get, storeShown, edgeUrl: () => edge?.url ?? null };
+  const shared = { supervisor, gateway, reader: database.get, storeShown, nodeId: options.nodeId ?? null, edgeUrl: () => edge?.url ?? null };
   metrics = daemonMetrics(shared);
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
   // Every client's output, whatever its door: one cap, and each is ended when the daemon stops.

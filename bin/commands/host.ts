@@ -38,6 +38,8 @@ export interface HostCommandOptions {
   /** As one node of several on a PostgreSQL store: its id, and how long its leases last. */
   nodeId?: string;
   leaseSecs?: number;
+  /** Where other nodes reach this node (its daemon's HTTP edge). */
+  advertise?: string;
 }
 
 /** How long a node's lease on a session lasts unless renewed (`--lease-secs`). */
@@ -76,7 +78,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   try {
     store = await openStore(storeLocation(options.store, homePaths(home).database), {
       ...(options.historyCacheMib === undefined ? {} : { historyCacheMib: options.historyCacheMib }),
-      ...(options.nodeId === undefined ? {} : { node: { id: options.nodeId, leaseSecs: options.leaseSecs ?? DEFAULT_LEASE_SECS } }),
+      ...(options.nodeId === undefined ? {} : { node: { id: options.nodeId, leaseSecs: options.leaseSecs ?? DEFAULT_LEASE_SECS, ...(options.advertise ? { url: options.advertise } : {}) } }),
     });
   } catch (err) {
     process.stderr.write(`turnhost host: cannot open the store: ${(err as Error).message}\n`);

@@ -1,5 +1,6 @@
 // `turnhost start`, `stop` and `status`: the daemon's lifecycle from the command line.
 import type { StoreStatus } from '../../actors/daemon/client-methods.js';
+import type { ClusterNode } from '../../persistence/reader.js';
 import { printTable } from '../table.js';
 import { connectDaemon, EXIT_NOT_RUNNING, launchDaemon } from '../daemon-client.js';
 import { ensureHome } from '../home.js';
@@ -51,6 +52,7 @@ interface StatusResult {
   host: { pid: number | null; boot_id: string | null; state: string; restarts: number; last_hb_ms: number | null; active_turns: number; last_error: string | null };
   sessions: { active: number; running: number; retained: number; finalized: number };
   store: StoreStatus;
+  cluster?: { node_id: string; nodes: ClusterNode[] };
   http?: { url: string };
 }
 
@@ -80,6 +82,15 @@ export async function statusCommand(home: string, json: boolean): Promise<number
     ['last error', host.last_error ?? ''],
     ['store', status.store.reachable ? status.store.url : `${status.store.url}: unreachable (${status.store.problem ?? 'no answer'})`],
     ...(status.http === undefined ? [] : [['http', status.http.url]]),
+    ...(status.cluster === undefined ? [] : clusterRows(status.cluster)),
   ]);
   return 0;
+}
+
+/** This node, then one row a node: its URL, heartbeat age and sessions. */
+function clusterRows(cluster: { node_id: string; nodes: ClusterNode[] }): [string, string][] {
+  return [
+    ['node', cluster.node_id],
+    ...cluster.nodes.map((n): [string, string] => [`node ${n.node_id}`, `${n.url ?? '(no url)'}, heartbeat ${n.heartbeat_age_ms} ms ago, ${n.sessions} session(s)`]),
+  ];
 }

@@ -7,6 +7,7 @@ import {
   toHistoryEntry,
   toSummary,
   withTurnUsage,
+  type ClusterNode,
   type HistoryEntry,
   type HistoryRow,
   type QueryResult,
@@ -94,6 +95,13 @@ export class PostgresReader implements Reader {
       );
       return new Map(usage.map((row) => [row.turn_id, row]));
     });
+  }
+
+  async nodes(): Promise<ClusterNode[]> {
+    return this.rows<ClusterNode>(
+      `SELECT node_id, url, (extract(epoch FROM now() - heartbeat_at) * 1000)::int AS heartbeat_age_ms, sessions
+       FROM nodes ORDER BY node_id`,
+    );
   }
 
   async query(sql: string): Promise<QueryResult> {

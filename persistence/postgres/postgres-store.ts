@@ -47,6 +47,8 @@ export class DatabaseTaken extends Error {}
 export interface NodeOptions {
   id: string;
   leaseSecs: number;
+  /** Where other nodes reach this one (its HTTP edge), shown in `status`. */
+  url?: string;
 }
 
 export interface PostgresStoreOptions {
@@ -91,7 +93,9 @@ export class PostgresStore implements Store {
     const client = await connectWriter(location, true, options.node);
     const pool = new pg.Pool({ ...clientConfig(location, 'reader'), max: READ_POOL_SIZE, idleTimeoutMillis: 10_000 });
     pool.on('error', () => {}); // an idle reader's server went away: the pool drops it, the next read reconnects
-    return new PostgresStore(location, client, pool, (options.historyCacheMib ?? DEFAULT_HISTORY_CACHE_MIB) * 1024 * 1024, options.node);
+    const store = new PostgresStore(location, client, pool, (options.historyCacheMib ?? DEFAULT_HISTORY_CACHE_MIB) * 1024 * 1024, options.node);
+    await store.renewLeases(); // the node shows in the cluster from its start
+    return store;
   }
 
   commit(work: Work): Promise<void> {
@@ -307,16 +311,23 @@ export class PostgresStore implements Store {
     }
   }
 
-  /** One statement per renewal: the leases this host holds, at their epochs; a lease another node took is not renewed. */
+  /**
+   * The node's heartbeat, one statement: its row in `nodes`, and the leases it holds, at their
+   * epochs (a lease another node took is not renewed).
+   */
   private async renewLeases(): Promise<void> {
-    if (this.node === undefined || this.leases.size === 0) return;
+    if (this.node === undefined) return;
     const sids = [...this.leases.keys()];
     try {
       await this.pool.query(
-        `UPDATE leases SET expires_at = now() + make_interval(secs => $2)
-         FROM unnest($3::text[], $4::bigint[]) AS held(sid, epoch)
-         WHERE leases.sid = held.sid AND leases.epoch = held.epoch AND leases.node_id = $1`,
-        [this.node.id, this.node.leaseSecs, sids, sids.map((sid) => this.leases.get(sid)!)],
+        `WITH renewed AS (
+           UPDATE leases SET expires_at = now() + make_interval(secs => $2)
+           FROM unnest($3::text[], $4::bigint[]) AS held(sid, epoch)
+           WHERE leases.sid = held.sid AND leases.epoch = held.epoch AND leases.node_id = $1
+           RETURNING 1)
+         INSERT INTO nodes (node_id, url, heartbeat_at, sessions) VALUES ($1, $5, now(), (SELECT count(*) FROM renewed))
+         ON CONFLICT (node_id) DO UPDATE SET url = EXCLUDED.url, heartbeat_at = EXCLUDED.heartbeat_at, sessions = EXCLUDED.sessions`,
+        [this.node.id, this.node.leaseSecs, sids, sids.map((sid) => this.leases.get(sid)!), this.node.url ?? null],
       );
     } catch {
       // The server is away: the next renewal tries again, and a lease that expires meanwhile is fenced.
@@ -403,9 +414,11 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     clearInterval(this.renewal);
     await this.flush();
-    // A clean stop gives its leases back: another node may take the sessions at once.
-    if (this.node !== undefined && this.leases.size > 0) {
-      await this.pool.query('DELETE FROM leases WHERE node_id = $1 AND sid = ANY($2)', [this.node.id, [...this.leases.keys()]]).catch(() => {});
+    // A clean stop gives its leases back (another node may take the sessions at once) and leaves the cluster.
+    if (this.node !== undefined) {
+      await this.pool
+        .query('WITH released AS (DELETE FROM leases WHERE node_id = $1 AND sid = ANY($2)) DELETE FROM nodes WHERE node_id = $1', [this.node.id, [...this.leases.keys()]])
+        .catch(() => {});
     }
     await this.client?.end().catch(() => {});
     this.client = null;

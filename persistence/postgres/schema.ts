@@ -123,6 +123,17 @@ const MIGRATIONS: readonly string[] = [
   END
   $fence$;
   `,
+  // The nodes of the cluster, each row kept by its node's heartbeat (the same statement that renews
+  // its leases), removed by a clean stop: what `status` shows as `cluster.nodes`.
+  `
+  CREATE TABLE nodes (
+    node_id      text PRIMARY KEY,
+    url          text,
+    boot_id      text,
+    heartbeat_at timestamptz NOT NULL,
+    sessions     integer NOT NULL DEFAULT 0
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

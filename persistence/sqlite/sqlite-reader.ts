@@ -8,6 +8,7 @@ import {
   toHistoryEntry,
   toSummary,
   withTurnUsage,
+  type ClusterNode,
   type HistoryEntry,
   type HistoryRow,
   type QueryResult,
@@ -71,6 +72,10 @@ export class SqliteReader implements Reader {
       const select = this.db.prepare('SELECT model, prompt_tokens, completion_tokens, model_calls FROM turns WHERE turn_id = ?');
       return new Map(turnIds.map((id) => [id, select.get(id) as TurnUsageRow | undefined]).filter((e): e is [string, TurnUsageRow] => e[1] !== undefined));
     });
+  }
+
+  async nodes(): Promise<ClusterNode[]> {
+    return [];
   }
 
   async query(sql: string): Promise<QueryResult> {

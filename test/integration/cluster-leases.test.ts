@@ -2,6 +2,7 @@
 // through leases with fencing epochs. Real host processes, each a node, on a real PostgreSQL the
 // test starts. A lease's expiry is waited for by reading it from the database, not guessed.
 import { expect } from 'chai';
+import { startDaemon } from '../helpers/daemon.js';
 import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
 import { postgresForSuite } from '../helpers/postgres.js';
 
@@ -79,6 +80,29 @@ describe('nodes on one PostgreSQL: leases with fencing (real host processes)', f
     expect(early).to.include({ type: 'turn.error', reason: 'busy' });
     await leaseExpired(url, 's1');
     expect(await turn(second, 's1', 'r3', 'now')).to.include({ type: 'turn.end', message_count: 4 });
+  });
+
+  it('status and the REPL show this node and every node of the cluster: URL, heartbeat age, sessions', async () => {
+    const url = await server().database();
+    const daemon = await startDaemon(h, ['--store', url, '--node-id', 'a', '--lease-secs', String(LEASE_SECS), '--advertise', 'http://a.example:7433']);
+    await node(url, 'b');
+    const result = await h.runCli(['status', '--home', daemon.home, '--json']);
+    const status = JSON.parse(result.stdout) as { cluster: { node_id: string; nodes: { node_id: string; url: string | null; heartbeat_age_ms: number; sessions: number }[] } };
+    expect(status.cluster.node_id).to.equal('a');
+    expect(status.cluster.nodes.map((n) => [n.node_id, n.url])).to.deep.equal([
+      ['a', 'http://a.example:7433'],
+      ['b', null],
+    ]);
+    for (const n of status.cluster.nodes) expect(n.heartbeat_age_ms, n.node_id).to.be.within(0, LEASE_SECS * 1000);
+    const table = await h.runCli(['status', '--home', daemon.home]);
+    expect(table.stdout).to.match(/node b\s+\(no url\), heartbeat \d+ ms ago, 0 session\(s\)/);
+    const repl = h.spawnCli(['repl', '--home', daemon.home]);
+    let out = '';
+    repl.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    repl.stdin!.end('.nodes\n');
+    await new Promise((resolve) => repl.once('close', resolve));
+    expect(out).to.match(/a\s+http:\/\/a\.example:7433\s+\d+ ms ago/);
+    expect(out).to.match(/\bb\s+\d+ ms ago\s+0/);
   });
 
   it('one node id runs once, and a single host and nodes refuse each other, in one line each', async () => {
