@@ -1,5 +1,6 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, or all.
 import { benchAgent } from './agent.js';
+import { benchCluster } from './cluster.js';
 import { benchDaemon } from './daemon.js';
 import { benchEdge } from './edge.js';
 import { benchHost } from './host.js';
@@ -17,6 +18,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   queue: benchQueue,
   edge: benchEdge,
   store: benchStore,
+  cluster: benchCluster,
 };
 
 const names = process.argv.slice(2);

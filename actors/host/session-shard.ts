@@ -55,6 +55,8 @@ async function handle(
       try {
         session ??= await activate(state, msg.frame, ctx, services, host);
       } catch (err) {
+        // The worker the host reserved for a turn.start that goes no further is free again.
+        if (msg.ticket?.reserved) tell(host, { kind: 'release', ticketId: msg.ticket.id });
         if (err instanceof OwnedElsewhere) answerFrame(msg.frame, err.message, 'elsewhere', services);
         else answerFrame(msg.frame, `could not read the session: ${storageProblem(err as Error)}`, 'storage', services);
         return state;

@@ -68,6 +68,15 @@ describe('nodes on one PostgreSQL: leases with fencing (real host processes)', f
     expect(String(again['message'])).to.include('owned by node b');
   });
 
+  it('a turn.start refused because another node owns the session gives its worker back', async () => {
+    const url = await server().database();
+    const a = await node(url, 'a');
+    const b = await h.startHost(h.tempDir(), ['--store', url, '--node-id', 'b', '--workers', '1']);
+    expect(await turn(a, 's1', 'r1', 'mine')).to.include({ type: 'turn.end' });
+    for (const n of [1, 2, 3]) expect(await turn(b, 's1', `refused-${n}`, 'not yours')).to.include({ type: 'turn.error', reason: 'busy' });
+    expect(await turn(b, 's2', 'r2', 'one worker, still free')).to.include({ type: 'turn.end' });
+  });
+
   it('a node that restarts gets its sessions back only once their leases expire, never by assuming', async () => {
     const url = await server().database();
     const home = h.tempDir();

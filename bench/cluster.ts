@@ -1,0 +1,119 @@
+// `npm run bench -- cluster`: nodes on one PostgreSQL (PROTOCOL.md §6.2), on the one server this
+// bench starts. Takeover: from the kill -9 of the node that owns a session to the first
+// turn.started of that session on another node, whose client names it every 100 ms. Throughput:
+// 64 sessions spread over 1, 2 and 3 nodes (host processes) on this one machine, closed loop, with
+// the database's share of the CPU the run used. A forwarded turn's latency is not measured: nodes
+// do not forward to each other yet.
+import { readdirSync, readFileSync } from 'node:fs';
+import { Harness, type HostProcess } from '../test/helpers/processes.js';
+import { TestPostgres } from '../test/helpers/postgres.js';
+import { CLI, median, printTable, round, ROUNDS, writeResult } from './common.js';
+import { closedLoop, sessionIds, sleep, TurnProcess } from './driver.js';
+
+const LEASES_SECS = [2, 10];
+const NODE_COUNTS = [1, 2, 3];
+const SESSIONS = 64;
+const RETRY_MS = 100;
+
+/** CPU ticks (user + system) so far of every process whose command is `name`. */
+function ticksOf(name: string): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== name) continue;
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      total += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+
+/** Until a turn of the session starts on `host`: the milliseconds from `since`. */
+async function firstStart(host: HostProcess, sid: string, since: number): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    const requestId = `take-${attempt}`;
+    host.send({ type: 'turn.start', sid, request_id: requestId, text: 'taken over' });
+    const answer = await host.nextOf(['turn.started', 'turn.error'], { where: (f) => f['request_id'] === requestId, timeoutMs: 30_000 });
+    if (answer.type === 'turn.started') return performance.now() - since;
+    await sleep(RETRY_MS);
+  }
+}
+
+async function takeover(server: TestPostgres, leaseSecs: number): Promise<number> {
+  const h = new Harness();
+  try {
+    const url = await server.database();
+    const args = (id: string) => ['--store', url, '--node-id', id, '--lease-secs', String(leaseSecs)];
+    const owner = await h.startHost(h.tempDir(), args('owner'));
+    const other = await h.startHost(h.tempDir(), args('other'));
+    owner.send({ type: 'turn.start', sid: 's1', request_id: 'long', text: 'long\n/sleep 60' });
+    await owner.next('turn.started');
+    // Somewhere in the lease's renewal period, as a crash would fall.
+    await sleep(Math.random() * (leaseSecs * 1000) / 3);
+    const killedAt = performance.now();
+    owner.kill('SIGKILL');
+    return await firstStart(other, 's1', killedAt);
+  } finally {
+    await h.cleanup();
+  }
+}
+
+interface SpreadResult {
+  nodes: number;
+  turnsPerSec: number;
+  databaseCpuShare: number;
+}
+
+async function spread(server: TestPostgres, nodes: number): Promise<SpreadResult> {
+  const h = new Harness();
+  const url = await server.database();
+  const procs = Array.from({ length: nodes }, (_, i) => new TurnProcess(process.execPath, [CLI, 'host', '--home', h.tempDir(), '--workers', '64', '--store', url, '--node-id', `n${i}`]));
+  try {
+    await Promise.all(procs.map((p) => p.hello));
+    const sids = sessionIds('c', SESSIONS);
+    const share = (i: number) => sids.filter((_, k) => k % nodes === i);
+    const before = { db: ticksOf('postgres'), hosts: ticksOf('node') };
+    const runs = await Promise.all(procs.map((p, i) => closedLoop(p, share(i), 500, 3000)));
+    const db = ticksOf('postgres') - before.db;
+    const all = db + (ticksOf('node') - before.hosts);
+    return { nodes, turnsPerSec: runs.reduce((sum, r) => sum + r.turnsPerSec, 0), databaseCpuShare: db / all };
+  } finally {
+    await Promise.all(procs.map((p) => p.close()));
+    await h.cleanup();
+  }
+}
+
+export async function benchCluster(): Promise<void> {
+  const server = await TestPostgres.start();
+  const takeovers: Record<string, number[]> = {};
+  const spreads: SpreadResult[][] = NODE_COUNTS.map(() => []);
+  try {
+    for (let n = 1; n <= ROUNDS; n++) {
+      for (const leaseSecs of LEASES_SECS) {
+        process.stdout.write(`round ${n} of ${ROUNDS}: takeover with --lease-secs ${leaseSecs}…\n`);
+        (takeovers[leaseSecs] ??= []).push(await takeover(server, leaseSecs));
+      }
+      for (const [i, nodes] of NODE_COUNTS.entries()) {
+        process.stdout.write(`round ${n} of ${ROUNDS}: ${SESSIONS} sessions over ${nodes} node(s)…\n`);
+        spreads[i]!.push(await spread(server, nodes));
+      }
+    }
+  } finally {
+    await server.stop();
+  }
+  printTable(
+    `takeover after kill -9: from the kill to the first turn.started on another node (median of ${ROUNDS}; each round)`,
+    ['--lease-secs', 'ms', 'rounds'],
+    LEASES_SECS.map((s) => [s, round(median(takeovers[s]!)), takeovers[s]!.map((ms) => round(ms)).join(', ')]),
+  );
+  printTable(
+    `turns per second, ${SESSIONS} sessions spread over the nodes (closed loop, script agent, one 2-core machine; median of ${ROUNDS})`,
+    ['nodes', 'turns/s', 'database share of the CPU used'],
+    spreads.map((runs, i) => [NODE_COUNTS[i]!, round(median(runs.map((r) => r.turnsPerSec))), `${round(100 * median(runs.map((r) => r.databaseCpuShare)), 1)}%`]),
+  );
+  const file = writeResult('cluster', { takeovers, spreads });
+  process.stdout.write(`\nwrote ${file}\n`);
+}
