@@ -43,7 +43,13 @@ export interface ConnectOptions {
   socket?: string;
   /** The daemon's HTTP edge (`http://host:port`), reached by its WebSocket instead of the socket; needs `token`. */
   url?: string;
-  /** The edge's token (`turnhost token`), with `url`. */
+  /**
+   * The edges of several nodes of one cluster (PROTOCOL.md §6.2), tried in turn: when the node this
+   * client is connected to goes away, it moves to the next one that answers and resumes its
+   * sessions there. The same `token` for all (give the nodes one `$TURNHOST_TOKEN`).
+   */
+  urls?: readonly string[];
+  /** The edge's token (`turnhost token`), with `url` or `urls`. */
   token?: string;
   /** `false`: a dropped connection stays dropped. */
   reconnect?: ReconnectOptions | false;
@@ -83,12 +89,30 @@ export async function connect(options: ConnectOptions = {}): Promise<TurnhostCli
   return new TurnhostClient(await reopen(), reopen, options);
 }
 
-/** How a connection is made, the first time and after each drop: the socket, or the edge's WebSocket. */
+/**
+ * How a connection is made, the first time and after each drop: the socket, or an edge's
+ * WebSocket; with several edges, the one that answered last first, then the others in order.
+ */
 function opener(options: ConnectOptions): () => Promise<RpcClient> {
-  if (options.url !== undefined) {
-    const { url, token } = options;
+  const urls = options.urls ?? (options.url === undefined ? [] : [options.url]);
+  if (urls.length > 0) {
+    const { token } = options;
     if (token === undefined) throw new Error('connect({url}) needs the edge\'s token: connect({url, token})');
-    return () => RpcClient.connectUrl(url, token).catch((err: unknown) => Promise.reject(new DaemonUnreachableError(url, (err as NodeJS.ErrnoException).code)));
+    let current = 0;
+    return async () => {
+      let failure: DaemonUnreachableError | undefined;
+      for (let tried = 0; tried < urls.length; tried++) {
+        const url = urls[(current + tried) % urls.length]!;
+        try {
+          const rpc = await RpcClient.connectUrl(url, token);
+          current = (current + tried) % urls.length;
+          return rpc;
+        } catch (err) {
+          failure ??= new DaemonUnreachableError(url, (err as NodeJS.ErrnoException).code);
+        }
+      }
+      throw failure!;
+    };
   }
   const socket = options.socket ?? homePaths(homeFrom(options.home)).socket;
   return () => RpcClient.connect(socket).catch((err: unknown) => Promise.reject(new DaemonUnreachableError(socket, (err as NodeJS.ErrnoException).code)));

@@ -2,6 +2,7 @@
 // through leases with fencing epochs. Real host processes, each a node, on a real PostgreSQL the
 // test starts. A lease's expiry is waited for by reading it from the database, not guessed.
 import { expect } from 'chai';
+import { connect, type SessionEvent } from '../../client/index.js';
 import { startDaemon } from '../helpers/daemon.js';
 import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
 import { postgresForSuite } from '../helpers/postgres.js';
@@ -112,6 +113,47 @@ describe('nodes on one PostgreSQL: leases with fencing (real host processes)', f
     await new Promise((resolve) => repl.once('close', resolve));
     expect(out).to.match(/a\s+http:\/\/a\.example:7433\s+\d+ ms ago/);
     expect(out).to.match(/\bb\s+\d+ ms ago\s+0/);
+  });
+
+  it('a whole node killed (daemon and host): turnhost/client moves to the next node and the session goes on there', async () => {
+    const url = await server().database();
+    const token = 'cluster-test-token-0123456789abcdef';
+    const nodeArgs = (id: string) => ['--store', url, '--node-id', id, '--lease-secs', String(LEASE_SECS), '--listen', '127.0.0.1:0'];
+    const a = await startDaemon(h, nodeArgs('a'), { TURNHOST_TOKEN: token });
+    const b = await startDaemon(h, nodeArgs('b'), { TURNHOST_TOKEN: token });
+    const statusOf = async (home: string) => JSON.parse((await h.runCli(['status', '--home', home, '--json'])).stdout) as { http: { url: string }; host: { pid: number } };
+    const [aStatus, bStatus] = [await statusOf(a.home), await statusOf(b.home)];
+    const client = await connect({ urls: [aStatus.http.url, bStatus.http.url], token });
+    try {
+      await client.createSession({ session_id: 's1' });
+      // Each pass follows the session anew (leaving a for-await ends the iterator it read), before its submit.
+      const untilEnd = async (events: AsyncIterable<SessionEvent>): Promise<SessionEvent[]> => {
+        const seen: SessionEvent[] = [];
+        for await (const event of events) {
+          seen.push(event);
+          if (event.type === 'turn.end') return seen;
+        }
+        return seen;
+      };
+      const first = client.events('s1');
+      expect((await client.submit('s1', 'on a')).status).to.equal('streaming');
+      await untilEnd(first);
+      const movedOn = new Promise<void>((resolve) => {
+        client.onConnectionState = (state) => state === 'connected' && resolve();
+      });
+      for (const pid of [a.process.pid, aStatus.host.pid]) process.kill(pid, 'SIGKILL');
+      await movedOn;
+      await leaseExpired(url, 's1');
+      const following = client.events('s1');
+      await client.submit('s1', 'on b');
+      const after = await untilEnd(following);
+      expect(after.filter((e) => e.type === 'message.complete').map((e) => (e.payload as { text: string }).text)).to.deep.equal(['on b']);
+      const messages = await server().query<{ content: string }>(url, "SELECT content FROM messages WHERE sid = 's1' ORDER BY seq");
+      expect(messages.map((m) => m.content)).to.deep.equal(['on a', 'on a', 'on b', 'on b']);
+      expect(await server().query(url, "SELECT node_id FROM leases WHERE sid = 's1'")).to.deep.equal([{ node_id: 'b' }]);
+    } finally {
+      client.close();
+    }
   });
 
   it('one node id runs once, and a single host and nodes refuse each other, in one line each', async () => {
