@@ -48,6 +48,29 @@ describe('nodes on one PostgreSQL: leases with fencing (real host processes)', f
     expect(await server().query(url, "SELECT node_id, epoch::int AS epoch FROM leases WHERE sid = 's1'")).to.deep.equal([{ node_id: 'b', epoch: 2 }]);
   });
 
+  it('the queued prompts of a dead node\'s session run on the node that takes it over: once each, in order', async () => {
+    const url = await server().database();
+    const a = await node(url, 'a');
+    const b = await node(url, 'b');
+    a.send({ type: 'turn.start', sid: 's1', request_id: 'long', text: 'long\n/sleep 30' });
+    await a.next('turn.started', { where: (f) => f['request_id'] === 'long' });
+    for (const n of [1, 2, 3]) {
+      a.send({ type: 'turn.start', sid: 's1', request_id: `q${n}`, text: `queued ${n}`, on_busy: 'queue', client_message_id: `c${n}` });
+      await a.next('turn.queued', { where: (f) => f['request_id'] === `q${n}` });
+    }
+    a.kill('SIGKILL');
+    await a.waitExit();
+    await leaseExpired(url, 's1');
+    b.send({ type: 'queue', sid: 's1', request_id: 'go', op: 'resume' });
+    for (const n of [1, 2, 3]) await b.next('turn.end', { where: (f) => f['request_id'] === `q${n}` });
+    const users = await server().query<{ content: string }>(url, "SELECT content FROM messages WHERE sid = 's1' AND role = 'user' ORDER BY seq");
+    expect(users.map((m) => m.content)).to.deep.equal(['long\n/sleep 30', 'queued 1', 'queued 2', 'queued 3']);
+    expect(await server().query(url, "SELECT status, count(*)::int AS n FROM turns WHERE sid = 's1' GROUP BY status ORDER BY status")).to.deep.equal([
+      { status: 'completed', n: 3 },
+      { status: 'lost', n: 1 },
+    ]);
+  });
+
   it('a node paused past its lease writes nothing of the session when it wakes: its turn ends lease_lost; its other sessions go on', async () => {
     const url = await server().database();
     const a = await node(url, 'a');
