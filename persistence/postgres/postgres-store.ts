@@ -59,7 +59,7 @@ export interface PostgresStoreOptions {
 export class PostgresStore implements Store {
   readonly history: HistoryCache;
   private readonly gathering = new GroupGathering(() => this.commitGathered());
-  /** Writes owed by groups that failed (a turn's undoing): sent first with the next group. */
+  /** Writes owed by groups that failed (a turn's undoing): each committed on its own before the next group. */
   private owed: Work[] = [];
   private readonly writer = new PostgresWriter();
   /** The group being committed; the next one gathers meanwhile. */
