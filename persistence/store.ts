@@ -58,7 +58,10 @@ export interface Store {
   /** Owes a write to the database: done in the next transaction that commits. */
   owe(work: Work): void;
 
+  /** The session as stored; as a node of several, after taking its lease (OwnedElsewhere when another node holds it). */
   loadSession(sid: string): Promise<StoredSession | undefined>;
+  /** A session the host will not hold after all (named, but unknown): a node gives back the lease loadSession took. */
+  release(sid: string): Promise<void>;
   /**
    * A session's messages at positions [from, to), from the history cache (bounded in bytes, least
    * recently used out), else from the database, which then fills the cache with the whole history.

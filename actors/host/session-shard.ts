@@ -98,7 +98,10 @@ async function activate(
   host: Ref<HostMsg>,
 ): Promise<Ref<SessionMsg> | undefined> {
   const stored = await services.store.loadSession(frame.sid);
-  if (stored === undefined && frame.type !== 'turn.start' && frame.type !== 'session.create') return undefined;
+  if (stored === undefined && frame.type !== 'turn.start' && frame.type !== 'session.create') {
+    await services.store.release(frame.sid);
+    return undefined;
+  }
   const name = actorName(frame.sid);
   for (const known of state.sids.keys()) if (!ctx.children.has(known)) state.sids.delete(known);
   state.sids.set(name, frame.sid);

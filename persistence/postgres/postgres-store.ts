@@ -311,6 +311,13 @@ export class PostgresStore implements Store {
     }
   }
 
+  async release(sid: string): Promise<void> {
+    const epoch = this.leases.get(sid);
+    if (this.node === undefined || epoch === undefined) return;
+    this.leases.delete(sid);
+    await this.pool.query('DELETE FROM leases WHERE sid = $1 AND node_id = $2 AND epoch = $3', [sid, this.node.id, epoch]).catch(() => {});
+  }
+
   /**
    * The node's heartbeat, one statement: its row in `nodes`, and the leases it holds, at their
    * epochs (a lease another node took is not renewed).

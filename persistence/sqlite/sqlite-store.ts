@@ -235,6 +235,10 @@ export class SqliteStore implements Store {
    * connection, and the daemon's reader usually is not gone yet, so a quiet home would otherwise
    * keep its whole history in the WAL. A checkpoint a reader blocks is skipped, never fatal.
    */
+  async release(): Promise<void> {
+    // One host owns the whole database: there is no lease to give back.
+  }
+
   health(): StoreHealth {
     return { store: `sqlite ${this.file}`, reachable: true };
   }

@@ -92,6 +92,14 @@ describe('nodes on one PostgreSQL: leases with fencing (real host processes)', f
     expect(String(again['message'])).to.include('owned by node b');
   });
 
+  it('a frame naming a session that does not exist leaves no lease behind', async () => {
+    const url = await server().database();
+    const a = await node(url, 'a');
+    a.send({ type: 'interrupt', sid: 'ghost', request_id: 'i1' });
+    expect(await a.next('interrupt.ack')).to.include({ applied: false });
+    expect(await server().query(url, "SELECT count(*)::int AS n FROM leases WHERE sid = 'ghost'")).to.deep.equal([{ n: 0 }]);
+  });
+
   it('a turn.start refused because another node owns the session gives its worker back', async () => {
     const url = await server().database();
     const a = await node(url, 'a');
