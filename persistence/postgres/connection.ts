@@ -10,7 +10,7 @@ const CONNECT_TIMEOUT_MS = 5_000;
 /** Far longer than any healthy statement: a group waiting on a row lock fails here, not forever. */
 const STATEMENT_TIMEOUT_MS = 30_000;
 /** The reads the daemon and the host run at once on their own connections. */
-export const READ_POOL_SIZE = 4;
+const READ_POOL_SIZE = 4;
 
 /** bigint (int8) columns hold epoch milliseconds and counts: numbers, not the driver's strings. */
 export const types = {
@@ -27,6 +27,13 @@ export function clientConfig(location: Extract<StoreLocation, { kind: 'postgres'
     options: `-c search_path=${SCHEMA} -c statement_timeout=${STATEMENT_TIMEOUT_MS} -c lock_timeout=${STATEMENT_TIMEOUT_MS}`,
     types,
   };
+}
+
+/** The reading connections of a host or a daemon, made as reads need them. */
+export function readPool(location: Extract<StoreLocation, { kind: 'postgres' }>): pg.Pool {
+  const pool = new pg.Pool({ ...clientConfig(location, 'reader'), max: READ_POOL_SIZE, idleTimeoutMillis: 10_000 });
+  pool.on('error', () => {}); // an idle reader's server went away: the pool drops it, the next read reconnects
+  return pool;
 }
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', '57P01', '57P02', '57P03']);

@@ -18,7 +18,7 @@ import {
 } from '../reader.js';
 import type { StoreLocation } from '../store-location.js';
 import type { SessionStatus } from '../store.js';
-import { clientConfig, described, READ_POOL_SIZE } from './connection.js';
+import { described, readPool } from './connection.js';
 import { SCHEMA } from './schema.js';
 
 export class PostgresReader implements Reader {
@@ -33,8 +33,7 @@ export class PostgresReader implements Reader {
 
   /** Null when the host has not made the schema yet; throws when the server cannot be reached. */
   static async open(location: Extract<StoreLocation, { kind: 'postgres' }>): Promise<PostgresReader | null> {
-    const pool = new pg.Pool({ ...clientConfig(location, 'reader'), max: READ_POOL_SIZE, idleTimeoutMillis: 10_000 });
-    pool.on('error', () => {});
+    const pool = readPool(location);
     try {
       const { rows } = await pool.query<{ made: boolean }>('SELECT to_regclass($1) IS NOT NULL AS made', [`${SCHEMA}.schema_version`]);
       if (rows[0]?.made === true) return new PostgresReader(pool, location);

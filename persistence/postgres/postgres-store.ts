@@ -31,7 +31,7 @@ import {
   type Work,
 } from '../store.js';
 import type { QueuedPrompt, SubmitRecord } from '../store-writer.js';
-import { clientConfig, described, isConnectionError, READ_POOL_SIZE } from './connection.js';
+import { clientConfig, described, isConnectionError, readPool } from './connection.js';
 import { PostgresWriter, type PendingStatement } from './postgres-writer.js';
 import { HOST_LOCK, LEASE_LOST_CODE, migrate } from './schema.js';
 
@@ -91,8 +91,7 @@ export class PostgresStore implements Store {
   /** Connects, migrates, and takes the host's lock; throws (DatabaseTaken among others) when it cannot. */
   static async open(location: PostgresLocation, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
     const client = await connectWriter(location, true, options.node);
-    const pool = new pg.Pool({ ...clientConfig(location, 'reader'), max: READ_POOL_SIZE, idleTimeoutMillis: 10_000 });
-    pool.on('error', () => {}); // an idle reader's server went away: the pool drops it, the next read reconnects
+    const pool = readPool(location);
     const store = new PostgresStore(location, client, pool, (options.historyCacheMib ?? DEFAULT_HISTORY_CACHE_MIB) * 1024 * 1024, options.node);
     await store.renewLeases(); // the node shows in the cluster from its start
     return store;
