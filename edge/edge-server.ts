@@ -66,6 +66,7 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
     allowHosts: options.allowHosts,
     corsOrigins: options.corsOrigins,
     secureCookie: options.publicUrl?.startsWith('https://') === true,
+    peerSecret: options.shared.cluster?.secret,
   });
   const restClient: ClientContext = { ...options.shared, clientId: nextClientId(), cwds: new Map() };
   const page = new PageFiles();
@@ -210,10 +211,18 @@ function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, upgrading: 
   const refusal = access.checkHost(req) ?? access.checkOrigin(req);
   if (refusal !== null) return rejectUpgrade(socket, refusal.status, refusal.message);
   if (new URL(req.url ?? '/', 'http://edge').pathname !== '/v1/rpc') return rejectUpgrade(socket, 404, 'not found');
-  const authenticated = access.authenticated(req);
+  if (access.authenticated(req)) return wss.handleUpgrade(req, socket, head, (ws) => admitWebSocket(ws, socket, options));
+  access.isPeer(req).then((peer) => {
+    if (socket.destroyed) return;
+    if (peer) return wss.handleUpgrade(req, socket, head, (ws) => admitWebSocket(ws, socket, { ...options, shared: { ...options.shared, cluster: null } }));
+    firstFrameAuth(req, socket, head, upgrading);
+  }, () => socket.destroy());
+}
+
+/** A browser cannot set headers on a WebSocket: its first frame may carry the token instead. */
+function firstFrameAuth(req: IncomingMessage, socket: Duplex, head: Buffer, upgrading: Upgrading): void {
+  const { access, options, wss } = upgrading;
   wss.handleUpgrade(req, socket, head, (ws) => {
-    if (authenticated) return admitWebSocket(ws, socket, options);
-    // A browser cannot set headers on a WebSocket: its first frame may carry the token instead.
     const timer = setTimeout(() => ws.close(POLICY_VIOLATION, 'unauthorized'), FIRST_FRAME_AUTH_MS);
     ws.once('message', (data) => {
       clearTimeout(timer);

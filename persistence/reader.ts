@@ -63,6 +63,13 @@ export interface ClusterNode {
   sessions: number;
 }
 
+/** Another node, as a forwarding node reaches it. */
+export interface PeerNode {
+  node_id: string;
+  /** Its edge (`--advertise`); null when it has none, and cannot be forwarded to. */
+  url: string | null;
+}
+
 /** A read-only query's answer, for the REPL's `.sql`. */
 export interface QueryResult {
   columns: string[];
@@ -81,6 +88,10 @@ export interface Reader {
   history(sid: string, limit?: number): Promise<HistoryEntry[] | undefined>;
   /** The nodes sharing the database; none on SQLite. */
   nodes(): Promise<ClusterNode[]>;
+  /** The live node other than `self` that holds the session's lease; null when none does (always on SQLite). */
+  liveOwner(sid: string, self: string): Promise<PeerNode | null>;
+  /** What the nodes show each other (PROTOCOL.md §6.2); null on SQLite. */
+  clusterSecret(): Promise<string | null>;
   /** A query that only reads; one that would write is refused. */
   query(sql: string): Promise<QueryResult>;
   close(): Promise<void>;

@@ -11,6 +11,7 @@ import { spawnActor, stopActor, tell, type AnyRef } from '../runtime.js';
 import type { ClientMsg, ClientSink } from './supervisor-messages.js';
 import { ClientOutput } from './client-output.js';
 import type { Overrun, UnreadLimits } from './unread-bound.js';
+import { FORWARDED, PeerLinks } from './peer-links.js';
 
 
 let lastClientId = 0;
@@ -79,16 +80,19 @@ export function acceptClient(parent: AnyRef, open: OpenTransport, shared: Connec
   });
   const sink: ClientSink = { id, write: (line) => transport.output.write(line) };
   const ctx: ClientContext = { ...shared, clientId: id, cwds: new Map() };
+  const followHere = (sid: string) => tell(ctx.gateway, { kind: 'attach', sid, clientId: id });
+  const peers = shared.cluster === null ? null : new PeerLinks(shared.cluster, sink.write, followHere, clientLog);
   const ref = spawnActor<null, ClientMsg>(
     parent,
     `client-${id}`,
     (state, msg, actor) => {
       if (msg.kind === 'closed') {
+        peers?.close();
         tell(ctx.gateway, { kind: 'client-closed', clientId: id });
         stopActor(actor.self);
         return state;
       }
-      onLine(msg.text, sink, ctx, clientLog);
+      onLine(msg.text, sink, ctx, peers, clientLog);
       return state;
     },
     { log: clientLog, init: () => null },
@@ -106,7 +110,8 @@ export function acceptClient(parent: AnyRef, open: OpenTransport, shared: Connec
   return transport.output;
 }
 
-function onLine(text: string, sink: ClientSink, ctx: ClientContext, log: Logger): void {
+/** `peers`: as a node of several, where the methods on sessions other nodes own are sent on. */
+function onLine(text: string, sink: ClientSink, ctx: ClientContext, peers: PeerLinks | null, log: Logger): void {
   const message = parseClientMessage(text);
   switch (message.kind) {
     case 'invalid':
@@ -115,18 +120,21 @@ function onLine(text: string, sink: ClientSink, ctx: ClientContext, log: Logger)
     case 'notification':
       return;
     case 'response':
+      if (peers?.response(message.id, text)) return;
       if (typeof message.id === 'string') {
         answerServerRequest(ctx, message.id, message).catch((err: unknown) => log.warn({ err }, 'could not relay a client answer'));
       }
       return;
-    case 'request':
-      callMethod(message.method, message.params, ctx, message.id).then(
+    case 'request': {
+      const here = () => callMethod(message.method, message.params, ctx, message.id);
+      (peers === null ? here() : peers.request(message, text, here)).then(
         (result) => {
-          if (result !== ANSWERED_ELSEWHERE) sink.write(resultLine(message.id, result));
+          if (result !== ANSWERED_ELSEWHERE && result !== FORWARDED) sink.write(resultLine(message.id, result));
         },
         (err: unknown) => sink.write(errorLine(message.id, asRpcError(err, log))),
       );
       return;
+    }
   }
 }
 

@@ -9,6 +9,7 @@ import type { RequestId } from '../../protocol/rpc.js';
 import { ON_BUSY, type QueueOp } from '../../protocol/frames.js';
 import { routeClass } from '../host/routes.js';
 import { ask, tell, SECOND_MS, type Ref } from '../runtime.js';
+import type { Cluster } from './peer-links.js';
 import type { CallReply, GatewayMsg, HostCall, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
 
 export interface ClientContext {
@@ -21,6 +22,8 @@ export interface ClientContext {
   storeShown: string;
   /** This node's id, when it is one node of several on the store (PROTOCOL.md §6.2). */
   nodeId: string | null;
+  /** As a node, to forward methods on sessions another node owns; null when alone, and on a link from a peer. */
+  cluster: Cluster | null;
   /** Working folders given at session.create, for that session's turns from this client. */
   cwds: Map<string, string>;
   /** The HTTP edge's address, when the daemon listens (`--listen`). */

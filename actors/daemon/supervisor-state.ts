@@ -14,7 +14,8 @@ export interface SupervisorConfig {
   home: string;
   buildSha: string;
   hostEntry: string;
-  hostArgs: string[];
+  /** Made at each spawn: a node advertises its edge's address, known only once the edge listens. */
+  hostArgs: () => string[];
   /** The agent the host runs, as given to the daemon (for host.status). */
   agent: string;
   hostEnv: NodeJS.ProcessEnv;

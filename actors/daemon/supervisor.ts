@@ -164,7 +164,7 @@ async function spawnHost(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, w
     exit: (child, code, signal) => tell(ctx.self, { kind: 'host-exit', child, code, signal }),
   };
   const spawn = config.spawnHost ?? HostChild.spawn;
-  const child = spawn(config.hostEntry, ['host', '--home', config.home, '--queue-deltas', '--log-fd', String(HOST_LOG_FD), ...config.hostArgs], config.hostEnv, events);
+  const child = spawn(config.hostEntry, ['host', '--home', config.home, '--queue-deltas', '--log-fd', String(HOST_LOG_FD), ...config.hostArgs()], config.hostEnv, events);
   wiring.gate.attach(() => child.pauseOutput(), () => child.resumeOutput());
   s.child = child;
   s.hello = null;

@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import pino from 'pino';
 import { acceptClient, unixTransport, type ClientLines, type ConnectionContext } from '../../actors/daemon/client-connection.js';
 import { unreadLimits } from '../../actors/daemon/unread-bound.js';
+import type { Cluster } from '../../actors/daemon/peer-links.js';
 import { monotonicClock } from '../../actors/clock.js';
 import { spawnGateway } from '../../actors/daemon/gateway.js';
 import { OutputGate } from '../../actors/daemon/output-gate.js';
@@ -18,6 +19,7 @@ import { keyRedactor, type Redactor } from '../../agents/model/key-redaction.js'
 import { ErrorCodes, errorLine, RpcError } from '../../protocol/client-rpc.js';
 import { isRecord } from '../../protocol/fields.js';
 import { LogFile } from '../../persistence/log.js';
+import type { Reader } from '../../persistence/reader.js';
 import { realProbe } from '../../persistence/proc.js';
 import { describeLocation, openReader, readerOnDemand, STORE_ENV, storeLocation, type StoreLocation } from '../../persistence/store-location.js';
 import { buildSha, cliEntry } from '../build-info.js';
@@ -25,7 +27,7 @@ import { acquireHomeLock } from '../home-lock.js';
 import { enterHome, ensureHome, homePaths } from '../home.js';
 import { startRepl } from '../repl-server.js';
 import { startEdge, type Edge } from '../../edge/edge-server.js';
-import { edgeUrl, type ListenAddress } from '../../edge/listen-address.js';
+import type { ListenAddress } from '../../edge/listen-address.js';
 import { DaemonMetrics } from '../../edge/metrics.js';
 
 export interface DaemonOptions {
@@ -81,12 +83,10 @@ export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'agentConfig' | 
   return args;
 }
 
-/** Where other nodes reach this node's edge: `--advertise`, else the `--listen` address when its port is fixed. */
-function advertisedUrl(options: DaemonOptions): string | undefined {
+/** Where other nodes reach this node's edge: `--advertise`, else the address the edge listens on. */
+function advertisedUrl(options: DaemonOptions, edge: Edge | null): string | undefined {
   if (options.nodeId === undefined) return undefined;
-  if (options.advertise !== undefined) return options.advertise;
-  const listen = options.http?.listen;
-  return listen === undefined || listen.port === 0 ? undefined : edgeUrl(listen.host, listen.port);
+  return options.advertise ?? edge?.url;
 }
 
 function quotedLine(name: string, line: string): string {
@@ -148,6 +148,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const system = startSystem();
   const gate = new OutputGate();
   let metrics: DaemonMetrics | null = null;
+  let edge: Edge | null = null;
   const gateway = spawnGateway(system, log, gate, (type, payload) => metrics?.turnEvent(type, payload));
   const supervisor = spawnSupervisor(system, {
     gateway,
@@ -156,7 +157,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       home,
       buildSha: buildSha(),
       hostEntry: process.env['TURNHOST_HOST_ENTRY'] ?? cliEntry(),
-      hostArgs: hostArgs({ ...options, advertise: advertisedUrl(options) }),
+      hostArgs: () => hostArgs({ ...options, advertise: advertisedUrl(options, edge) }),
       agent: options.agent ?? 'script',
       // The store's URL goes by the environment, not argv: other users of the machine can read argv.
       hostEnv: { ...hostEnvironment(process.env, agentNames), [STORE_ENV]: location.kind === 'sqlite' ? 'sqlite' : location.url },
@@ -175,9 +176,9 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     },
   });
   const database = readerOnDemand(location);
-  let edge: Edge | null = null;
   const storeShown = describeLocation(location);
-  const shared = { supervisor, gateway, reader: database.get, storeShown, nodeId: options.nodeId ?? null, edgeUrl: () => edge?.url ?? null };
+  const cluster = options.nodeId === undefined ? null : clusterView(options.nodeId, database.get);
+  const shared = { supervisor, gateway, reader: database.get, storeShown, nodeId: options.nodeId ?? null, cluster, edgeUrl: () => edge?.url ?? null };
   metrics = daemonMetrics(shared);
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
   // Every client's output, whatever its door: one cap, and each is ended when the daemon stops.
@@ -222,6 +223,16 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   log.info('daemon exiting');
   logFile.close();
   return 0;
+}
+
+/** What this node reads of the cluster to forward; the secret, once the store has it, is kept. */
+function clusterView(nodeId: string, reader: () => Promise<Reader | null>): Cluster {
+  let secret: string | null = null;
+  return {
+    nodeId,
+    liveOwner: async (sid) => (await reader())?.liveOwner(sid, nodeId) ?? null,
+    secret: async () => (secret ??= (await (await reader())?.clusterSecret()) ?? null),
+  };
 }
 
 /** The metrics read the supervisor, the database and the gateway when scraped. */

@@ -10,6 +10,7 @@ import {
   type ClusterNode,
   type HistoryEntry,
   type HistoryRow,
+  type PeerNode,
   type QueryResult,
   type Reader,
   type SessionRow,
@@ -101,6 +102,19 @@ export class PostgresReader implements Reader {
       `SELECT node_id, url, (extract(epoch FROM now() - heartbeat_at) * 1000)::int AS heartbeat_age_ms, sessions
        FROM nodes ORDER BY node_id`,
     );
+  }
+
+  async liveOwner(sid: string, self: string): Promise<PeerNode | null> {
+    const [owner] = await this.rows<PeerNode>(
+      'SELECT l.node_id, n.url FROM leases l LEFT JOIN nodes n USING (node_id) WHERE l.sid = $1 AND l.node_id <> $2 AND l.expires_at > now()',
+      [sid, self],
+    );
+    return owner ?? null;
+  }
+
+  async clusterSecret(): Promise<string | null> {
+    const [row] = await this.rows<{ secret: string }>('SELECT secret FROM cluster_secret');
+    return row?.secret ?? null;
   }
 
   async query(sql: string): Promise<QueryResult> {

@@ -134,6 +134,16 @@ const MIGRATIONS: readonly string[] = [
     sessions     integer NOT NULL DEFAULT 0
   );
   `,
+  // The secret the nodes show each other when one forwards a client's method to the session's
+  // owner: made once, with the database; gen_random_uuid() draws from the server's strong random
+  // source (two of them: 244 random bits).
+  `
+  CREATE TABLE cluster_secret (
+    one    boolean PRIMARY KEY DEFAULT true CHECK (one),
+    secret text NOT NULL
+  );
+  INSERT INTO cluster_secret (secret) VALUES (replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

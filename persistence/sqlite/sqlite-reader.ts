@@ -11,6 +11,7 @@ import {
   type ClusterNode,
   type HistoryEntry,
   type HistoryRow,
+  type PeerNode,
   type QueryResult,
   type Reader,
   type SessionRow,
@@ -76,6 +77,14 @@ export class SqliteReader implements Reader {
 
   async nodes(): Promise<ClusterNode[]> {
     return [];
+  }
+
+  async liveOwner(): Promise<PeerNode | null> {
+    return null;
+  }
+
+  async clusterSecret(): Promise<string | null> {
+    return null;
   }
 
   async query(sql: string): Promise<QueryResult> {

@@ -91,7 +91,7 @@ async function rig(): Promise<Rig> {
       home: '/home/rig',
       buildSha: 'build-1',
       hostEntry: 'stand-in',
-      hostArgs: [],
+      hostArgs: () => [],
       agent: 'script',
       hostEnv: {},
       registryPath: join(dir, 'state', 'compute-host.json'),
