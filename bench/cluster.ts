@@ -2,13 +2,16 @@
 // bench starts. Takeover: from the kill -9 of the node that owns a session to the first
 // turn.started of that session on another node, whose client names it every 100 ms. Throughput:
 // 64 sessions spread over 1, 2 and 3 nodes (host processes) on this one machine, closed loop, with
-// the database's share of the CPU the run used. A forwarded turn's latency is not measured: nodes
-// do not forward to each other yet.
+// the database's share of the CPU the run used. Forwarding: one session owned by node a, turns back
+// to back from a client of a's socket and from a client of b's, which b forwards to a.
 import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Harness, type HostProcess } from '../test/helpers/processes.js';
 import { TestPostgres } from '../test/helpers/postgres.js';
-import { CLI, median, printTable, round, ROUNDS, writeResult } from './common.js';
-import { closedLoop, sessionIds, sleep, TurnProcess } from './driver.js';
+import { CLI, median, printTable, round, ROUNDS, withTempDir, writeResult } from './common.js';
+import { startDaemon, stopDaemon } from './daemon.js';
+import { backToBack, closedLoop, sessionIds, sleep, TurnProcess, type Latency } from './driver.js';
+import { RpcDriver } from './rpc-driver.js';
 
 const LEASES_SECS = [2, 10];
 const NODE_COUNTS = [1, 2, 3];
@@ -86,12 +89,45 @@ async function spread(server: TestPostgres, nodes: number): Promise<SpreadResult
   }
 }
 
+const FORWARD_WARMUP = 200;
+const FORWARD_TURNS = 2000;
+
+interface ForwardRound {
+  owner: Latency;
+  forwarded: Latency;
+}
+
+/** One session on node a: its turns from a client of a, then from a client of b (forwarded to a), back to back. */
+async function forwarding(server: TestPostgres): Promise<ForwardRound> {
+  const url = await server.database();
+  return withTempDir((a) =>
+    withTempDir(async (b) => {
+      const args = (id: string) => ['--store', url, '--node-id', id, '--listen', '127.0.0.1:0'];
+      const daemons = [await startDaemon(a, args('a')), await startDaemon(b, args('b'))];
+      const [onA, onB] = [await RpcDriver.open(join(a, 'turnhost.sock')), await RpcDriver.open(join(b, 'turnhost.sock'))];
+      try {
+        await onA.createSessions(['f1']);
+        const owner = await backToBack(onA, 'f1', FORWARD_WARMUP, FORWARD_TURNS);
+        const forwarded = await backToBack(onB, 'f1', FORWARD_WARMUP, FORWARD_TURNS);
+        return { owner, forwarded };
+      } finally {
+        onA.close();
+        onB.close();
+        await Promise.all(daemons.map(stopDaemon));
+      }
+    }),
+  );
+}
+
 export async function benchCluster(): Promise<void> {
   const server = await TestPostgres.start();
   const takeovers: Record<string, number[]> = {};
   const spreads: SpreadResult[][] = NODE_COUNTS.map(() => []);
+  const forwards: ForwardRound[] = [];
   try {
     for (let n = 1; n <= ROUNDS; n++) {
+      process.stdout.write(`round ${n} of ${ROUNDS}: a turn on the owning node and a forwarded one…\n`);
+      forwards.push(await forwarding(server));
       for (const leaseSecs of LEASES_SECS) {
         process.stdout.write(`round ${n} of ${ROUNDS}: takeover with --lease-secs ${leaseSecs}…\n`);
         (takeovers[leaseSecs] ??= []).push(await takeover(server, leaseSecs));
@@ -114,6 +150,18 @@ export async function benchCluster(): Promise<void> {
     ['nodes', 'turns/s', 'database share of the CPU used'],
     spreads.map((runs, i) => [NODE_COUNTS[i]!, round(median(runs.map((r) => r.turnsPerSec))), `${round(100 * median(runs.map((r) => r.databaseCpuShare)), 1)}%`]),
   );
-  const file = writeResult('cluster', { takeovers, spreads });
+  const latency = (pick: (r: ForwardRound) => Latency) => [round(median(forwards.map((r) => pick(r).p50Ms)), 3), round(median(forwards.map((r) => pick(r).p99Ms)), 3)];
+  const [ownerP50, ownerP99] = latency((r) => r.owner);
+  const [forwardedP50, forwardedP99] = latency((r) => r.forwarded);
+  printTable(
+    `one session's turns back to back, script agent (${FORWARD_TURNS} turns; median of ${ROUNDS})`,
+    ['client of', 'p50 ms', 'p99 ms'],
+    [
+      ['the owning node (a)', ownerP50!, ownerP99!],
+      ['another node (b), forwarded to a', forwardedP50!, forwardedP99!],
+      ['extra', round(forwardedP50! - ownerP50!, 3), round(forwardedP99! - ownerP99!, 3)],
+    ],
+  );
+  const file = writeResult('cluster', { takeovers, spreads, forwards });
   process.stdout.write(`\nwrote ${file}\n`);
 }
