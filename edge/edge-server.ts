@@ -17,6 +17,7 @@ import { Access, type Refusal } from './access.js';
 import { EventStream } from './event-stream.js';
 import { HttpFailure, notFound, sendError, sendJson, wrongMethod } from './http-answers.js';
 import { TokenSource } from './http-token.js';
+import { agUiRun } from './ag-ui.js';
 import { edgeUrl, isLoopback, type ListenAddress } from './listen-address.js';
 import type { DaemonMetrics } from './metrics.js';
 import { PageFiles } from './page-files.js';
@@ -132,6 +133,10 @@ async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving
   if (events !== null) {
     if (method !== 'GET') throw wrongMethod(['GET']);
     return streamEvents(req, res, decodeURIComponent(events[1]!), url, serving);
+  }
+  if (url.pathname === '/v1/ag-ui') {
+    if (method !== 'POST') throw wrongMethod(['POST']);
+    return agUiRun(req, res, options);
   }
   const match = matchRoute(method, url.pathname);
   if (match.kind === 'none') throw notFound(url.pathname);

@@ -1,0 +1,167 @@
+// One turn's events, as AG-UI events (PROTOCOL.md §7.1): the reply as a text message, reasoning as
+// a reasoning message, each tool call as its start, arguments, end and result, the turn's end as
+// RUN_FINISHED and its error as RUN_ERROR with the reason as `code`. A question the agent asks ends
+// the run with an interrupt outcome: the turn waits in turnhost for the next run's `resume`.
+// AG-UI wants every message closed before another kind begins and before the run ends.
+import { EventType, type BaseEvent, type Interrupt, type RunFinishedOutcome, type TokenUsage } from '@ag-ui/core';
+import { isRecord, type UnknownRecord } from '../protocol/fields.js';
+
+/** A server request of the session as the client protocol sends it (PROTOCOL.md §1.4). */
+export interface Question {
+  id: string;
+  method: string;
+  params: UnknownRecord;
+}
+
+type Open = { kind: 'text' | 'reasoning'; messageId: string } | null;
+
+export class AgUiTurn {
+  private open: Open = null;
+  private messages = 0;
+
+  constructor(
+    private readonly threadId: string,
+    private readonly runId: string,
+    /** Names this run's messages: the turn's id, so that a resumed run's messages do not repeat an earlier one's. */
+    private readonly turnId: string,
+    private readonly emit: (event: BaseEvent) => void,
+  ) {}
+
+  /** One of the turn's events; true once the run is over (the turn ended or failed). */
+  event(type: string, payload: UnknownRecord): boolean {
+    switch (type) {
+      case 'message.delta':
+        this.content('text', text(payload));
+        return false;
+      case 'reasoning.delta':
+        this.content('reasoning', text(payload));
+        return false;
+      case 'message.complete':
+        if (this.open?.kind !== 'text' && text(payload) !== '') this.content('text', text(payload));
+        this.close();
+        return false;
+      case 'tool.start':
+        this.toolStart(payload);
+        return false;
+      case 'tool.complete':
+        this.emit({ type: EventType.TOOL_CALL_RESULT, messageId: `${String(payload['id'])}-result`, toolCallId: String(payload['id']), content: toolResult(payload), role: 'tool' } as BaseEvent);
+        return false;
+      case 'turn.end':
+        this.finish(payload['interrupted'] === true ? { type: 'cancelled' } : { type: 'success' }, usageOf(payload));
+        return true;
+      case 'turn.error':
+        this.fail(String(payload['reason'] ?? 'failed'), String(payload['message'] ?? 'the turn failed'));
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  /** The agent asks: the run ends here, and the turn waits for the answers. */
+  interrupt(questions: readonly Question[]): void {
+    this.finish({ type: 'interrupt', interrupts: questions.map(toInterrupt) });
+  }
+
+  finish(outcome: RunFinishedOutcome, usage?: TokenUsage[]): void {
+    this.close();
+    this.emit({ type: EventType.RUN_FINISHED, threadId: this.threadId, runId: this.runId, outcome, ...(usage ? { usage } : {}) } as BaseEvent);
+  }
+
+  fail(code: string, message: string): void {
+    this.close();
+    this.emit({ type: EventType.RUN_ERROR, code, message } as BaseEvent);
+  }
+
+  private content(kind: 'text' | 'reasoning', delta: string): void {
+    if (delta === '') return; // AG-UI refuses an empty delta
+    if (this.open?.kind !== kind) {
+      this.close();
+      this.open = { kind, messageId: `${this.turnId}-${kind}-${++this.messages}` };
+      const { messageId } = this.open;
+      if (kind === 'text') this.emit({ type: EventType.TEXT_MESSAGE_START, messageId, role: 'assistant' } as BaseEvent);
+      else {
+        this.emit({ type: EventType.REASONING_START, messageId } as BaseEvent);
+        this.emit({ type: EventType.REASONING_MESSAGE_START, messageId, role: 'reasoning' } as BaseEvent);
+      }
+    }
+    const type = kind === 'text' ? EventType.TEXT_MESSAGE_CONTENT : EventType.REASONING_MESSAGE_CONTENT;
+    this.emit({ type, messageId: this.open!.messageId, delta } as BaseEvent);
+  }
+
+  private close(): void {
+    if (this.open === null) return;
+    const { kind, messageId } = this.open;
+    this.open = null;
+    if (kind === 'text') this.emit({ type: EventType.TEXT_MESSAGE_END, messageId } as BaseEvent);
+    else {
+      this.emit({ type: EventType.REASONING_MESSAGE_END, messageId } as BaseEvent);
+      this.emit({ type: EventType.REASONING_END, messageId } as BaseEvent);
+    }
+  }
+
+  private toolStart(payload: UnknownRecord): void {
+    this.close();
+    const toolCallId = String(payload['id']);
+    this.emit({ type: EventType.TOOL_CALL_START, toolCallId, toolCallName: String(payload['name'] ?? 'tool') } as BaseEvent);
+    const args = payload['arguments'];
+    if (args !== undefined) this.emit({ type: EventType.TOOL_CALL_ARGS, toolCallId, delta: typeof args === 'string' ? args : JSON.stringify(args) } as BaseEvent);
+    this.emit({ type: EventType.TOOL_CALL_END, toolCallId } as BaseEvent);
+  }
+}
+
+function text(payload: UnknownRecord): string {
+  return typeof payload['text'] === 'string' ? payload['text'] : '';
+}
+
+function toolResult(payload: UnknownRecord): string {
+  if (typeof payload['summary'] === 'string' && payload['summary'] !== '') return payload['summary'];
+  return payload['ok'] === false ? 'failed' : 'ok';
+}
+
+function usageOf(payload: UnknownRecord): TokenUsage[] | undefined {
+  const usage = payload['usage'];
+  if (!isRecord(usage)) return undefined;
+  const inputTokens = Number(usage['prompt_tokens'] ?? 0);
+  const outputTokens = Number(usage['completion_tokens'] ?? 0);
+  return [{ inputTokens, outputTokens, totalTokens: inputTokens + outputTokens }];
+}
+
+/** A clarify or an approval as an AG-UI interrupt, with the shape its answer (`resume[].payload`) takes. */
+function toInterrupt(question: Question): Interrupt {
+  const { params } = question;
+  if (question.method === 'approval.request') {
+    return {
+      id: question.id,
+      reason: 'approval',
+      message: String(params['question'] ?? ''),
+      responseSchema: { type: 'object', properties: { approved: { type: 'boolean' } }, required: ['approved'] },
+    };
+  }
+  const batch = Array.isArray(params['questions']) ? (params['questions'] as UnknownRecord[]) : null;
+  if (batch !== null) {
+    return {
+      id: question.id,
+      reason: 'clarify',
+      message: batch.map((q) => String(q['question'] ?? '')).join('\n'),
+      responseSchema: { type: 'object', properties: Object.fromEntries(batch.map((q) => [String(q['id']), answerSchema(q)])), required: batch.map((q) => String(q['id'])) },
+    };
+  }
+  return { id: question.id, reason: 'clarify', message: String(params['question'] ?? ''), responseSchema: answerSchema(params) };
+}
+
+function answerSchema(question: UnknownRecord): Record<string, unknown> {
+  const choices = question['choices'];
+  return Array.isArray(choices) && choices.length > 0 ? { type: 'string', enum: choices } : { type: 'string' };
+}
+
+/** A resume entry's payload as the client protocol's answer to that question (PROTOCOL.md §1.4). */
+export function answerFrom(question: Question, status: 'resolved' | 'cancelled', payload: unknown): { result: unknown } | { error: unknown } {
+  if (status === 'cancelled') return { error: { code: 4000, message: 'declined' } };
+  if (question.method === 'approval.request') {
+    const approved = isRecord(payload) ? payload['approved'] === true : payload === true;
+    return { result: { approved } };
+  }
+  if (Array.isArray(question.params['questions'])) return { result: { answers: isRecord(payload) ? payload : {} } };
+  const answer = isRecord(payload) && 'answer' in payload ? payload['answer'] : payload;
+  return { result: { answer: typeof answer === 'string' ? answer : JSON.stringify(answer ?? null) } };
+}

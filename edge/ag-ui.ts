@@ -1,0 +1,219 @@
+// `POST /v1/ag-ui` (PROTOCOL.md §7.1): AG-UI's RunAgentInput in, AG-UI events out as server-sent
+// events. A run is a subscriber of the gateway like any client: `threadId` is the session,
+// `runId` the submit's client_message_id (a repeated run runs nothing twice), the last user
+// message the prompt. The run follows its own turn: a queued run waits for its turn to start, and
+// a question of the agent ends the run with an interrupt while the turn waits; the next run's
+// `resume` answers it and follows the rest of that turn. A stream that goes away leaves the turn
+// running in turnhost.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { EventType, type BaseEvent, type RunAgentInput } from '@ag-ui/core';
+import { RunAgentInputSchema } from '@ag-ui/core/schemas';
+import { nextClientId } from '../actors/daemon/client-connection.js';
+import { answerServerRequest, callMethod, type ClientContext } from '../actors/daemon/client-methods.js';
+import { ClientOutput } from '../actors/daemon/client-output.js';
+import type { GatewayMsg, SessionPeek } from '../actors/daemon/supervisor-messages.js';
+import { ask, tell, SECOND_MS, type Ref } from '../actors/runtime.js';
+import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
+import { IDENTIFIER_RULE, isIdentifier, isRecord, type UnknownRecord } from '../protocol/fields.js';
+import { AgUiTurn, answerFrom, type Question } from './ag-ui-events.js';
+import type { EdgeOptions } from './edge-server.js';
+import { EVENT_STREAM_HEADERS, KEEPALIVE_MS } from './event-stream.js';
+import { readJsonBody } from './http-answers.js';
+
+const PEEK_TIMEOUT_MS = 10 * SECOND_MS;
+
+export async function agUiRun(req: IncomingMessage, res: ServerResponse, options: EdgeOptions): Promise<void> {
+  const input = parseInput(await readJsonBody(req));
+  if (!options.admit()) throw new RpcError(ErrorCodes.tooManyClients, `too many clients: this daemon serves at most ${options.maxClients} connections at once (--max-clients)`);
+  const stream = openStream(res, options);
+  const id = nextClientId();
+  const ctx: ClientContext = { ...options.shared, clientId: id, cwds: new Map() };
+  const run = new Run(input, stream, () => tell(ctx.gateway, { kind: 'client-closed', clientId: id }));
+  tell(ctx.gateway, { kind: 'client-open', sink: { id, write: (line) => run.line(line) } });
+  res.once('close', () => run.stop());
+  stream.emit({ type: EventType.RUN_STARTED, threadId: input.threadId, runId: input.runId } as BaseEvent);
+  try {
+    const refusal = unsupported(input);
+    if (refusal !== null) return run.error('unsupported', refusal);
+    if (input.resume !== undefined && input.resume.length > 0) await resume(input, run, ctx);
+    else await submit(input, run, ctx);
+  } catch (err) {
+    run.error(err instanceof RpcError ? String(err.code) : 'internal', (err as Error).message);
+  }
+}
+
+function parseInput(body: UnknownRecord): RunAgentInput {
+  const parsed = RunAgentInputSchema.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new RpcError(ErrorCodes.invalidParams, `invalid RunAgentInput: ${issue ? `${issue.path.join('.') || 'body'}: ${issue.message}` : 'not one'}`);
+  }
+  const input = parsed.data as RunAgentInput;
+  for (const [name, value] of [['threadId', input.threadId], ['runId', input.runId]] as const) {
+    if (!isIdentifier(value)) throw new RpcError(ErrorCodes.invalidParams, `invalid RunAgentInput: ${name} ${IDENTIFIER_RULE}`);
+  }
+  return input;
+}
+
+/** What AG-UI has and turnhost does not: named, never dropped. */
+function unsupported(input: RunAgentInput): string | null {
+  if (input.tools.length > 0) return `front-end tools are not supported by turnhost (the run names ${input.tools.map((t) => t.name).join(', ')}): its agent's tools run in the host`;
+  if (isRecord(input.state) && Object.keys(input.state).length > 0) return 'shared state is not supported by turnhost: a session\'s state is its history';
+  return null;
+}
+
+interface Stream {
+  emit(event: BaseEvent): void;
+  end(): void;
+}
+
+function openStream(res: ServerResponse, options: EdgeOptions): Stream {
+  res.writeHead(200, EVENT_STREAM_HEADERS);
+  res.flushHeaders();
+  const untrack = options.track({ write: () => {}, end: () => res.end(), destroy: () => res.destroy() });
+  options.metrics.opened('sse');
+  const output = new ClientOutput(res, options.limits, (overrun, unreadBytes) => {
+    options.metrics.dropped(overrun.why);
+    options.log.warn({ unreadBytes, maxUnreadBytes: overrun.maxUnreadBytes }, `AG-UI stream ${overrun.why}: disconnecting it`);
+  });
+  const keepalive = setInterval(() => output.write(': keepalive\n\n'), KEEPALIVE_MS);
+  res.once('close', () => {
+    clearInterval(keepalive);
+    untrack();
+    options.metrics.closed('sse');
+  });
+  return {
+    emit: (event) => output.write(`data: ${JSON.stringify(event)}\n\n`),
+    end: () => {
+      clearInterval(keepalive);
+      output.end();
+    },
+  };
+}
+
+/** A new prompt, or the same run again (`runId` seen before): then nothing runs twice. */
+async function submit(input: RunAgentInput, run: Run, ctx: ClientContext): Promise<void> {
+  const text = lastUserText(input);
+  if (text === null) return run.error('invalid', 'the run has no user message to send, and no resume');
+  const answer = (await callMethod('prompt.submit', { session_id: input.threadId, text, client_message_id: input.runId, on_busy: 'queue' }, ctx)) as { status: string; turn_id: string; state?: string };
+  if (answer.status === 'duplicate' && answer.state !== 'queued' && answer.state !== 'running') return replayDone(input, run, ctx, answer.turn_id);
+  run.follow(answer.turn_id, answer.status === 'duplicate' && answer.state === 'running');
+}
+
+/** A repeated run whose turn is over: its reply from the history, and the run is done. */
+async function replayDone(input: RunAgentInput, run: Run, ctx: ClientContext, turnId: string): Promise<void> {
+  const { messages } = (await callMethod('session.history', { session_id: input.threadId }, ctx)) as { messages: { role: string; content: string; turn_id: string | null }[] };
+  const turn = run.turn(turnId);
+  for (const message of messages) if (message.turn_id === turnId && message.role === 'assistant') turn.event('message.complete', { text: message.content });
+  run.end(() => turn.finish({ type: 'success' }));
+}
+
+/** The answers to the questions the last run ended with; this run follows the rest of their turn. */
+async function resume(input: RunAgentInput, run: Run, ctx: ClientContext): Promise<void> {
+  const sid = input.threadId;
+  // Attached before the answers go, so nothing the turn does after them is missed.
+  tell(ctx.gateway, { kind: 'attach', sid, clientId: ctx.clientId });
+  const peek = await ask(ctx.gateway, (replyTo: Ref<SessionPeek>): GatewayMsg => ({ kind: 'peek', sid, replyTo }), PEEK_TIMEOUT_MS);
+  const open = new Map((peek.open_requests as Question[]).map((q) => [q.id, q]));
+  const entries = input.resume!;
+  const missing = entries.find((entry) => !open.has(entry.interruptId));
+  if (missing !== undefined) return run.error('expired', `no open question ${missing.interruptId} in session ${sid}: it was answered, timed out, or its turn ended`);
+  run.follow(entries[0]!.interruptId, true);
+  for (const entry of entries) {
+    const outcome = await answerServerRequest(ctx, entry.interruptId, answerFrom(open.get(entry.interruptId)!, entry.status, entry.payload));
+    if (outcome.status !== 'ok') return run.error('expired', `the question ${entry.interruptId} is no longer open`);
+  }
+}
+
+function lastUserText(input: RunAgentInput): string | null {
+  const user = [...input.messages].reverse().find((m) => m.role === 'user');
+  if (user === undefined) return null;
+  const { content } = user as { content: unknown };
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return null;
+  return content.map((part: unknown) => (isRecord(part) && part['type'] === 'text' ? String(part['text'] ?? '') : '')).join('');
+}
+
+type Phase = { kind: 'unknown' } | { kind: 'waiting'; turnId: string } | { kind: 'following'; turn: AgUiTurn } | { kind: 'over' };
+
+/**
+ * What the gateway sends this run, turned into AG-UI events: lines that come before the run knows
+ * its turn are held, since the submit's answer and the turn's first events take different paths.
+ */
+class Run {
+  private phase: Phase = { kind: 'unknown' };
+  private held: string[] = [];
+
+  constructor(
+    private readonly input: RunAgentInput,
+    private readonly stream: Stream,
+    private readonly detach: () => void,
+  ) {}
+
+  /** An AG-UI view of a turn, naming its messages after `turnId`. */
+  turn(turnId: string): AgUiTurn {
+    return new AgUiTurn(this.input.threadId, this.input.runId, turnId, (event) => this.stream.emit(event));
+  }
+
+  /** From here on, the turn `turnId`'s events; `started`: it runs already (a resume, a repeated run). */
+  follow(turnId: string, started: boolean): void {
+    if (this.phase.kind === 'over') return;
+    this.phase = started ? { kind: 'following', turn: this.turn(turnId) } : { kind: 'waiting', turnId };
+    const held = this.held;
+    this.held = [];
+    for (const line of held) this.line(line);
+  }
+
+  line(line: string | Buffer): void {
+    const text = typeof line === 'string' ? line : line.toString('utf8');
+    if (this.phase.kind === 'unknown') {
+      this.held.push(text);
+      return;
+    }
+    if (this.phase.kind === 'over') return;
+    let message: unknown;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (!isRecord(message) || !isRecord(message['params'])) return;
+    const params = message['params'];
+    if (params['session_id'] !== this.input.threadId) return;
+    if (message['method'] === 'event') this.event(String(params['type']), isRecord(params['payload']) ? params['payload'] : {});
+    else if (typeof message['id'] === 'string' && typeof message['method'] === 'string' && this.phase.kind === 'following') {
+      const turn = this.phase.turn;
+      this.end(() => turn.interrupt([{ id: message['id'] as string, method: message['method'] as string, params }]));
+    }
+  }
+
+  error(code: string, message: string): void {
+    this.end(() => this.turn(this.input.runId).fail(code, message));
+  }
+
+  /** The last events of the run, then the stream ends; the turn, if any, goes on in turnhost. */
+  end(last: () => void): void {
+    if (this.phase.kind === 'over') return;
+    this.phase = { kind: 'over' };
+    last();
+    this.stream.end();
+    this.detach();
+  }
+
+  stop(): void {
+    if (this.phase.kind === 'over') return;
+    this.phase = { kind: 'over' };
+    this.detach();
+  }
+
+  private event(type: string, payload: UnknownRecord): void {
+    if (this.phase.kind === 'waiting') {
+      if (payload['turn_id'] !== this.phase.turnId) return; // an earlier turn's
+      this.phase = { kind: 'following', turn: this.turn(this.phase.turnId) };
+      if (type === 'turn.started') return;
+    }
+    if (this.phase.kind !== 'following') return;
+    const turn = this.phase.turn;
+    if (turn.event(type, payload)) this.end(() => {});
+  }
+}
