@@ -5,6 +5,7 @@ import { dirname } from 'node:path';
 import { cliEntry } from './build-info.js';
 import { homePaths } from './home.js';
 import { RpcClient } from '../client/rpc-connection.js';
+import { connect, type TurnhostClient } from '../client/turnhost-client.js';
 
 export const EXIT_NOT_RUNNING = 3;
 
@@ -76,4 +77,14 @@ export async function launchDaemon(home: string, hostArgs: string[]): Promise<La
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
   return { ok: false, alreadyRunning: false, message: `the daemon did not answer within ${START_TIMEOUT_MS / 1000} s; see ${paths.log}` };
+}
+
+/** A client library connection to the home's daemon, started with `hostArgs` when none runs; or why there is none. */
+export async function connectOrLaunch(home: string, hostArgs: string[]): Promise<TurnhostClient | string> {
+  const socket = homePaths(home).socket;
+  const running = await connect({ socket }).catch(() => null);
+  if (running !== null) return running;
+  const launch = await launchDaemon(home, hostArgs);
+  const launched = launch.ok || launch.alreadyRunning ? await connect({ socket }).catch(() => null) : null;
+  return launched ?? `could not start the daemon: ${launch.ok ? 'it did not answer' : launch.message}`;
 }

@@ -5,6 +5,7 @@ import './daemon-heap.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { resolve } from 'node:path';
 import { agentEnvironmentNames, AgentLoadError, resolveAgentSpec } from '../agents/loader.js';
+import { acpCommand } from './commands/acp.js';
 import { chatCommand } from './commands/chat.js';
 import { daemonCommand, hostArgs, type HttpOptions } from './commands/daemon.js';
 import { DEFAULT_WEB_LISTEN, tokenCommand, webCommand } from './commands/web.js';
@@ -254,6 +255,10 @@ hostOptions(program.command('chat').description('one turn (TEXT), or a prompt lo
       chatCommand(homeFrom(opts.home), { ...(opts.session ? { session: opts.session } : {}), ...(text !== undefined ? { text } : {}), ...(opts.agent ? { agent: opts.agent } : {}), hostArgs: hostArgs(opts) }),
     ),
   );
+
+hostOptions(program.command('acp').description('an Agent Client Protocol agent on stdin/stdout, for editors; starts the daemon when none runs'))
+  .addOption(homeOption())
+  .action((opts) => run('acp', () => checkAgentConfig(opts) ?? storeForChildren(opts) ?? acpCommand(homeFrom(opts.home), { hostArgs: hostArgs(opts) })));
 
 program
   .command('repl')

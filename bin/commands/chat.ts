@@ -5,10 +5,10 @@
 // changes; from a pipe, each line waits for the turn before it (a line may answer a question).
 // Ctrl-C stops the running turn (and clears the queue); a second Ctrl-C leaves.
 import { createInterface } from 'node:readline';
-import { connect, type TurnhostClient } from '../../client/turnhost-client.js';
+import type { TurnhostClient } from '../../client/turnhost-client.js';
 import type { ApprovalRequest, ClarifyRequest, HandlerContext, SessionEvent } from '../../client/types.js';
-import { launchDaemon, waitForHost } from '../daemon-client.js';
-import { ensureHome, homePaths } from '../home.js';
+import { connectOrLaunch, waitForHost } from '../daemon-client.js';
+import { ensureHome } from '../home.js';
 import { escapeControls, shownArguments } from '../../protocol/tool-arguments.js';
 import { TerminalPrompt } from '../terminal-prompt.js';
 
@@ -41,15 +41,10 @@ const plainOutput: Output = {
 
 export async function chatCommand(homeDir: string, options: ChatOptions): Promise<number> {
   const home = ensureHome(homeDir);
-  const socket = homePaths(home).socket;
-  let client = await connect({ socket }).catch(() => null);
-  if (client === null) {
-    const launch = await launchDaemon(home, options.hostArgs);
-    client = launch.ok || launch.alreadyRunning ? await connect({ socket }).catch(() => null) : null;
-    if (client === null) {
-      process.stderr.write(`turnhost chat: could not start the daemon: ${launch.ok ? 'it did not answer' : launch.message}\n`);
-      return 1;
-    }
+  const client = await connectOrLaunch(home, options.hostArgs);
+  if (typeof client === 'string') {
+    process.stderr.write(`turnhost chat: ${client}\n`);
+    return 1;
   }
   if (options.agent !== undefined) {
     const running = (await client.hostStatus()).supervisor.agent;

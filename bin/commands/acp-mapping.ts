@@ -1,0 +1,146 @@
+// What `turnhost acp` says in ACP for what turnhost says (PROTOCOL.md §7.2): a session's events as
+// `session/update`s, its history as the updates a `session/load` replays, and the agent's
+// questions as the editor's permission or elicitation requests. Pure functions: acp.ts sends them.
+import type {
+  ContentBlock,
+  CreateElicitationRequest,
+  CreateElicitationResponse,
+  PermissionOption,
+  RequestPermissionRequest,
+  RequestPermissionResponse,
+  SessionUpdate,
+} from '@agentclientprotocol/sdk';
+import type { ApprovalRequest, ClarifyRequest, HistoryMessage, SessionEvent } from '../../client/types.js';
+
+/** The model's context window when the agent does not say (AGENT.md's `context_tokens` default). */
+const DEFAULT_CONTEXT_TOKENS = 128_000;
+
+const text = (value: string): ContentBlock => ({ type: 'text', text: value });
+
+/** A prompt's blocks as turnhost's text: its text, and each resource by its text or its link. */
+export function promptText(blocks: readonly ContentBlock[]): string {
+  return blocks
+    .map((block) => {
+      switch (block.type) {
+        case 'text':
+          return block.text;
+        case 'resource_link':
+          return block.uri;
+        case 'resource':
+          return 'text' in block.resource ? block.resource.text : block.resource.uri;
+        default:
+          return '';
+      }
+    })
+    .filter((part) => part !== '')
+    .join('\n');
+}
+
+/** One event of a running turn as an update; null for what an editor has no place for. */
+export function updateOf(event: SessionEvent): SessionUpdate | null {
+  switch (event.type) {
+    case 'message.delta':
+      return event.payload.text === '' ? null : { sessionUpdate: 'agent_message_chunk', content: text(event.payload.text) };
+    case 'reasoning.delta':
+      return event.payload.text === '' ? null : { sessionUpdate: 'agent_thought_chunk', content: text(event.payload.text) };
+    case 'tool.start':
+      return { sessionUpdate: 'tool_call', toolCallId: event.payload.id, title: event.payload.name, status: 'in_progress', kind: 'other', ...(event.payload.arguments === undefined ? {} : { rawInput: event.payload.arguments }) };
+    case 'tool.complete': {
+      const { summary } = event.payload as { summary?: string };
+      return {
+        sessionUpdate: 'tool_call_update',
+        toolCallId: event.payload.id,
+        status: event.payload.ok ? 'completed' : 'failed',
+        ...(summary ? { content: [{ type: 'content', content: text(summary) }] } : {}),
+      };
+    }
+    case 'turn.end': {
+      const usage = (event.payload as { usage?: { prompt_tokens: number; completion_tokens: number } }).usage;
+      return usage === undefined ? null : { sessionUpdate: 'usage_update', used: usage.prompt_tokens + usage.completion_tokens, size: DEFAULT_CONTEXT_TOKENS };
+    }
+    default:
+      return null;
+  }
+}
+
+/** The history as the updates that replay it on `session/load`: the user's prompts, replies, tool calls and their results. */
+export function historyUpdates(messages: readonly HistoryMessage[]): SessionUpdate[] {
+  const updates: SessionUpdate[] = [];
+  for (const message of messages) {
+    switch (message.role) {
+      case 'user':
+        updates.push({ sessionUpdate: 'user_message_chunk', content: text(message.content) });
+        break;
+      case 'assistant':
+        if (message.content !== '') updates.push({ sessionUpdate: 'agent_message_chunk', content: text(message.content) });
+        for (const call of message.tool_calls ?? []) {
+          updates.push({ sessionUpdate: 'tool_call', toolCallId: call.id, title: call.function.name, status: 'in_progress', kind: 'other', rawInput: call.function.arguments });
+        }
+        break;
+      case 'tool':
+        if (message.tool_call_id !== undefined) {
+          updates.push({ sessionUpdate: 'tool_call_update', toolCallId: message.tool_call_id, status: 'completed', content: [{ type: 'content', content: text(message.content) }] });
+        }
+        break;
+    }
+  }
+  return updates;
+}
+
+const ALLOW = 'allow';
+const REJECT = 'reject';
+
+export function approvalPermission(sessionId: string, request: ApprovalRequest): RequestPermissionRequest {
+  return {
+    sessionId,
+    toolCall: { toolCallId: request.id, title: request.question, status: 'pending', ...(request.tool ? { name: request.tool } : {}), ...(request.arguments === undefined ? {} : { rawInput: request.arguments }) },
+    options: [
+      { optionId: ALLOW, name: 'Allow', kind: 'allow_once' },
+      { optionId: REJECT, name: 'Reject', kind: 'reject_once' },
+    ],
+  };
+}
+
+/** true approves, false refuses, null: the editor cancelled (the agent reads a declined answer). */
+export function approvalAnswer(response: RequestPermissionResponse): boolean | null {
+  return response.outcome.outcome === 'selected' ? response.outcome.optionId === ALLOW : null;
+}
+
+/** The questions of a clarify, one or a batch, each with its id and choices. */
+function questionsOf(request: ClarifyRequest): { id: string; question: string; choices?: string[] }[] {
+  if (request.questions !== undefined) return request.questions;
+  return [{ id: 'answer', question: request.question ?? '', ...(request.choices ? { choices: request.choices } : {}) }];
+}
+
+export function clarifyElicitation(sessionId: string, request: ClarifyRequest): CreateElicitationRequest {
+  const questions = questionsOf(request);
+  return {
+    sessionId,
+    mode: 'form',
+    message: questions.map((q) => q.question).join('\n'),
+    requestedSchema: {
+      type: 'object',
+      properties: Object.fromEntries(questions.map((q) => [q.id, q.choices?.length ? { type: 'string', title: q.question, enum: q.choices } : { type: 'string', title: q.question }])),
+      required: questions.map((q) => q.id),
+    },
+  } as CreateElicitationRequest;
+}
+
+/** The form's answer as turnhost's: one answer, or a batch's by question id; null when declined. */
+export function clarifyFromElicitation(request: ClarifyRequest, response: CreateElicitationResponse): string | Record<string, string> | null {
+  if (response.action !== 'accept') return null;
+  const content = (response as { content?: Record<string, unknown> | null }).content ?? {};
+  const answers = Object.fromEntries(questionsOf(request).map((q) => [q.id, String(content[q.id] ?? '')]));
+  return request.questions !== undefined ? answers : answers['answer']!;
+}
+
+/** A single question with choices, for an editor without forms: one permission option per choice. */
+export function clarifyPermission(sessionId: string, request: ClarifyRequest): RequestPermissionRequest | null {
+  if (request.questions !== undefined || !request.choices?.length) return null;
+  const options: PermissionOption[] = request.choices.map((choice, i) => ({ optionId: String(i), name: choice, kind: 'allow_once' }));
+  return { sessionId, toolCall: { toolCallId: request.id, title: request.question ?? '', status: 'pending' }, options };
+}
+
+export function clarifyFromPermission(request: ClarifyRequest, response: RequestPermissionResponse): string | null {
+  return response.outcome.outcome === 'selected' ? (request.choices?.[Number(response.outcome.optionId)] ?? null) : null;
+}

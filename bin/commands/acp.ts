@@ -1,0 +1,141 @@
+// `turnhost acp`: an Agent Client Protocol agent (v1, JSON-RPC over stdin/stdout) that an editor
+// starts (PROTOCOL.md §7.2). Everything goes to the daemon (started if none runs) through
+// `turnhost/client`, so a turn outlives the editor: the next editor's `session/load` shows it.
+// stdout carries ACP and nothing else; what this process has to say goes to stderr.
+import { Readable, Writable } from 'node:stream';
+import { agent, ndJsonStream, PROTOCOL_VERSION, RequestError, type AgentContext, type ClientCapabilities, type StopReason } from '@agentclientprotocol/sdk';
+import type { TurnhostClient } from '../../client/turnhost-client.js';
+import type { SessionEvent } from '../../client/types.js';
+import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
+import { packageVersion } from '../build-info.js';
+import { connectOrLaunch, waitForHost } from '../daemon-client.js';
+import { ensureHome } from '../home.js';
+import {
+  approvalAnswer,
+  approvalPermission,
+  clarifyElicitation,
+  clarifyFromElicitation,
+  clarifyFromPermission,
+  clarifyPermission,
+  historyUpdates,
+  promptText,
+  updateOf,
+} from './acp-mapping.js';
+
+export interface AcpOptions {
+  hostArgs: string[];
+}
+
+const say = (line: string) => process.stderr.write(`turnhost acp: ${line}\n`);
+
+export async function acpCommand(homeDir: string, options: AcpOptions): Promise<number> {
+  const home = ensureHome(homeDir);
+  const client = await connectOrLaunch(home, options.hostArgs);
+  if (typeof client === 'string') {
+    say(client);
+    return 1;
+  }
+  try {
+    await waitForHost(() => client.hostStatus());
+    const bridge = new AcpBridge(client);
+    const connection = bridge.app.connect(ndJsonStream(Writable.toWeb(process.stdout) as WritableStream<Uint8Array>, Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>));
+    bridge.answerQuestionsThrough(connection.client);
+    await connection.closed;
+    return 0;
+  } catch (err) {
+    say((err as Error).message);
+    return 1;
+  } finally {
+    client.close();
+  }
+}
+
+class AcpBridge {
+  private editorCapabilities: ClientCapabilities = {};
+  /** The turn each session's `session/prompt` waits on: what `session/cancel` stops. */
+  private readonly running = new Map<string, string>();
+
+  readonly app = agent({ name: 'turnhost' })
+    .onRequest('initialize', ({ params }) => {
+      this.editorCapabilities = params.clientCapabilities ?? {};
+      return {
+        protocolVersion: PROTOCOL_VERSION,
+        agentCapabilities: { loadSession: true, promptCapabilities: { embeddedContext: true } },
+        agentInfo: { name: 'turnhost', version: packageVersion() },
+      };
+    })
+    .onRequest('session/new', async ({ params }) => {
+      const created = await this.client.createSession({ cwd: params.cwd });
+      return { sessionId: created.session_id };
+    })
+    .onRequest('session/load', async ({ params, client: editor }) => {
+      const sid = params.sessionId;
+      await this.client.resumeSession(sid).catch((err: unknown) => {
+        throw err instanceof RpcError && err.code === ErrorCodes.sessionNotFound ? RequestError.resourceNotFound(sid) : err;
+      });
+      const { messages } = await this.client.history(sid);
+      for (const update of historyUpdates(messages)) await editor.notify('session/update', { sessionId: sid, update });
+      return {};
+    })
+    .onRequest('session/prompt', async ({ params, client: editor }) => this.prompt(params.sessionId, promptText(params.prompt), editor))
+    .onNotification('session/cancel', async ({ params }) => {
+      const turnId = this.running.get(params.sessionId);
+      if (turnId !== undefined) await this.client.interrupt(params.sessionId, { turn_id: turnId, keep_queue: true });
+    });
+
+  constructor(private readonly client: TurnhostClient) {}
+
+  /** The agent's questions, asked of the editor as its capabilities allow: a form, permission options, or not at all. */
+  answerQuestionsThrough(editor: AgentContext): void {
+    this.client.onApproval(async (request, { signal }) => approvalAnswer(await editor.request('session/request_permission', approvalPermission(request.session_id, request), withdrawnBy(signal))));
+    this.client.onClarify(async (request, { signal }) => {
+      if (this.editorCapabilities.elicitation?.form) {
+        return clarifyFromElicitation(request, await editor.request('elicitation/create', clarifyElicitation(request.session_id, request), withdrawnBy(signal)));
+      }
+      const permission = clarifyPermission(request.session_id, request);
+      if (permission === null) return null; // no way to ask this editor: the agent reads no answer
+      return clarifyFromPermission(request, await editor.request('session/request_permission', permission, withdrawnBy(signal)));
+    });
+  }
+
+  /** A prompt runs as its turn (after the turns queued before it); its updates stream until that turn ends. */
+  private async prompt(sid: string, text: string, editor: AgentContext): Promise<{ stopReason: StopReason }> {
+    const events = this.client.events(sid);
+    try {
+      const submitted = await this.client.submit(sid, text);
+      const turnId = submitted.turn_id;
+      if (turnId === undefined) return { stopReason: 'end_turn' };
+      this.running.set(sid, turnId);
+      let started = false;
+      for await (const event of events) {
+        if (!started) {
+          if (!('turn_id' in event.payload) || event.payload.turn_id !== turnId) continue; // an earlier turn's
+          started = true;
+        }
+        const update = updateOf(event);
+        if (update !== null) await editor.notify('session/update', { sessionId: sid, update });
+        const stop = stopOf(event, turnId);
+        if (stop !== null) return { stopReason: stop };
+      }
+      throw RequestError.internalError(undefined, 'the connection to the daemon closed');
+    } finally {
+      this.running.delete(sid);
+      await events.return?.();
+    }
+  }
+}
+
+/** An editor's request is withdrawn with the question (answered elsewhere, timed out, interrupted). */
+function withdrawnBy(signal: AbortSignal) {
+  return { cancellationSignal: signal, stopWaitingOnCancel: true };
+}
+
+/** How the prompt's turn ended: null while it runs; a failed turn is an error with turnhost's reason. */
+function stopOf(event: SessionEvent, turnId: string): StopReason | null {
+  if (event.type === 'turn.end' && event.payload.turn_id === turnId) return event.payload.interrupted ? 'cancelled' : 'end_turn';
+  if (event.type === 'turn.error' && event.payload.turn_id === turnId) {
+    if (event.payload.reason === 'interrupted') return 'cancelled';
+    throw RequestError.internalError({ reason: event.payload.reason }, event.payload.message);
+  }
+  return null;
+}
