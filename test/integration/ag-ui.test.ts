@@ -89,6 +89,16 @@ describe('AG-UI over the edge: AG-UI\'s own HttpAgent against a real daemon', fu
     expect(history).to.have.length(2);
   });
 
+  it('the example (examples/ag-ui.mjs) runs a turn and answers a clarify and an approval through resume, from stdin', async () => {
+    const example = h.spawnRaw(process.execPath, ['examples/ag-ui.mjs', 'pick a colour\n/ask which one?\n/approve paint it'], { TURNHOST_URL: url, TURNHOST_TOKEN: TOKEN, THREAD_ID: 'ag-example' });
+    example.stdin!.end('teal\ny\n');
+    let stdout = '';
+    example.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+    const code = await new Promise((resolve) => example.once('close', resolve));
+    expect(code).to.equal(0);
+    expect(stdout).to.equal('pick a colour\nanswer: teal\napproved: paint it\n');
+  });
+
   it('a run on a busy session is queued and streams its own turn; a failed turn is RUN_ERROR with the reason as code; front-end tools are refused by name', async () => {
     const client = await TestClient.connect(daemon);
     try {
