@@ -1,9 +1,10 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, or all.
 import { benchAgent } from './agent.js';
 import { benchCluster } from './cluster.js';
 import { benchDaemon } from './daemon.js';
 import { benchEdge } from './edge.js';
 import { benchHost } from './host.js';
+import { benchProtocols } from './protocols.js';
 import { benchQueue } from './queue.js';
 import { benchRecovery } from './recovery.js';
 import { benchShutdown } from './shutdown.js';
@@ -19,6 +20,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   edge: benchEdge,
   store: benchStore,
   cluster: benchCluster,
+  protocols: benchProtocols,
 };
 
 const names = process.argv.slice(2);

@@ -1,0 +1,197 @@
+// `npm run bench -- protocols`: a turn through AG-UI (POST /v1/ag-ui, read to RUN_FINISHED) and
+// through ACP (`turnhost acp`, session/prompt to its answer) beside the same turn over the unix
+// socket, on one daemon per round, the doors measured in turn (the order rotates between rounds):
+// one session's p50 and p99, and AG-UI's turns/s at 64 sessions. The bench's clients read only
+// for the end of a turn, so that they are not what is measured.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Agent, request } from 'node:http';
+import { join } from 'node:path';
+import { readToken } from '../edge/http-token.js';
+import { LineReader } from '../protocol/line-reader.js';
+import { CLI, median, printTable, range, round, ROUNDS, withTempDir, writeResult } from './common.js';
+import { startDaemon, stopDaemon } from './daemon.js';
+import { backToBack, closedLoop, PATH_PLAN, sessionIds, type TurnTarget } from './driver.js';
+import { RpcDriver } from './rpc-driver.js';
+
+const { sessions: SESSIONS, warmupMs: WARMUP_MS, measureMs: MEASURE_MS } = PATH_PLAN;
+const LATENCY_WARMUP = 100;
+const LATENCY_TURNS = 1000;
+
+type Door = 'socket' | 'ag-ui' | 'acp';
+const DOORS: readonly Door[] = ['socket', 'ag-ui', 'acp'];
+
+interface DoorRun {
+  p50Ms: number;
+  p99Ms: number;
+  turnsPerSec?: number;
+}
+
+/** AG-UI runs, one POST per turn on kept-alive connections, each read only to its RUN_FINISHED. */
+class AgUiDriver implements TurnTarget {
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+  private endListener: (sid: string) => void = () => {};
+  private failure: Error | null = null;
+  private runs = 0;
+
+  constructor(
+    private readonly url: string,
+    private readonly token: string,
+  ) {}
+
+  submit(sid: string): void {
+    const body = JSON.stringify({ threadId: sid, runId: `run-${++this.runs}`, messages: [{ id: `m-${this.runs}`, role: 'user', content: 'hello' }], tools: [], context: [], state: {} });
+    const req = request(`${this.url}/v1/ag-ui`, { method: 'POST', agent: this.agent, headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json', accept: 'text/event-stream' } }, (res) => {
+      let tail = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        const text = tail + chunk;
+        tail = chunk.slice(-24);
+        if (text.includes('"RUN_ERROR"')) this.failure = new Error(`an AG-UI run failed: ${text}`);
+      });
+      res.once('end', () => this.endListener(sid));
+    });
+    req.on('error', (err) => (this.failure = err));
+    req.end(body);
+  }
+
+  onEnd(listener: (sid: string) => void): void {
+    this.endListener = listener;
+  }
+
+  async guarded<T>(promise: Promise<T>): Promise<T> {
+    const value = await promise;
+    if (this.failure !== null) throw this.failure;
+    return value;
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/** `turnhost acp` as an editor drives it: newline-delimited JSON-RPC, one session/prompt per turn. */
+class AcpDriver implements TurnTarget {
+  private nextId = 0;
+  private readonly replies = new Map<number, (line: string) => void>();
+  private readonly sessions = new Map<string, string>();
+  private endListener: (sid: string) => void = () => {};
+
+  private constructor(private readonly child: ChildProcess) {
+    const reader = new LineReader({
+      line: (line) => {
+        const id = /"id":(\d+)/.exec(line);
+        if (id === null || line.includes('"method"')) return; // a notification, or a request of the agent's
+        const reply = this.replies.get(Number(id[1]));
+        this.replies.delete(Number(id[1]));
+        reply?.(line);
+      },
+      oversized: () => {},
+    });
+    child.stdout!.on('data', (chunk: Buffer) => reader.push(chunk));
+  }
+
+  static async open(home: string): Promise<AcpDriver> {
+    const driver = new AcpDriver(spawn(process.execPath, [CLI, 'acp', '--home', home], { stdio: ['pipe', 'pipe', 'inherit'] }));
+    await driver.call('initialize', { protocolVersion: 1, clientCapabilities: {} });
+    return driver;
+  }
+
+  async createSessions(names: readonly string[], cwd: string): Promise<void> {
+    for (const name of names) {
+      const answer = JSON.parse(await this.call('session/new', { cwd, mcpServers: [] })) as { result: { sessionId: string } };
+      this.sessions.set(name, answer.result.sessionId);
+    }
+  }
+
+  submit(sid: string): void {
+    void this.call('session/prompt', { sessionId: this.sessions.get(sid), prompt: [{ type: 'text', text: 'hello' }] }).then(() => this.endListener(sid));
+  }
+
+  onEnd(listener: (sid: string) => void): void {
+    this.endListener = listener;
+  }
+
+  guarded<T>(promise: Promise<T>): Promise<T> {
+    return promise;
+  }
+
+  close(): Promise<void> {
+    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+    this.child.stdin!.end();
+    return exited;
+  }
+
+  private call(method: string, params: object): Promise<string> {
+    const id = ++this.nextId;
+    return new Promise((resolve) => {
+      this.replies.set(id, resolve);
+      this.child.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+    });
+  }
+}
+
+async function measureDoor(door: Door, home: string, url: string): Promise<DoorRun> {
+  switch (door) {
+    case 'socket': {
+      const driver = await RpcDriver.open(join(home, 'turnhost.sock'));
+      const sids = sessionIds('sock', SESSIONS);
+      await driver.createSessions([...sids, 'sock-lat']);
+      const throughput = await closedLoop(driver, sids, WARMUP_MS, MEASURE_MS);
+      const latency = await backToBack(driver, 'sock-lat', LATENCY_WARMUP, LATENCY_TURNS);
+      driver.close();
+      return { p50Ms: latency.p50Ms, p99Ms: latency.p99Ms, turnsPerSec: throughput.turnsPerSec };
+    }
+    case 'ag-ui': {
+      const driver = new AgUiDriver(url, readToken(home));
+      const throughput = await closedLoop(driver, sessionIds('agui', SESSIONS), WARMUP_MS, MEASURE_MS);
+      const latency = await backToBack(driver, 'agui-lat', LATENCY_WARMUP, LATENCY_TURNS);
+      driver.close();
+      return { p50Ms: latency.p50Ms, p99Ms: latency.p99Ms, turnsPerSec: throughput.turnsPerSec };
+    }
+    case 'acp': {
+      const driver = await AcpDriver.open(home);
+      await driver.createSessions(['acp-lat'], home);
+      const latency = await backToBack(driver, 'acp-lat', LATENCY_WARMUP, LATENCY_TURNS);
+      await driver.close();
+      return { p50Ms: latency.p50Ms, p99Ms: latency.p99Ms };
+    }
+  }
+}
+
+function measureRound(n: number): Promise<Record<Door, DoorRun>> {
+  return withTempDir(async (home) => {
+    const daemon = await startDaemon(home, ['--listen', '127.0.0.1:0']);
+    const probe = await RpcDriver.open(join(home, 'turnhost.sock'));
+    const url = (JSON.parse(await probe.call('host.status', {})) as { result: { http: { url: string } } }).result.http.url;
+    probe.close();
+    const runs: Partial<Record<Door, DoorRun>> = {};
+    try {
+      for (let i = 0; i < DOORS.length; i++) {
+        const door = DOORS[(i + n) % DOORS.length]!;
+        process.stdout.write(`round ${n + 1} of ${ROUNDS}: ${door}…\n`);
+        runs[door] = await measureDoor(door, home, url);
+      }
+    } finally {
+      await stopDaemon(daemon);
+    }
+    return runs as Record<Door, DoorRun>;
+  });
+}
+
+export async function benchProtocols(): Promise<void> {
+  const rounds: Record<Door, DoorRun>[] = [];
+  for (let n = 0; n < ROUNDS; n++) rounds.push(await measureRound(n));
+  const of = (door: Door, pick: (r: DoorRun) => number) => rounds.map((r) => pick(r[door]));
+  const socketP50 = median(of('socket', (r) => r.p50Ms));
+  printTable(
+    `one session's turns back to back (${LATENCY_TURNS} turns, script agent; median of ${ROUNDS} rounds), and turns/s at ${SESSIONS} sessions over the socket and AG-UI`,
+    ['door', 'p50 ms', 'p99 ms', 'p50 over the socket', `turns/s at ${SESSIONS}`, 'range'],
+    DOORS.map((door) => {
+      const p50 = median(of(door, (r) => r.p50Ms));
+      const throughput = door === 'acp' ? null : of(door, (r) => r.turnsPerSec!);
+      return [door === 'socket' ? 'unix socket (JSON-RPC)' : door === 'ag-ui' ? 'AG-UI (POST /v1/ag-ui, SSE)' : 'ACP (turnhost acp, stdio)', round(p50, 3), round(median(of(door, (r) => r.p99Ms)), 3), door === 'socket' ? '' : `+${round(p50 - socketP50, 3)}`, throughput ? round(median(throughput)) : '', throughput ? range(throughput) : ''];
+    }),
+  );
+  const file = writeResult('protocols', { rounds });
+  process.stdout.write(`\nwrote ${file}\n`);
+}
