@@ -10,6 +10,7 @@ import { PG_PASSWORD, PG_USER, TestPostgres } from './helpers/postgres.js';
 const FILES = [
   'test/integration/host-persistence.test.ts',
   'test/integration/recovery.test.ts',
+  'test/long/fault-injection.test.ts',
   'test/integration/server-requests.test.ts',
   'test/integration/history-cache.test.ts',
   'test/integration/prompt-queue.test.ts',

@@ -129,6 +129,33 @@ describe('nodes on one PostgreSQL: any node answers (three real daemons)', funct
     expect(await server().query(url, "SELECT node_id FROM leases WHERE sid = 's1'")).to.deep.equal([{ node_id: 'b' }]);
   });
 
+  it('a node paused past its lease (daemon and host stopped): the session goes on at another node, served through the third; the paused one writes nothing when it wakes and its client sees lease_lost', async () => {
+    const url = await server().database();
+    const [a, b, c] = await nodes(url, ['a', 'b', 'c']);
+    const [onA, onB, onC] = await Promise.all([a!, b!, c!].map(clientOf));
+    await onA!.call('session.create', { session_id: 's1' });
+    const paused = await onA!.call<{ turn_id: string }>('prompt.submit', { session_id: 's1', text: 'before the pause\n/sleep 1' });
+    await onA!.nextEvent('turn.started', 's1');
+    const aHost = (await onA!.call<{ host: { pid: number } }>('host.status')).host.pid;
+    for (const pid of [a!.process.pid, aHost]) process.kill(pid, 'SIGSTOP');
+    try {
+      const [row] = await server().query<{ ms: number }>(url, "SELECT greatest(0, extract(epoch FROM expires_at - now()) * 1000)::int AS ms FROM turnhost.leases WHERE sid = 's1'");
+      await new Promise((resolve) => setTimeout(resolve, (row?.ms ?? 0) + 100));
+      const taken = await onC!.call<{ turn_id: string }>('prompt.submit', { session_id: 's1', text: 'on c' });
+      await onC!.nextEvent('turn.end', 's1', (e) => e.payload['turn_id'] === taken.turn_id);
+      const through = await onB!.call<{ turn_id: string }>('prompt.submit', { session_id: 's1', text: 'through b' });
+      await onB!.nextEvent('turn.end', 's1', (e) => e.payload['turn_id'] === through.turn_id);
+    } finally {
+      for (const pid of [a!.process.pid, aHost]) process.kill(pid, 'SIGCONT');
+    }
+    const woke = await onA!.nextEvent('turn.error', 's1', (e) => e.payload['turn_id'] === paused.turn_id);
+    expect(woke.payload).to.include({ reason: 'lease_lost' });
+    const messages = await server().query<{ role: string; content: string }>(url, "SELECT role, content FROM messages WHERE sid = 's1' ORDER BY seq");
+    expect(messages.map((m) => `${m.role}: ${m.content}`)).to.deep.equal(['user: before the pause\n/sleep 1', 'user: on c', 'assistant: on c', 'user: through b', 'assistant: through b']);
+    expect(await server().query(url, "SELECT node_id FROM leases WHERE sid = 's1'")).to.deep.equal([{ node_id: 'c' }]);
+    expect(await server().query(url, 'SELECT status FROM turns WHERE turn_id = $1', [paused.turn_id])).to.deep.equal([{ status: 'lost' }]);
+  });
+
   it('the cluster secret never appears in a log, an output, status or the edge\'s answers', async () => {
     const url = await server().database();
     const daemons = await nodes(url, ['a', 'b']);

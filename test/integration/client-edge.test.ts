@@ -12,22 +12,6 @@ describe('the client edge: readiness, stop, the REPL socket (real processes)', f
   const h = new Harness();
   afterEach(() => h.cleanup());
 
-  it('20 rounds of `start` then an immediate prompt.submit: every one runs', async () => {
-    const home = h.tempDir();
-    for (let round = 1; round <= 20; round++) {
-      const started = await h.runCli(['start', '--home', home]);
-      expect(started.code, started.stderr).to.equal(0);
-      const client = await TestClient.connect({ socket: join(home, 'turnhost.sock') });
-      await client.call('session.create', { session_id: `r${round}` });
-      const submitted = await client.call<{ status: string }>('prompt.submit', { session_id: `r${round}`, text: `round ${round}` });
-      expect(submitted.status).to.equal('streaming');
-      await client.nextEvent('turn.end', `r${round}`);
-      client.close();
-      const stopped = await h.runCli(['stop', '--home', home]);
-      expect(stopped.code, stopped.stderr).to.equal(0);
-    }
-  });
-
   it('kill -9 of the host, then an immediate prompt.submit: it waits for the new host and runs', async () => {
     const daemon = await startDaemon(h);
     const client = await TestClient.connect(daemon);
