@@ -70,12 +70,13 @@ interface Stream {
 function openStream(res: ServerResponse, options: EdgeOptions): Stream {
   res.writeHead(200, EVENT_STREAM_HEADERS);
   res.flushHeaders();
-  const untrack = options.track({ write: () => {}, end: () => res.end(), destroy: () => res.destroy() });
-  options.metrics.opened('sse');
   const output = new ClientOutput(res, options.limits, (overrun, unreadBytes) => {
     options.metrics.dropped(overrun.why);
     options.log.warn({ unreadBytes, maxUnreadBytes: overrun.maxUnreadBytes }, `AG-UI stream ${overrun.why}: disconnecting it`);
   });
+  // A stopping daemon ends the stream after what it holds, as it ends every client's.
+  const untrack = options.track(output);
+  options.metrics.opened('sse');
   const keepalive = setInterval(() => output.write(': keepalive\n\n'), KEEPALIVE_MS);
   res.once('close', () => {
     clearInterval(keepalive);

@@ -114,7 +114,7 @@ describe('AG-UI over the edge: AG-UI\'s own HttpAgent against a real daemon', fu
     failing.addMessage({ id: 'u1', role: 'user', content: '/fail the agent broke' });
     const errors: BaseEvent[] = [];
     await failing.runAgent({ runId: 'run-fail' }, { onEvent: ({ event }) => void errors.push(event) }).catch(() => {});
-    expect(errors.at(-1)).to.deep.include({ type: 'RUN_ERROR' });
+    expect(errors.at(-1)).to.deep.include({ type: 'RUN_ERROR', code: 'exception' });
     expect((errors.at(-1) as unknown as { code: string; message: string }).message).to.include('the agent broke');
     const tools = agent('ag-7');
     tools.addMessage({ id: 'u1', role: 'user', content: 'use my tool' });
