@@ -99,6 +99,24 @@ describe('AG-UI over the edge: AG-UI\'s own HttpAgent against a real daemon', fu
     expect(stdout).to.equal('pick a colour\nanswer: teal\napproved: paint it\n');
   });
 
+  it('bad input is refused before any stream, naming what is wrong: a body that is no RunAgentInput, a bad threadId, no token, a GET', async () => {
+    const post = (body: unknown, headers: Record<string, string> = { authorization: `Bearer ${TOKEN}` }) =>
+      fetch(`${url}/v1/ag-ui`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+    const noMessages = await post({ threadId: 't', runId: 'r', tools: [], context: [] });
+    expect(noMessages.status).to.equal(400);
+    expect(((await noMessages.json()) as { error: { message: string } }).error.message).to.match(/invalid RunAgentInput: messages/);
+    const badThread = await post({ threadId: 'a\nb', runId: 'r', messages: [], tools: [], context: [] });
+    expect(badThread.status).to.equal(400);
+    expect(((await badThread.json()) as { error: { message: string } }).error.message).to.include('threadId');
+    expect((await post('{not json')).status).to.equal(400);
+    expect((await post({ threadId: 't', runId: 'r', messages: [], tools: [], context: [] }, {})).status).to.equal(401);
+    expect((await fetch(`${url}/v1/ag-ui`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).to.equal(405);
+    const empty = agent('ag-8');
+    const events: BaseEvent[] = [];
+    await empty.runAgent({ runId: 'run-empty' }, { onEvent: ({ event }) => void events.push(event) }).catch(() => {});
+    expect(events.at(-1)).to.deep.include({ type: 'RUN_ERROR', code: 'invalid' });
+  });
+
   it('a run on a busy session is queued and streams its own turn; a failed turn is RUN_ERROR with the reason as code; front-end tools are refused by name', async () => {
     const client = await TestClient.connect(daemon);
     try {
