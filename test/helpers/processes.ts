@@ -171,21 +171,13 @@ export class Harness {
     return host;
   }
 
-  async runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 15_000, cwd = REPO_ROOT): Promise<CliResult> {
-    const child = this.spawnCli(args, env, cwd);
-    child.stdin!.end();
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    let timer: NodeJS.Timeout | undefined;
-    const code = await Promise.race([
-      new Promise<number | null>((done) => child.once('close', (c) => done(c))),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`turnhost ${args.join(' ')} did not finish within ${timeoutMs} ms`)), timeoutMs);
-      }),
-    ]).finally(() => clearTimeout(timer));
-    return { code, stdout, stderr };
+  runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 15_000, cwd = REPO_ROOT): Promise<CliResult> {
+    return outcome(this.spawnCli(args, env, cwd), '', `turnhost ${args.join(' ')}`, timeoutMs);
+  }
+
+  /** A Node script of the repository (an example) run to its end, with `input` as all of its stdin. */
+  runScript(script: string, args: readonly string[], env: NodeJS.ProcessEnv, input: string, timeoutMs = 15_000): Promise<CliResult> {
+    return outcome(this.spawnRaw(process.execPath, [script, ...args], env), input, script, timeoutMs);
   }
 
   async cleanup(): Promise<void> {
@@ -235,4 +227,21 @@ async function killGroupAndReap(child: ChildProcess): Promise<void> {
     if (running) child.kill('SIGKILL');
   }
   await exited;
+}
+
+/** What a process wrote, and its exit code, once it has closed; `input` is all of its stdin. */
+async function outcome(child: ChildProcess, input: string, what: string, timeoutMs: number): Promise<CliResult> {
+  child.stdin!.end(input);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  let timer: NodeJS.Timeout | undefined;
+  const code = await Promise.race([
+    new Promise<number | null>((done) => child.once('close', (c) => done(c))),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} did not finish within ${timeoutMs} ms`)), timeoutMs);
+    }),
+  ]).finally(() => clearTimeout(timer));
+  return { code, stdout, stderr };
 }

@@ -90,11 +90,7 @@ describe('AG-UI over the edge: AG-UI\'s own HttpAgent against a real daemon', fu
   });
 
   it('the example (examples/ag-ui.mjs) runs a turn and answers a clarify and an approval through resume, from stdin', async () => {
-    const example = h.spawnRaw(process.execPath, ['examples/ag-ui.mjs', 'pick a colour\n/ask which one?\n/approve paint it'], { TURNHOST_URL: url, TURNHOST_TOKEN: TOKEN, THREAD_ID: 'ag-example' });
-    example.stdin!.end('teal\ny\n');
-    let stdout = '';
-    example.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
-    const code = await new Promise((resolve) => example.once('close', resolve));
+    const { code, stdout } = await h.runScript('examples/ag-ui.mjs', ['pick a colour\n/ask which one?\n/approve paint it'], { TURNHOST_URL: url, TURNHOST_TOKEN: TOKEN, THREAD_ID: 'ag-example' }, 'teal\ny\n');
     expect(code).to.equal(0);
     expect(stdout).to.equal('pick a colour\nanswer: teal\napproved: paint it\n');
   });

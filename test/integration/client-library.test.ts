@@ -111,11 +111,7 @@ describe(`turnhost/client against the real daemon, over its ${transport}`, funct
   // The example connects by its home, over the socket: it runs once.
   if (transport === 'unix socket') it('the example front-end (examples/frontend.mjs) runs a turn and answers its questions from stdin', async () => {
     const daemon = await startDaemon(h);
-    const example = h.spawnRaw(process.execPath, ['examples/frontend.mjs', 'pick a colour\n/ask which one?\n/approve paint it'], { TURNHOST_HOME: daemon.home });
-    example.stdin!.end('teal\ny\n');
-    let stdout = '';
-    example.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
-    const code = await new Promise((resolve) => example.once('close', resolve));
+    const { code, stdout } = await h.runScript('examples/frontend.mjs', ['pick a colour\n/ask which one?\n/approve paint it'], { TURNHOST_HOME: daemon.home }, 'teal\ny\n');
     expect(code).to.equal(0);
     expect(stdout).to.equal('pick a colour\nanswer: teal\napproved: paint it\n');
   });
