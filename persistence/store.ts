@@ -103,7 +103,7 @@ export class OwnedElsewhere extends Error {
     readonly sid: string,
     readonly owner: string,
   ) {
-    super(`session ${sid} is owned by node ${owner} (forwarding to the owner is not built yet: ask that node)`);
+    super(`session ${sid} is owned by node ${owner} until its lease expires (a daemon sends its clients' methods there; this host does not)`);
   }
 }
 
