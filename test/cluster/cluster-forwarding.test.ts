@@ -121,8 +121,7 @@ describe('nodes on one PostgreSQL: any node answers (three real daemons)', funct
     await onB.call('prompt.submit', { session_id: 's1', text: 'too soon' }).catch((err: unknown) => (refused = err));
     expect(refused).to.include({ code: 5019 });
     expect(String((refused as Error).message)).to.match(/node a, which owns the session, cannot be reached/);
-    const [row] = await server().query<{ ms: number }>(url, "SELECT greatest(0, extract(epoch FROM expires_at - now()) * 1000)::int AS ms FROM turnhost.leases WHERE sid = 's1'");
-    await new Promise((resolve) => setTimeout(resolve, (row?.ms ?? 0) + 100));
+    await server().leaseExpired(url, 's1');
     const taken = await onB.call<{ turn_id: string }>('prompt.submit', { session_id: 's1', text: 'on b' });
     await onB.nextEvent('turn.end', 's1', (e) => e.payload['turn_id'] === taken.turn_id);
     expect(await server().query(url, 'SELECT status FROM turns WHERE turn_id = $1', [long.turn_id])).to.deep.equal([{ status: 'lost' }]);
@@ -139,8 +138,7 @@ describe('nodes on one PostgreSQL: any node answers (three real daemons)', funct
     const aHost = (await onA!.call<{ host: { pid: number } }>('host.status')).host.pid;
     for (const pid of [a!.process.pid, aHost]) process.kill(pid, 'SIGSTOP');
     try {
-      const [row] = await server().query<{ ms: number }>(url, "SELECT greatest(0, extract(epoch FROM expires_at - now()) * 1000)::int AS ms FROM turnhost.leases WHERE sid = 's1'");
-      await new Promise((resolve) => setTimeout(resolve, (row?.ms ?? 0) + 100));
+      await server().leaseExpired(url, 's1');
       const taken = await onC!.call<{ turn_id: string }>('prompt.submit', { session_id: 's1', text: 'on c' });
       await onC!.nextEvent('turn.end', 's1', (e) => e.payload['turn_id'] === taken.turn_id);
       const through = await onB!.call<{ turn_id: string }>('prompt.submit', { session_id: 's1', text: 'through b' });

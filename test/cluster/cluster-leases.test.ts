@@ -4,15 +4,11 @@
 import { expect } from 'chai';
 import { connect, type SessionEvent } from '../../client/index.js';
 import { startDaemon } from '../helpers/daemon.js';
-import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
+import { Harness } from '../helpers/processes.js';
 import { postgresForSuite } from '../helpers/postgres.js';
 
 const LEASE_SECS = 2;
 
-async function turn(host: HostProcess, sid: string, request_id: string, text: string): Promise<Frame> {
-  host.send({ type: 'turn.start', sid, request_id, text });
-  return host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id });
-}
 
 describe('nodes on one PostgreSQL: leases with fencing (real host processes)', function () {
   this.timeout(60_000);
@@ -22,26 +18,20 @@ describe('nodes on one PostgreSQL: leases with fencing (real host processes)', f
 
   const node = (url: string, id: string, home = h.tempDir()) => h.startHost(home, ['--store', url, '--node-id', id, '--lease-secs', String(LEASE_SECS)]);
 
-  /** Until the session's lease has expired, as the database's clock says. */
-  async function leaseExpired(url: string, sid: string): Promise<void> {
-    const [row] = await server().query<{ ms: number }>(url, 'SELECT greatest(0, extract(epoch FROM expires_at - now()) * 1000)::int AS ms FROM turnhost.leases WHERE sid = $1', [sid]);
-    await new Promise((resolve) => setTimeout(resolve, (row?.ms ?? 0) + 100));
-  }
-
   it('a session is one node\'s: another refuses it while the lease lives, and takes it over once its node died (kill -9)', async () => {
     const url = await server().database();
     const a = await node(url, 'a');
     const b = await node(url, 'b');
-    expect(await turn(a, 's1', 'r1', 'one')).to.include({ type: 'turn.end', message_count: 2 });
+    expect(await a.turn('s1', 'r1', 'one')).to.include({ type: 'turn.end', message_count: 2 });
     a.send({ type: 'turn.start', sid: 's1', request_id: 'r2', text: 'long\n/sleep 30' });
     const running = await a.next('turn.started', { where: (f) => f['request_id'] === 'r2' });
-    const refused = await turn(b, 's1', 'r3', 'not yours');
+    const refused = await b.turn('s1', 'r3', 'not yours');
     expect(refused).to.include({ type: 'turn.error', reason: 'busy' });
     expect(String(refused['message'])).to.include('owned by node a');
     a.kill('SIGKILL');
     await a.waitExit();
-    await leaseExpired(url, 's1');
-    expect(await turn(b, 's1', 'r4', 'two')).to.include({ type: 'turn.end', message_count: 5 });
+    await server().leaseExpired(url, 's1');
+    expect(await b.turn('s1', 'r4', 'two')).to.include({ type: 'turn.end', message_count: 5 });
     expect(await server().query(url, 'SELECT status FROM turns WHERE turn_id = $1', [running['turn_id']])).to.deep.equal([{ status: 'lost' }]);
     const messages = await server().query<{ content: string }>(url, "SELECT content FROM messages WHERE sid = 's1' ORDER BY seq");
     expect(messages.map((m) => m.content)).to.deep.equal(['one', 'one', 'long\n/sleep 30', 'two', 'two']);
@@ -60,7 +50,7 @@ describe('nodes on one PostgreSQL: leases with fencing (real host processes)', f
     }
     a.kill('SIGKILL');
     await a.waitExit();
-    await leaseExpired(url, 's1');
+    await server().leaseExpired(url, 's1');
     b.send({ type: 'queue', sid: 's1', request_id: 'go', op: 'resume' });
     for (const n of [1, 2, 3]) await b.next('turn.end', { where: (f) => f['request_id'] === `q${n}` });
     const users = await server().query<{ content: string }>(url, "SELECT content FROM messages WHERE sid = 's1' AND role = 'user' ORDER BY seq");
@@ -75,19 +65,19 @@ describe('nodes on one PostgreSQL: leases with fencing (real host processes)', f
     const url = await server().database();
     const a = await node(url, 'a');
     const b = await node(url, 'b');
-    expect(await turn(a, 's2', 'other', 'elsewhere')).to.include({ type: 'turn.end' });
+    expect(await a.turn('s2', 'other', 'elsewhere')).to.include({ type: 'turn.end' });
     a.send({ type: 'turn.start', sid: 's1', request_id: 'paused', text: 'paused reply\n/sleep 1' });
     await a.next('turn.started', { where: (f) => f['request_id'] === 'paused' });
     a.kill('SIGSTOP');
-    await leaseExpired(url, 's1');
-    expect(await turn(b, 's1', 'taken', 'the new owner')).to.include({ type: 'turn.end', message_count: 3 });
+    await server().leaseExpired(url, 's1');
+    expect(await b.turn('s1', 'taken', 'the new owner')).to.include({ type: 'turn.end', message_count: 3 });
     a.kill('SIGCONT');
     const woke = await a.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === 'paused' });
     expect(woke).to.include({ type: 'turn.error', reason: 'lease_lost' });
-    expect(await turn(a, 's2', 'still', 'still mine')).to.include({ type: 'turn.end', message_count: 4 });
+    expect(await a.turn('s2', 'still', 'still mine')).to.include({ type: 'turn.end', message_count: 4 });
     const s1 = await server().query<{ role: string; content: string }>(url, "SELECT role, content FROM messages WHERE sid = 's1' ORDER BY seq");
     expect(s1.map((m) => `${m.role}: ${m.content}`)).to.deep.equal(['user: paused reply\n/sleep 1', 'user: the new owner', 'assistant: the new owner']);
-    const again = await turn(a, 's1', 'back', 'may I?');
+    const again = await a.turn('s1', 'back', 'may I?');
     expect(again).to.include({ type: 'turn.error', reason: 'busy' });
     expect(String(again['message'])).to.include('owned by node b');
   });
@@ -104,23 +94,23 @@ describe('nodes on one PostgreSQL: leases with fencing (real host processes)', f
     const url = await server().database();
     const a = await node(url, 'a');
     const b = await h.startHost(h.tempDir(), ['--store', url, '--node-id', 'b', '--workers', '1']);
-    expect(await turn(a, 's1', 'r1', 'mine')).to.include({ type: 'turn.end' });
-    for (const n of [1, 2, 3]) expect(await turn(b, 's1', `refused-${n}`, 'not yours')).to.include({ type: 'turn.error', reason: 'busy' });
-    expect(await turn(b, 's2', 'r2', 'one worker, still free')).to.include({ type: 'turn.end' });
+    expect(await a.turn('s1', 'r1', 'mine')).to.include({ type: 'turn.end' });
+    for (const n of [1, 2, 3]) expect(await b.turn('s1', `refused-${n}`, 'not yours')).to.include({ type: 'turn.error', reason: 'busy' });
+    expect(await b.turn('s2', 'r2', 'one worker, still free')).to.include({ type: 'turn.end' });
   });
 
   it('a node that restarts gets its sessions back only once their leases expire, never by assuming', async () => {
     const url = await server().database();
     const home = h.tempDir();
     const first = await node(url, 'a', home);
-    expect(await turn(first, 's1', 'r1', 'one')).to.include({ type: 'turn.end' });
+    expect(await first.turn('s1', 'r1', 'one')).to.include({ type: 'turn.end' });
     first.kill('SIGKILL');
     await first.waitExit();
     const second = await node(url, 'a', home);
-    const early = await turn(second, 's1', 'r2', 'too soon');
+    const early = await second.turn('s1', 'r2', 'too soon');
     expect(early).to.include({ type: 'turn.error', reason: 'busy' });
-    await leaseExpired(url, 's1');
-    expect(await turn(second, 's1', 'r3', 'now')).to.include({ type: 'turn.end', message_count: 4 });
+    await server().leaseExpired(url, 's1');
+    expect(await second.turn('s1', 'r3', 'now')).to.include({ type: 'turn.end', message_count: 4 });
   });
 
   it('status and the REPL show this node and every node of the cluster: URL, heartbeat age, sessions', async () => {
@@ -174,7 +164,7 @@ describe('nodes on one PostgreSQL: leases with fencing (real host processes)', f
       });
       for (const pid of [a.process.pid, aStatus.host.pid]) process.kill(pid, 'SIGKILL');
       await movedOn;
-      await leaseExpired(url, 's1');
+      await server().leaseExpired(url, 's1');
       const following = client.events('s1');
       await client.submit('s1', 'on b');
       const after = await untilEnd(following);

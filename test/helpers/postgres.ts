@@ -75,6 +75,12 @@ export class TestPostgres {
   }
 
   /** A connection of the test's own, for holding locks: released with `end()`. */
+  /** Until the session's lease has expired, as the database's clock says (read, not guessed). */
+  async leaseExpired(url: string, sid: string): Promise<void> {
+    const [row] = await this.query<{ ms: number }>(url, 'SELECT greatest(0, extract(epoch FROM expires_at - now()) * 1000)::int AS ms FROM turnhost.leases WHERE sid = $1', [sid]);
+    await new Promise((resolve) => setTimeout(resolve, (row?.ms ?? 0) + 100));
+  }
+
   async connect(url: string): Promise<pg.Client> {
     const client = new pg.Client({ connectionString: url, options: '-c search_path=turnhost' });
     client.on('error', () => {}); // the server stopped under a test that failed before it let go

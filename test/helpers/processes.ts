@@ -90,6 +90,12 @@ export class HostProcess {
     });
   }
 
+  /** A turn.start, and the frame that ends it (turn.end or turn.error). */
+  turn(sid: string, request_id: string, text: string, extra: object = {}): Promise<Frame> {
+    this.send({ type: 'turn.start', sid, request_id, text, ...extra });
+    return this.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id });
+  }
+
   /** Resolves once the process's stderr (its log) matches the pattern. */
   async logged(pattern: RegExp, timeoutMs = DEFAULT_WAIT_MS): Promise<void> {
     if (pattern.test(this.stderr)) return;

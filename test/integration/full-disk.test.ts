@@ -4,7 +4,7 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readDatabase } from '../helpers/database.js';
-import { Harness, type HostProcess } from '../helpers/processes.js';
+import { Harness } from '../helpers/processes.js';
 
 const DISK_MIB = 8;
 
@@ -31,10 +31,6 @@ function fillDisk(path: string): void {
   }
 }
 
-async function turn(host: HostProcess, sid: string, request_id: string, text: string) {
-  host.send({ type: 'turn.start', sid, request_id, text });
-  return host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id });
-}
 
 describe('a full disk (real host on a small tmpfs)', function () {
   this.timeout(60_000);
@@ -66,7 +62,7 @@ describe('a full disk (real host on a small tmpfs)', function () {
   it('fails the turn with reason storage, forgets it, keeps reads working, and works again once space returns', async function () {
     const { home, filler } = smallDisk(this);
     const host = await h.startHost(home);
-    expect((await turn(host, 's', 't1', 'first words')).type).to.equal('turn.end');
+    expect((await host.turn('s', 't1', 'first words')).type).to.equal('turn.end');
 
     // The prompt is stored at the start; the disk fills while the agent works; the end cannot be stored.
     const big = Array.from({ length: 30_000 }, (_, i) => `w${i}`).join(' ');
@@ -76,7 +72,7 @@ describe('a full disk (real host on a small tmpfs)', function () {
     const failed = await host.next('turn.error', { where: (f) => f['request_id'] === 't2' });
     expect(failed['reason']).to.equal('storage');
     expect(String(failed['message'])).to.include('the disk is full');
-    const startFails = await turn(host, 's', 't3', 'while the disk is full '.repeat(2000));
+    const startFails = await host.turn('s', 't3', 'while the disk is full '.repeat(2000));
     expect(startFails).to.include({ type: 'turn.error', reason: 'storage' });
 
     // Reads go on while the disk is full.
@@ -93,7 +89,7 @@ describe('a full disk (real host on a small tmpfs)', function () {
     expect(replOut).to.match(/turns_stored\s*\n\s*2\b/);
 
     rmSync(filler);
-    expect((await turn(host, 's', 't4', 'after the space came back')).type).to.equal('turn.end');
+    expect((await host.turn('s', 't4', 'after the space came back')).type).to.equal('turn.end');
     host.send({ type: 'shutdown', request_id: 'bye', wait: 1 });
     const ack = await host.next('shutdown.ack');
     expect(ack['finalized']).to.deep.equal(['s']);
@@ -115,7 +111,7 @@ describe('a full disk (real host on a small tmpfs)', function () {
   it('a shutdown whose flush meets a full disk keeps every session for recovery and says so in its ack', async function () {
     const { home, filler } = smallDisk(this);
     const host = await h.startHost(home);
-    expect((await turn(host, 'a', 'r1', 'kept')).type).to.equal('turn.end');
+    expect((await host.turn('a', 'r1', 'kept')).type).to.equal('turn.end');
     fillDisk(filler);
     host.send({ type: 'shutdown', request_id: 'bye', wait: 1 });
     const ack = await host.next('shutdown.ack');
@@ -126,7 +122,7 @@ describe('a full disk (real host on a small tmpfs)', function () {
     rmSync(filler);
     const again = await h.startHost(home);
     expect(again.frames[0]!['recovered']).to.deep.include({ sid: 'a', session_key: 'a', reason: 'crash' });
-    expect((await turn(again, 'a', 'r2', 'still here')).type).to.equal('turn.end');
+    expect((await again.turn('a', 'r2', 'still here')).type).to.equal('turn.end');
     const stored = readDatabase(home, (db) => db.prepare("SELECT count(*) AS n FROM turns WHERE status = 'running'").get() as { n: number });
     expect(stored.n).to.equal(0);
   });

@@ -3,7 +3,7 @@
 // commit held back by a lock taken from outside, as on SQLite (held-commit.test.ts).
 import { expect } from 'chai';
 import { startDaemon } from '../helpers/daemon.js';
-import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
+import { Harness, type HostProcess } from '../helpers/processes.js';
 import { PG_PASSWORD, postgresForSuite } from '../helpers/postgres.js';
 
 /** Longer than a turn takes to reach its commit; far shorter than the host's lock timeout (30 s). */
@@ -13,10 +13,6 @@ function heldFor(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-async function turn(host: HostProcess, sid: string, request_id: string, text: string, extra: object = {}): Promise<Frame> {
-  host.send({ type: 'turn.start', sid, request_id, text, ...extra });
-  return host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id });
-}
 
 const framesOf = (host: HostProcess, type: string, requestId: string) => host.all(type, (f) => f['request_id'] === requestId);
 
@@ -49,8 +45,8 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
     const url = await server().database();
     const home = h.tempDir();
     const host = await startHost(url, home);
-    expect(await turn(host, 's1', 'r1', 'one')).to.include({ type: 'turn.end', message_count: 2 });
-    expect(await turn(host, 's1', 'r2', 'two')).to.include({ type: 'turn.end', message_count: 4 });
+    expect(await host.turn('s1', 'r1', 'one')).to.include({ type: 'turn.end', message_count: 2 });
+    expect(await host.turn('s1', 'r2', 'two')).to.include({ type: 'turn.end', message_count: 4 });
     const rows = await server().query<{ content: string }>(url, "SELECT content FROM turnhost.messages WHERE sid = 's1' ORDER BY seq");
     expect(rows.map((r) => r.content)).to.deep.equal(['one', 'one', 'two', 'two']);
     const sessions = JSON.parse((await cli(['sessions', '--home', home, '--json', '--store', url])).stdout) as { session_id: string; message_count: number }[];
@@ -62,7 +58,7 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
   it('rule 1: no turn.started leaves before its prompt is committed (the prompt\'s row held by another transaction)', async () => {
     const url = await server().database();
     const host = await startHost(url);
-    await turn(host, 's1', 'warm', 'warm up');
+    await host.turn('s1', 'warm', 'warm up');
     // An uncommitted row at the position the next prompt takes: the host's insert waits on it.
     const other = await server().connect(url);
     await other.query('BEGIN');
@@ -98,7 +94,7 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
     const url = await server().database();
     const home = h.tempDir();
     const first = await startHost(url, home);
-    await turn(first, 'done', 'r1', 'finished before the crash', { client_message_id: 'm-1' });
+    await first.turn('done', 'r1', 'finished before the crash', { client_message_id: 'm-1' });
     first.send({ type: 'turn.start', sid: 'asking', request_id: 'r2', text: '/ask anyone?' });
     await first.next('rpc', { where: (f) => typeof (f['message'] as { id?: unknown }).id === 'string' });
     first.kill('SIGKILL');
@@ -136,11 +132,11 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
   it('makes the schema at the first start, keeps it at the next, and refuses one a newer build wrote', async () => {
     const url = await server().database();
     const first = await startHost(url);
-    await turn(first, 's1', 'r1', 'one');
+    await first.turn('s1', 'r1', 'one');
     first.kill('SIGTERM');
     await first.waitExit();
     const again = await startHost(url);
-    expect(await turn(again, 's1', 'r2', 'two')).to.include({ type: 'turn.end', message_count: 4 });
+    expect(await again.turn('s1', 'r2', 'two')).to.include({ type: 'turn.end', message_count: 4 });
     again.kill('SIGTERM');
     await again.waitExit();
     await server().query(url, 'UPDATE turnhost.schema_version SET version = 99');
@@ -190,14 +186,14 @@ describe('a PostgreSQL that goes away and comes back (real host, its own Postgre
   it('turns that cannot be stored end in turn.error (storage); the host stays up; turns work again once it is back', async () => {
     const url = await server().database();
     const host = await h.startHost(h.tempDir(), ['--store', url]);
-    expect(await turn(host, 's1', 'r1', 'before')).to.include({ type: 'turn.end' });
+    expect(await host.turn('s1', 'r1', 'before')).to.include({ type: 'turn.end' });
     await server().pause();
-    const during = await turn(host, 's1', 'r2', 'while it is gone');
+    const during = await host.turn('s1', 'r2', 'while it is gone');
     expect(during).to.include({ type: 'turn.error', reason: 'storage' });
-    expect(await turn(host, 's2', 'r3', 'a new session while it is gone')).to.include({ type: 'turn.error', reason: 'storage' });
+    expect(await host.turn('s2', 'r3', 'a new session while it is gone')).to.include({ type: 'turn.error', reason: 'storage' });
     await server().resume();
-    expect(await turn(host, 's1', 'r4', 'after')).to.include({ type: 'turn.end', message_count: 4 });
-    expect(await turn(host, 's2', 'r5', 'new session after')).to.include({ type: 'turn.end', message_count: 2 });
+    expect(await host.turn('s1', 'r4', 'after')).to.include({ type: 'turn.end', message_count: 4 });
+    expect(await host.turn('s2', 'r5', 'new session after')).to.include({ type: 'turn.end', message_count: 2 });
     const users = await server().query<{ content: string }>(url, "SELECT content FROM messages WHERE sid = 's1' AND role = 'user' ORDER BY seq");
     expect(users.map((r) => r.content), 'every user message has its turn; none half-written').to.deep.equal(['before', 'after']);
     host.kill('SIGTERM');

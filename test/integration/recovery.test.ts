@@ -1,13 +1,9 @@
 import { expect } from 'chai';
 import { storeRows } from '../helpers/test-store.js';
-import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
+import { Harness } from '../helpers/processes.js';
 
 const HISTORY_AGENT = 'test/fixtures/history-agent.mjs';
 
-async function turn(host: HostProcess, sid: string, request_id: string, text: string): Promise<Frame> {
-  host.send({ type: 'turn.start', sid, request_id, text });
-  return host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id });
-}
 
 describe('recovery after a crash (real host processes)', function () {
   this.timeout(60_000);
@@ -17,7 +13,7 @@ describe('recovery after a crash (real host processes)', function () {
   it('records every boot; after kill -9, running turns are lost, active sessions retained (crash), open requests expired', async () => {
     const home = h.tempDir();
     const first = await h.startHost(home);
-    await turn(first, 'done', 'r1', 'finished before the crash');
+    await first.turn('done', 'r1', 'finished before the crash');
     first.send({ type: 'turn.start', sid: 'asking', request_id: 'r2', text: '/ask anyone?' });
     await first.next('rpc', { where: (f) => typeof (f['message'] as { id?: unknown }).id === 'string' });
     first.kill('SIGKILL');
@@ -39,12 +35,12 @@ describe('recovery after a crash (real host processes)', function () {
   it('brings a recovered session back on first use with its whole history; the agent sees it; it is active again', async () => {
     const home = h.tempDir();
     const first = await h.startHost(home, ['--agent', HISTORY_AGENT]);
-    await turn(first, 's1', 'r1', 'one');
-    await turn(first, 's1', 'r2', 'two');
+    await first.turn('s1', 'r1', 'one');
+    await first.turn('s1', 'r2', 'two');
     first.kill('SIGKILL');
     await first.waitExit();
     const second = await h.startHost(home, ['--agent', HISTORY_AGENT]);
-    const end = await turn(second, 's1', 'r3', 'three');
+    const end = await second.turn('s1', 'r3', 'three');
     expect(end).to.include({ type: 'turn.end', message_count: 6 });
     const reply = second.all('rpc', (f) => JSON.stringify(f['message']).includes('message.complete'))[0]!;
     expect(JSON.stringify(reply['message'])).to.include('seen 4; last: assistant: seen 2; last: assistant: seen 0; last: none');
