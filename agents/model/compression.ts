@@ -3,7 +3,7 @@
 // The estimate that triggers it automatically is the last reported prompt size plus ~4
 // characters a token for what was added since.
 import type { ChatMessage } from '../../protocol/chat.js';
-import { characterCount, compressionCut, type ApiMessage } from './history.js';
+import { compressionCut } from './history.js';
 import type { ModelApi } from './openai-api.js';
 
 const CHARS_PER_TOKEN = 4;
@@ -49,12 +49,10 @@ function transcriptLine(m: ChatMessage): string {
 /** Per session: the prompt size the server last reported, and the characters that request held. */
 export class PromptSizes {
   private readonly sizes = new Map<string, { promptTokens: number; chars: number }>();
-  /** The request last estimated is the one recorded after its call: it is counted once. */
-  private lastCounted: { messages: readonly ApiMessage[]; chars: number } | null = null;
 
-  record(sid: string, promptTokens: number, messages: readonly ApiMessage[]): void {
+  record(sid: string, promptTokens: number, chars: number): void {
     this.sizes.delete(sid);
-    this.sizes.set(sid, { promptTokens, chars: this.count(messages) });
+    this.sizes.set(sid, { promptTokens, chars });
     if (this.sizes.size > REMEMBERED_SESSIONS) this.sizes.delete(this.sizes.keys().next().value!);
   }
 
@@ -62,15 +60,10 @@ export class PromptSizes {
     this.sizes.delete(sid);
   }
 
-  estimate(sid: string, messages: readonly ApiMessage[]): number {
-    const chars = this.count(messages);
+  /** The prompt's tokens, estimated from a request of `chars` characters. */
+  estimate(sid: string, chars: number): number {
     const last = this.sizes.get(sid);
     if (last === undefined || last.promptTokens === 0 || chars < last.chars) return chars / CHARS_PER_TOKEN;
     return last.promptTokens + (chars - last.chars) / CHARS_PER_TOKEN;
-  }
-
-  private count(messages: readonly ApiMessage[]): number {
-    if (this.lastCounted?.messages !== messages) this.lastCounted = { messages, chars: characterCount(messages) };
-    return this.lastCounted.chars;
   }
 }

@@ -14,39 +14,57 @@ export const MISSING_RESULT = '(no result: the turn was interrupted)';
 
 /**
  * The API messages of the history's parts, in order, repaired; `system` first when given. It runs
- * over the whole history on every model call, so it allocates only where it must: a user or plain
- * assistant message with no tool fields is already in the API's shape and is passed as it is (the
- * history cache's messages are frozen; the SDK only serializes them).
+ * over the whole history on every model call (api-history.ts keeps what it made between calls),
+ * so it allocates only where it must: a user or plain assistant message with no tool fields is
+ * already in the API's shape and is passed as it is (the history cache's messages are frozen;
+ * the SDK only serializes them).
  */
 export function toApiMessages(parts: readonly (readonly ChatMessage[])[], system?: ApiMessage): ApiMessage[] {
-  const out: ApiMessage[] = system === undefined ? [] : [system];
-  let awaiting: ToolCall[] = [];
-  const answered = new Set<string>();
-  const closeCallBlock = (): void => {
-    if (awaiting.length === 0) return;
-    for (const call of awaiting) {
-      if (!answered.has(call.id)) out.push({ role: 'tool', tool_call_id: call.id, content: MISSING_RESULT });
-    }
-    awaiting = [];
-    answered.clear();
-  };
-  for (const part of parts) {
-    for (const message of part) {
-      if (message.role === 'tool') {
-        const id = message.tool_call_id;
-        if (id !== undefined && awaiting.some((call) => call.id === id) && !answered.has(id)) {
-          answered.add(id);
-          out.push({ role: 'tool', tool_call_id: id, content: message.content });
-        }
-        continue;
-      }
-      closeCallBlock();
-      out.push(apiMessage(message));
-      if (message.role === 'assistant' && message.tool_calls && message.tool_calls.length > 0) awaiting = message.tool_calls;
-    }
+  const repair = new Repair(system === undefined ? [] : [system]);
+  for (const part of parts) for (const message of part) repair.add(message);
+  return repair.finish();
+}
+
+/** Converts messages one by one into `out`, pairing each call with a result. */
+export class Repair {
+  private awaiting: ToolCall[] = [];
+  private readonly answered = new Set<string>();
+
+  constructor(readonly out: ApiMessage[] = []) {}
+
+  /** No call block is open: what `out` holds is final, whatever comes next. */
+  get settled(): boolean {
+    return this.awaiting.length === 0;
   }
-  closeCallBlock();
-  return out;
+
+  add(message: ChatMessage): void {
+    if (message.role === 'tool') {
+      const id = message.tool_call_id;
+      if (id !== undefined && this.awaiting.some((call) => call.id === id) && !this.answered.has(id)) {
+        this.answered.add(id);
+        this.out.push({ role: 'tool', tool_call_id: id, content: message.content });
+      }
+      return;
+    }
+    this.closeCallBlock();
+    this.out.push(apiMessage(message));
+    if (message.role === 'assistant' && message.tool_calls && message.tool_calls.length > 0) this.awaiting = message.tool_calls;
+  }
+
+  /** Closes the open call block, if any (its missing results filled in), and returns `out`. */
+  finish(): ApiMessage[] {
+    this.closeCallBlock();
+    return this.out;
+  }
+
+  private closeCallBlock(): void {
+    if (this.awaiting.length === 0) return;
+    for (const call of this.awaiting) {
+      if (!this.answered.has(call.id)) this.out.push({ role: 'tool', tool_call_id: call.id, content: MISSING_RESULT });
+    }
+    this.awaiting = [];
+    this.answered.clear();
+  }
 }
 
 /** A message other than a tool result, in the API's shape: itself when it already is (any other role is a user's). */

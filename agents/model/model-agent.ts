@@ -6,7 +6,8 @@ import type { Agent, SessionOverrides, SessionView, TurnContext, TurnResult, Tur
 import { approvalPolicy, type Policy } from './approval.js';
 import { PromptSizes, summarize } from './compression.js';
 import { loadModelConfig, type ConfigSource, type ModelConfig } from './config.js';
-import { toApiMessages, type ApiMessage } from './history.js';
+import { ApiHistories } from './api-history.js';
+import type { ApiMessage } from './history.js';
 import { McpServers, type McpLog } from './mcp.js';
 import { ContextTooLong, CutReply, ModelApi, type ChatRequest, type StreamHandlers } from './openai-api.js';
 import { offeredTools, runToolCalls, type ToolSet } from './tools.js';
@@ -33,6 +34,7 @@ class ModelAgent implements Agent {
   private policy!: Policy;
   private readonly mcp: McpServers;
   private readonly promptSizes = new PromptSizes();
+  private readonly apiHistories = new ApiHistories();
   /** Per session, the MCP failures it has been told about. */
   private readonly toldFailures = new Map<string, Set<number>>();
 
@@ -57,18 +59,15 @@ class ModelAgent implements Agent {
     let prior: readonly ChatMessage[] = turn.history;
     const added: ChatMessage[] = [{ role: 'user', content: turn.prompt }];
     let compressed = false;
-    const request = (): ChatRequest => ({
-      model,
-      messages: toApiMessages([prior, added], system),
-      tools: offeredTools(tools),
-      temperature: config.temperature,
-      max_tokens: config.max_tokens,
-    });
+    const request = (): { request: ChatRequest; chars: number } => {
+      const { messages, chars } = this.apiHistories.messages(system, prior, added);
+      return { request: { model, messages, tools: offeredTools(tools), temperature: config.temperature, max_tokens: config.max_tokens }, chars };
+    };
     while (usage.calls < config.max_tool_rounds) {
       // Texts steered in since the last call reach this one, after the tool results before them.
       for (const text of turn.takeSteering()) added.push({ role: 'user', content: text });
       let sent = request();
-      if (!compressed && this.promptSizes.estimate(turn.sid, sent.messages) > config.compress_at * config.context_tokens) {
+      if (!compressed && this.promptSizes.estimate(turn.sid, sent.chars) > config.compress_at * config.context_tokens) {
         compressed = true;
         const smaller = await this.compressDuringTurn(turn, prior, model, 'the conversation is close to the context limit');
         if (smaller !== null) {
@@ -78,7 +77,7 @@ class ModelAgent implements Agent {
       }
       let reply;
       try {
-        reply = await this.api.stream(sent, turn.signal, streamHandlers(turn));
+        reply = await this.api.stream(sent.request, turn.signal, streamHandlers(turn));
       } catch (err) {
         if (!(err instanceof ContextTooLong) || compressed) throw keepSeenText(turn, err);
         compressed = true;
@@ -86,13 +85,13 @@ class ModelAgent implements Agent {
         if (smaller === null) throw err;
         prior = smaller;
         sent = request();
-        reply = await this.api.stream(sent, turn.signal, streamHandlers(turn)).catch((again: unknown) => Promise.reject(keepSeenText(turn, again)));
+        reply = await this.api.stream(sent.request, turn.signal, streamHandlers(turn)).catch((again: unknown) => Promise.reject(keepSeenText(turn, again)));
       }
       usage.calls++;
       if (reply.usage) {
         usage.prompt_tokens += reply.usage.prompt_tokens;
         usage.completion_tokens += reply.usage.completion_tokens;
-        this.promptSizes.record(turn.sid, reply.usage.prompt_tokens, sent.messages);
+        this.promptSizes.record(turn.sid, reply.usage.prompt_tokens, sent.chars);
       }
       if (reply.finishReason === 'length') {
         turn.emit({ type: 'status.update', kind: 'length', text: 'the reply was cut by the token limit (max_tokens)' });

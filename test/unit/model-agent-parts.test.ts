@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { AgentLoadError } from '../../agents/loader-error.js';
 import { approvalPolicy } from '../../agents/model/approval.js';
 import { loadModelConfig } from '../../agents/model/config.js';
-import { compressionCut, MISSING_RESULT, toApiMessages } from '../../agents/model/history.js';
+import { ApiHistories } from '../../agents/model/api-history.js';
+import { characterCount, compressionCut, MISSING_RESULT, toApiMessages } from '../../agents/model/history.js';
 import { ToolCallStream } from '../../agents/model/tool-call-stream.js';
 import { serverNameClash } from '../../agents/model/mcp-names.js';
 import { approvalQuestion } from '../../protocol/tool-arguments.js';
@@ -67,6 +68,35 @@ describe('model agent parts', () => {
     expect(api[0]).to.equal(history[0]);
     expect(api[1]).to.equal(history[1]);
     expect(api.slice(2)).to.deep.equal([{ role: 'user', content: 'd' }, { role: 'user', content: 'x' }]);
+  });
+
+  it('builds a call\'s messages from what it kept between calls exactly as from the whole history, as the history grows, is cut and is replaced', () => {
+    const histories = new ApiHistories();
+    const system = { role: 'system' as const, content: 'sys' };
+    const frozen = (m: ChatMessage): ChatMessage => Object.freeze({ ...m });
+    const expectSame = (history: readonly ChatMessage[], added: ChatMessage[]): void => {
+      const made = histories.messages(system, history, added);
+      const whole = toApiMessages([history, added], system);
+      expect(made.messages).to.deep.equal(whole);
+      expect(made.chars).to.equal(characterCount(whole));
+    };
+    const history: ChatMessage[] = [frozen({ role: 'user', content: 'u1' }), frozen({ role: 'assistant', content: 'a1' })];
+    const prompt: ChatMessage[] = [{ role: 'user', content: 'next' }];
+    expectSame(history, prompt);
+    // Appended: a call block left open (one result missing), then closed by a later message.
+    history.push(frozen({ role: 'user', content: 'u2' }), frozen({ role: 'assistant', content: '', tool_calls: [call('c1'), call('c2')] }), frozen({ role: 'tool', tool_call_id: 'c2', content: 'r2' }));
+    expectSame(history, prompt);
+    expectSame(history, [{ role: 'tool', tool_call_id: 'c1', content: 'r1' }]);
+    history.push(frozen({ role: 'user', content: 'u3' }), frozen({ role: 'assistant', content: 'a3' }));
+    expectSame(history, prompt);
+    // Cut after the converted part, then grown again with new messages: nothing kept may be reused.
+    const cut = history.slice(0, 3);
+    cut.push(frozen({ role: 'assistant', content: 'other' }), frozen({ role: 'user', content: 'u4' }), frozen({ role: 'assistant', content: 'a4' }), frozen({ role: 'user', content: 'u5' }));
+    expectSame(cut, prompt);
+    expectSame(history, prompt);
+    // Replaced (a compression, a read from the store): new objects, the same texts.
+    expectSame(history.map(frozen), prompt);
+    expectSame([], prompt);
   });
 
   it('never cuts a compression between a tool call and its results', () => {
