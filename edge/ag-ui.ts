@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { EventType, type BaseEvent, type RunAgentInput } from '@ag-ui/core';
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { nextClientId } from '../actors/daemon/client-connection.js';
-import { answerServerRequest, callMethod, type ClientContext } from '../actors/daemon/client-methods.js';
+import { answerServerRequest, callMethod, clientContext, type ClientContext } from '../actors/daemon/client-methods.js';
 import { ClientOutput } from '../actors/daemon/client-output.js';
 import type { GatewayMsg, SessionPeek } from '../actors/daemon/supervisor-messages.js';
 import { ask, tell, SECOND_MS, type Ref } from '../actors/runtime.js';
@@ -27,7 +27,7 @@ export async function agUiRun(req: IncomingMessage, res: ServerResponse, options
   if (!options.admit()) throw new RpcError(ErrorCodes.tooManyClients, `too many clients: this daemon serves at most ${options.maxClients} connections at once (--max-clients)`);
   const stream = openStream(res, options);
   const id = nextClientId();
-  const ctx: ClientContext = { ...options.shared, clientId: id, cwds: new Map() };
+  const ctx = clientContext(options.shared, id);
   const run = new Run(input, stream, () => tell(ctx.gateway, { kind: 'client-closed', clientId: id }));
   tell(ctx.gateway, { kind: 'client-open', sink: { id, write: (line) => run.line(line) } });
   res.once('close', () => run.stop());

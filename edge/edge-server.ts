@@ -7,8 +7,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { acceptClient, nextClientId, type ClientLines, type ConnectionContext } from '../actors/daemon/client-connection.js';
-import { ANSWERED_ELSEWHERE, callMethod, type ClientContext } from '../actors/daemon/client-methods.js';
+import { acceptClient, nextClientId, type ClientLines } from '../actors/daemon/client-connection.js';
+import { ANSWERED_ELSEWHERE, callMethod, clientContext, type ClientContext, type SharedContext } from '../actors/daemon/client-methods.js';
 import type { UnreadLimits } from '../actors/daemon/unread-bound.js';
 import { tell, type AnyRef } from '../actors/runtime.js';
 import { ErrorCodes, errorLine, RpcError } from '../protocol/client-rpc.js';
@@ -39,7 +39,7 @@ export interface EdgeOptions {
   metricsPublic: boolean;
   /** The address people use (behind a proxy); an https one makes the login cookie Secure. */
   publicUrl?: string | undefined;
-  shared: ConnectionContext;
+  shared: SharedContext;
   /** The parent of the WebSocket clients' actors. */
   clients: AnyRef;
   limits: UnreadLimits;
@@ -69,7 +69,7 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
     secureCookie: options.publicUrl?.startsWith('https://') === true,
     peerSecret: options.shared.cluster?.secret,
   });
-  const restClient: ClientContext = { ...options.shared, clientId: nextClientId(), cwds: new Map() };
+  const restClient = clientContext(options.shared, nextClientId());
   const page = new PageFiles();
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
   const server = createServer({ keepAlive: true }, (req, res) => {
@@ -198,7 +198,7 @@ async function streamEvents(req: IncomingMessage, res: ServerResponse, sid: stri
     options.metrics.closed('sse');
     tell(options.shared.gateway, { kind: 'client-closed', clientId: id });
   });
-  const ctx: ClientContext = { ...options.shared, clientId: id, cwds: new Map() };
+  const ctx = clientContext(options.shared, id);
   const answered = await callMethod('session.resume', { session_id: sid, ...(afterSeq === undefined ? {} : { after_seq: afterSeq }) }, ctx, 1);
   if (answered !== ANSWERED_ELSEWHERE) stream.end();
 }

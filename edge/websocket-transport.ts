@@ -14,7 +14,7 @@ export function websocketTransport(ws: WebSocket, socket: Duplex, limits: Unread
     kind: 'websocket',
     output: new WebSocketLines(ws, socket, limits, onOverrun),
     listen(handlers) {
-      ws.on('message', (data, isBinary) => handlers.message(isBinary ? '' : data.toString()));
+      ws.on('message', (data, isBinary) => handlers.messages([isBinary ? '' : data.toString()]));
       ws.on('error', () => ws.terminate());
       ws.once('close', handlers.closed);
     },

@@ -6,7 +6,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { ErrorCodes, errorLine, parseClientMessage, resultLine, RpcError } from '../../protocol/client-rpc.js';
 import { LineReader, MAX_FRAME_BYTES } from '../../protocol/line-reader.js';
-import { ANSWERED_ELSEWHERE, answerServerRequest, callMethod, type ClientContext } from './client-methods.js';
+import { ANSWERED_ELSEWHERE, answerServerRequest, callMethod, clientContext, type ClientContext, type SharedContext } from './client-methods.js';
 import { spawnActor, stopActor, tell, type AnyRef } from '../runtime.js';
 import type { ClientMsg, ClientSink } from './supervisor-messages.js';
 import { ClientOutput } from './client-output.js';
@@ -21,8 +21,6 @@ export function nextClientId(): number {
   return ++lastClientId;
 }
 
-export type ConnectionContext = Omit<ClientContext, 'clientId' | 'cwds'>;
-
 /** The lines a client is sent (JSON-RPC messages, each ending in a newline), bounded by what it leaves unread. */
 export interface ClientLines {
   write(line: string | Buffer): void;
@@ -33,8 +31,8 @@ export interface ClientLines {
 }
 
 export interface TransportHandlers {
-  /** One JSON-RPC message, as text. */
-  message(text: string): void;
+  /** The JSON-RPC messages of one read, in order, as text. */
+  messages(texts: string[]): void;
   /** A message over the 8 MiB bound came and was dropped. */
   oversized(): void;
   closed(): void;
@@ -62,8 +60,16 @@ export function unixTransport(socket: Socket, limits: UnreadLimits): OpenTranspo
     kind: 'unix',
     output: new ClientOutput(socket, limits, onOverrun),
     listen(handlers) {
-      const reader = new LineReader({ line: handlers.message, oversized: handlers.oversized }, MAX_FRAME_BYTES);
-      socket.on('data', (chunk: Buffer) => reader.push(chunk));
+      // The lines of one read go to the client actor as one message: a message per line cost a
+      // loop turn, a context and a promise each.
+      let lines: string[] = [];
+      const reader = new LineReader({ line: (text) => lines.push(text), oversized: handlers.oversized }, MAX_FRAME_BYTES);
+      socket.on('data', (chunk: Buffer) => {
+        reader.push(chunk);
+        if (lines.length === 0) return;
+        handlers.messages(lines);
+        lines = [];
+      });
       socket.on('error', () => socket.destroy());
       socket.on('close', handlers.closed);
     },
@@ -71,7 +77,7 @@ export function unixTransport(socket: Socket, limits: UnreadLimits): OpenTranspo
 }
 
 /** Serves one connection; its output is returned so a stopping daemon can end it after its last lines. */
-export function acceptClient(parent: AnyRef, open: OpenTransport, shared: ConnectionContext, log: Logger, watcher?: ClientWatcher): ClientLines {
+export function acceptClient(parent: AnyRef, open: OpenTransport, shared: SharedContext, log: Logger, watcher?: ClientWatcher): ClientLines {
   const id = nextClientId();
   const clientLog = log.child({ client: id });
   const transport = open((overrun, unreadBytes) => {
@@ -79,7 +85,7 @@ export function acceptClient(parent: AnyRef, open: OpenTransport, shared: Connec
     clientLog.warn({ unreadBytes, maxUnreadBytes: overrun.maxUnreadBytes }, `client ${overrun.why}: disconnecting it`);
   });
   const sink: ClientSink = { id, write: (line) => transport.output.write(line) };
-  const ctx: ClientContext = { ...shared, clientId: id, cwds: new Map() };
+  const ctx = clientContext(shared, id);
   const followHere = (sid: string) => tell(ctx.gateway, { kind: 'attach', sid, clientId: id });
   const peers = shared.cluster === null ? null : new PeerLinks(shared.cluster, sink.write, followHere, clientLog);
   const ref = spawnActor<null, ClientMsg>(
@@ -92,7 +98,7 @@ export function acceptClient(parent: AnyRef, open: OpenTransport, shared: Connec
         stopActor(actor.self);
         return state;
       }
-      onLine(msg.text, sink, ctx, peers, clientLog);
+      for (const text of msg.texts) onLine(text, sink, ctx, peers, clientLog);
       return state;
     },
     { log: clientLog, init: () => null },
@@ -100,7 +106,7 @@ export function acceptClient(parent: AnyRef, open: OpenTransport, shared: Connec
   tell(ctx.gateway, { kind: 'client-open', sink });
   watcher?.opened(transport.kind);
   transport.listen({
-    message: (text) => tell(ref, { kind: 'line', text }),
+    messages: (texts) => tell(ref, { kind: 'lines', texts }),
     oversized: () => sink.write(errorLine(null, new RpcError(ErrorCodes.invalidRequest, 'message too large (over 8 MiB)'))),
     closed: () => {
       watcher?.closed(transport.kind);

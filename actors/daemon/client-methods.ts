@@ -26,8 +26,18 @@ export interface ClientContext {
   cluster: Cluster | null;
   /** Working folders given at session.create, for that session's turns from this client. */
   cwds: Map<string, string>;
+  /** Sessions this client was attached to: the gateway and the supervisor are told once each. */
+  attached: Set<string>;
   /** The HTTP edge's address, when the daemon listens (`--listen`). */
   edgeUrl(): string | null;
+}
+
+/** What a door shares with all of its clients. */
+export type SharedContext = Omit<ClientContext, 'clientId' | 'cwds' | 'attached'>;
+
+/** A client's own context: its id, and what it told the daemon so far. */
+export function clientContext(shared: SharedContext, clientId: number): ClientContext {
+  return { ...shared, clientId, cwds: new Map(), attached: new Set() };
 }
 
 /** Longer than any reply timeout in the supervisor, so the supervisor always answers first. */
@@ -94,6 +104,9 @@ async function clusterNodes(ctx: ClientContext): Promise<ClusterNode[]> {
 
 /** The client gets the session's events from now on; a queue waiting for a client may run (PROTOCOL.md §2.1). */
 function attach(ctx: ClientContext, sid: string): void {
+  // Neither forgets an attachment while the client is connected: a submit need not repeat it.
+  if (ctx.attached.has(sid)) return;
+  ctx.attached.add(sid);
   tell(ctx.gateway, { kind: 'attach', sid, clientId: ctx.clientId });
   tell(ctx.supervisor, { kind: 'attached', sid });
 }

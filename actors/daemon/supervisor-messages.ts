@@ -106,4 +106,4 @@ export type GatewayMsg =
   /** What one read from the host holds for the clients, in order: one actor message, not one per line. */
   | { kind: 'batch'; messages: GatewayMsg[] };
 
-export type ClientMsg = { kind: 'line'; text: string } | { kind: 'closed' };
+export type ClientMsg = { kind: 'lines'; texts: string[] } | { kind: 'closed' };

@@ -4,8 +4,9 @@ import { chmodSync, fstatSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { resolve } from 'node:path';
 import pino from 'pino';
-import { acceptClient, unixTransport, type ClientLines, type ConnectionContext } from '../../actors/daemon/client-connection.js';
+import { acceptClient, unixTransport, type ClientLines } from '../../actors/daemon/client-connection.js';
 import { unreadLimits } from '../../actors/daemon/unread-bound.js';
+import type { SharedContext } from '../../actors/daemon/client-methods.js';
 import type { Cluster } from '../../actors/daemon/peer-links.js';
 import { monotonicClock } from '../../actors/clock.js';
 import { spawnGateway } from '../../actors/daemon/gateway.js';
@@ -236,7 +237,7 @@ function clusterView(nodeId: string, reader: () => Promise<Reader | null>): Clus
 }
 
 /** The metrics read the supervisor, the database and the gateway when scraped. */
-function daemonMetrics(shared: ConnectionContext): DaemonMetrics {
+function daemonMetrics(shared: SharedContext): DaemonMetrics {
   return new DaemonMetrics({
     status: () => ask(shared.supervisor, (replyTo: Ref<HostStatus>): SupervisorMsg => ({ kind: 'status', replyTo }), SECOND_MS * 10),
     reader: shared.reader,
