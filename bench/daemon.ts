@@ -2,7 +2,7 @@
 // client) next to the host alone in the same run, and the time a kill -9 of the host costs.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { CLI, median, printTable, range, round, verdict, withTempDir, writeResult } from './common.js';
+import { CLI, median, printTable, range, ROOT, round, verdict, withTempDir, writeResult } from './common.js';
 import { measurePath, PATH_PLAN, sessionIds, TurnProcess, type PathRun } from './driver.js';
 import { RpcDriver } from './rpc-driver.js';
 
@@ -54,6 +54,29 @@ function measureDaemon(): Promise<PathRun & { restartMs: number }> {
   });
 }
 
+/**
+ * The same turns through the daemon's floor (bench/floors/pass-through.mjs): a process in the
+ * middle that does only what a turn needs. What the hop cannot cost less than, on this machine.
+ */
+function measurePassThrough(): Promise<PathRun> {
+  return withTempDir(async (home) => {
+    const socketPath = join(home, 'pass-through.sock');
+    const floor = spawn(process.execPath, [join(ROOT, 'bench/floors/pass-through.mjs'), CLI, home, socketPath], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const hostPid = await new Promise<number>((resolve, reject) => {
+      floor.stdout!.on('data', (chunk: Buffer) => {
+        const ready = /^ready (\d+)/m.exec(chunk.toString());
+        if (ready) resolve(Number(ready[1]));
+      });
+      floor.once('exit', (code) => reject(new Error(`the pass-through floor exited (${code})`)));
+    });
+    const driver = await RpcDriver.open(socketPath);
+    const run = await measurePath(driver, 'tp', { daemon: floor.pid!, host: hostPid });
+    driver.close();
+    await stopDaemon(floor);
+    return run;
+  });
+}
+
 /** Each measure of a round, as the median over the rounds. */
 function medianRun(runs: readonly PathRun[]): { turnsPerSec: number; p50Ms: number; p99Ms: number } {
   return {
@@ -68,13 +91,16 @@ export async function benchDaemon(): Promise<void> {
   // rounds of both paths, interleaved, and the median of each.
   const hostRuns: PathRun[] = [];
   const daemonRuns: (PathRun & { restartMs: number })[] = [];
+  const floorRuns: PathRun[] = [];
   for (let n = 1; n <= ROUNDS; n++) {
-    process.stdout.write(`round ${n} of ${ROUNDS}: the host alone, then through the daemon…\n`);
+    process.stdout.write(`round ${n} of ${ROUNDS}: the host alone, through the daemon, then through the pass-through floor…\n`);
     hostRuns.push(await measureHost());
     daemonRuns.push(await measureDaemon());
+    floorRuns.push(await measurePassThrough());
   }
   const host = medianRun(hostRuns);
   const daemon = { ...medianRun(daemonRuns), restartMs: median(daemonRuns.map((r) => r.restartMs)) };
+  const passThrough = medianRun(floorRuns);
   const throughputCost = 1 - daemon.turnsPerSec / host.turnsPerSec;
   const p50CostMs = daemon.p50Ms - host.p50Ms;
   printTable(
@@ -83,10 +109,11 @@ export async function benchDaemon(): Promise<void> {
     [
       ['host alone (stdin/stdout)', round(host.turnsPerSec), range(hostRuns.map((r) => r.turnsPerSec)), round(host.p50Ms, 3), round(host.p99Ms, 3)],
       ['client → daemon → host', round(daemon.turnsPerSec), range(daemonRuns.map((r) => r.turnsPerSec)), round(daemon.p50Ms, 3), round(daemon.p99Ms, 3)],
+      ['client → pass-through floor → host', round(passThrough.turnsPerSec), range(floorRuns.map((r) => r.turnsPerSec)), round(passThrough.p50Ms, 3), round(passThrough.p99Ms, 3)],
     ],
   );
-  const costs = hostRuns.map((h, i) => 100 * (1 - daemonRuns[i]!.turnsPerSec / h.turnsPerSec));
-  process.stdout.write(`hop cost per round: ${costs.map((c) => `${round(c, 1)}%`).join(', ')}\n`);
+  const hopCosts = (runs: readonly PathRun[]) => hostRuns.map((h, i) => `${round(100 * (1 - runs[i]!.turnsPerSec / h.turnsPerSec), 1)}%`).join(', ');
+  process.stdout.write(`hop cost per round: ${hopCosts(daemonRuns)} (the pass-through floor's: ${hopCosts(floorRuns)}; median ${round(100 * (1 - passThrough.turnsPerSec / host.turnsPerSec), 1)}%)\n`);
   // Where the hop's cost lands: CPU per turn of each process (two cores are shared by all of them).
   const cpu = (runs: readonly PathRun[], name: string) => (runs[0]!.cpuUsPerTurn[name] === undefined ? '–' : round(median(runs.map((r) => r.cpuUsPerTurn[name]!))));
   printTable(
@@ -95,6 +122,7 @@ export async function benchDaemon(): Promise<void> {
     [
       ['host alone', cpu(hostRuns, 'client'), cpu(hostRuns, 'daemon'), cpu(hostRuns, 'host')],
       ['through the daemon', cpu(daemonRuns, 'client'), cpu(daemonRuns, 'daemon'), cpu(daemonRuns, 'host')],
+      ['through the pass-through floor', cpu(floorRuns, 'client'), cpu(floorRuns, 'daemon'), cpu(floorRuns, 'host')],
     ],
   );
   const targets = {
@@ -103,6 +131,6 @@ export async function benchDaemon(): Promise<void> {
     firstRestartMs: { value: round(daemon.restartMs, 1), target: '<= 1000', met: daemon.restartMs <= 1000 },
   };
   printTable('targets', ['measure', 'value', 'target', 'verdict'], Object.entries(targets).map(([k, t]) => [k, t.value, t.target, verdict(t.met)]));
-  const file = writeResult('daemon', { sessions: SESSIONS, rounds: ROUNDS, host, daemon, runs: { host: hostRuns, daemon: daemonRuns }, targets });
+  const file = writeResult('daemon', { sessions: SESSIONS, rounds: ROUNDS, host, daemon, passThrough, runs: { host: hostRuns, daemon: daemonRuns, passThrough: floorRuns }, targets });
   process.stdout.write(`\nwrote ${file}\n`);
 }
