@@ -99,6 +99,26 @@ describe('model agent parts', () => {
     expectSame([], prompt);
   });
 
+  it('converts a history\'s earlier messages once: the next call reuses what the last one made', () => {
+    const histories = new ApiHistories();
+    const system = { role: 'system' as const, content: 'sys' };
+    const history: ChatMessage[] = [
+      Object.freeze({ role: 'user', content: 'u1' }),
+      Object.freeze({ role: 'assistant', content: '', tool_calls: [call('c1')] }),
+      Object.freeze({ role: 'tool', tool_call_id: 'c1', content: 'r1' }),
+      Object.freeze({ role: 'assistant', content: 'a1' }),
+    ];
+    // The assistant message that called a tool goes as a converted copy (content '' → null).
+    const first = histories.messages(system, history, [{ role: 'user', content: 'p1' }]).messages[2];
+    history.push(Object.freeze({ role: 'user', content: 'p1' }), Object.freeze({ role: 'assistant', content: 'a2' }));
+    const next = histories.messages(system, history, [{ role: 'user', content: 'p2' }]).messages[2];
+    expect(next).to.deep.equal({ role: 'assistant', content: null, tool_calls: [call('c1')] });
+    expect(next).to.equal(first);
+    const replaced = histories.messages(system, history.map((m) => Object.freeze({ ...m })), []).messages[2];
+    expect(replaced).to.deep.equal(first);
+    expect(replaced).to.not.equal(first);
+  });
+
   it('never cuts a compression between a tool call and its results', () => {
     const history: ChatMessage[] = [
       { role: 'user', content: 'u' },
