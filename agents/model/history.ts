@@ -13,19 +13,11 @@ export type ApiMessage =
 export const MISSING_RESULT = '(no result: the turn was interrupted)';
 
 /**
- * The API messages of the history's parts, in order, repaired; `system` first when given. It runs
- * over the whole history on every model call (api-history.ts keeps what it made between calls),
- * so it allocates only where it must: a user or plain assistant message with no tool fields is
- * already in the API's shape and is passed as it is (the history cache's messages are frozen;
- * the SDK only serializes them).
+ * Converts messages one by one into the API's shape in `out`, pairing each call with a result. It
+ * allocates only where it must: a user or plain assistant message with no tool fields is already
+ * in the API's shape and is passed as it is (the history cache's messages are frozen; the SDK only
+ * serializes them).
  */
-export function toApiMessages(parts: readonly (readonly ChatMessage[])[], system?: ApiMessage): ApiMessage[] {
-  const repair = new Repair(system === undefined ? [] : [system]);
-  for (const part of parts) for (const message of part) repair.add(message);
-  return repair.finish();
-}
-
-/** Converts messages one by one into `out`, pairing each call with a result. */
 export class Repair {
   private awaiting: ToolCall[] = [];
   private readonly answered = new Set<string>();

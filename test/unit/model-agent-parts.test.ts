@@ -6,7 +6,7 @@ import { AgentLoadError } from '../../agents/loader-error.js';
 import { approvalPolicy } from '../../agents/model/approval.js';
 import { loadModelConfig } from '../../agents/model/config.js';
 import { ApiHistories } from '../../agents/model/api-history.js';
-import { characterCount, compressionCut, MISSING_RESULT, toApiMessages } from '../../agents/model/history.js';
+import { characterCount, compressionCut, MISSING_RESULT, Repair, type ApiMessage } from '../../agents/model/history.js';
 import { ToolCallStream } from '../../agents/model/tool-call-stream.js';
 import { serverNameClash } from '../../agents/model/mcp-names.js';
 import { approvalQuestion } from '../../protocol/tool-arguments.js';
@@ -15,6 +15,13 @@ import type { ChatMessage } from '../../protocol/chat.js';
 import { pairingProblem } from '../helpers/fake-openai.js';
 
 const call = (id: string, name = 'f') => ({ id, type: 'function' as const, function: { name, arguments: '{}' } });
+
+/** The whole history converted at once, as the API takes it. */
+function toApiMessages(messages: readonly ChatMessage[], system?: ApiMessage): ApiMessage[] {
+  const repair = new Repair(system === undefined ? [] : [system]);
+  for (const message of messages) repair.add(message);
+  return repair.finish();
+}
 
 describe('model agent parts', () => {
   it('accumulates tool-call fragments by index, and by id where a server reuses an index', () => {
@@ -43,7 +50,7 @@ describe('model agent parts', () => {
       { role: 'tool', tool_call_id: 'stray', content: 'lost' },
       { role: 'assistant', content: 'a', tool_calls: [call('c3')] },
     ];
-    const api = toApiMessages([history.slice(0, 2), history.slice(2)]);
+    const api = toApiMessages(history);
     expect(api).to.deep.equal([
       { role: 'user', content: 'u1' },
       { role: 'assistant', content: null, tool_calls: [call('c1'), call('c2')] },
@@ -64,7 +71,7 @@ describe('model agent parts', () => {
       Object.freeze({ role: 'developer', content: 'd' }),
       Object.freeze({ role: 'user', content: 'x', tool_call_id: 'odd' }),
     ]) as ChatMessage[];
-    const api = toApiMessages([history]);
+    const api = toApiMessages(history);
     expect(api[0]).to.equal(history[0]);
     expect(api[1]).to.equal(history[1]);
     expect(api.slice(2)).to.deep.equal([{ role: 'user', content: 'd' }, { role: 'user', content: 'x' }]);
@@ -76,7 +83,7 @@ describe('model agent parts', () => {
     const frozen = (m: ChatMessage): ChatMessage => Object.freeze({ ...m });
     const expectSame = (history: readonly ChatMessage[], added: ChatMessage[]): void => {
       const made = histories.messages(system, history, added);
-      const whole = toApiMessages([history, added], system);
+      const whole = toApiMessages([...history, ...added], system);
       expect(made.messages).to.deep.equal(whole);
       expect(made.chars).to.equal(characterCount(whole));
     };
