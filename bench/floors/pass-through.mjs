@@ -8,31 +8,17 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { eventLine } from '../../dist/protocol/event-line.js';
+// The lines written in one event-loop turn leave in one write, as the daemon's do.
+import { tickWrites } from '../../dist/protocol/tick-writes.js';
 
 const [entry, home, socketPath] = process.argv.slice(2);
 const host = spawn(process.execPath, [entry, 'host', '--home', home, '--workers', '64'], { stdio: ['pipe', 'pipe', 'ignore'] });
-const toHost = linesOfOneTick(host.stdin);
+const toHost = tickWrites(host.stdin);
 let toClient = () => {};
 /** request_id sent to the host → the client's JSON-RPC id. */
 const submits = new Map();
 const seqs = new Map();
 let requests = 0;
-
-/** The lines written in one event-loop turn leave in one write, as the daemon's do. */
-function linesOfOneTick(stream) {
-  let corked = false;
-  return (line) => {
-    if (!corked) {
-      corked = true;
-      stream.cork();
-      setImmediate(() => {
-        corked = false;
-        stream.uncork();
-      });
-    }
-    stream.write(line);
-  };
-}
 
 function onLines(stream, handle) {
   let partial = '';
@@ -72,7 +58,7 @@ onLines(host.stdout, (line) => {
 });
 
 const server = createServer((socket) => {
-  toClient = linesOfOneTick(socket);
+  toClient = tickWrites(socket);
   onLines(socket, (line) => {
     const message = JSON.parse(line);
     if (message.method !== 'prompt.submit') {
