@@ -34,6 +34,19 @@ describe('host: on_busy, the queue frame and a queue held after a start (real ho
     expect(await ended(host, 'r3')).to.include({ type: 'turn.end', queue_id: queued['queue_id'] });
   });
 
+  it('with on_busy, a turn that waits for a worker is answered turn.accepted at once; one that starts at once only by its turn.started', async () => {
+    const host = await h.startHost(h.tempDir(), ['--workers', '1']);
+    host.send({ type: 'turn.start', sid: 'a', request_id: 'now', text: '/sleep 30', on_busy: 'queue' });
+    await started(host, 'now');
+    host.send({ type: 'turn.start', sid: 'b', request_id: 'waits', text: 'hi', on_busy: 'queue' });
+    const accepted = await host.next('turn.accepted', { where: (f) => f['request_id'] === 'waits' });
+    expect(host.all('turn.started', (f) => f['request_id'] === 'waits')).to.have.length(0);
+    host.send({ type: 'interrupt', sid: 'a', request_id: 'stop' });
+    expect(await started(host, 'waits')).to.include({ turn_id: accepted['turn_id'] });
+    await ended(host, 'waits');
+    expect(host.all('turn.accepted', (f) => f['request_id'] === 'now')).to.have.length(0);
+  });
+
   it('holds at most 1,000 queued prompts per session: the next one is refused as busy, naming the bound', async () => {
     const host = await h.startHost(h.tempDir());
     host.send({ type: 'turn.start', sid: 'full', request_id: 'r0', text: '/sleep 30' });
