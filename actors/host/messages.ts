@@ -124,6 +124,8 @@ export type SessionMsg =
   | { kind: 'save-tail'; turnId: string; replyTo: Ref<string | null> }
   | { kind: 'compress-history'; turnId: string; summary: ChatMessage[]; replyTo: Ref<string | null> }
   | { kind: 'activity-tick'; turnId: string }
+  /** A queue held after its head failed to start may go on (queue-retry.ts). */
+  | { kind: 'queue-retry' }
   | { kind: 'open-request'; method: ServerRequestMethod; params: Record<string, unknown>; timeoutMs: number; turnId: string; replyTo: Ref<unknown> }
   | { kind: 'request-closed'; id: string }
   | { kind: 'drain'; endReason: string; replyTo: Ref<Settled> }

@@ -282,7 +282,7 @@ async function changeQueue(s: SessionState, env: SessionEnv, work: Work, apply: 
  * now, in the database with the commit that starts its turn), so it never runs twice.
  */
 export function startNextQueued(s: SessionState, env: SessionEnv): void {
-  if (s.activity.phase !== 'idle' || s.queuePaused || s.lifecycle !== 'open' || s.drainWaiters.length > 0) return;
+  if (s.activity.phase !== 'idle' || s.queuePaused || s.queueRetry.holding || s.lifecycle !== 'open' || s.drainWaiters.length > 0) return;
   const item = s.queue.shift();
   if (item === undefined) return;
   const frame: TurnStartFrame = { type: 'turn.start', sid: s.sid, request_id: item.requestId, text: item.text, turn_id: item.turnId };

@@ -14,6 +14,7 @@ import type { ServerRequestMethod } from '../../protocol/rpc.js';
 import type { ServerRequestMsg, Settled } from './messages.js';
 import type { Ref } from '../runtime.js';
 import { SteeringInbox } from './steering-inbox.js';
+import { QueueRetry } from './queue-retry.js';
 
 export interface RunningTurn {
   turnId: string;
@@ -93,6 +94,8 @@ export interface SessionState {
   queueRevision: number;
   /** A queue loaded by this host waits for the parent's `queue resume` before anything of it runs. */
   queuePaused: boolean;
+  /** Holds the queue for a while after its head failed to start. */
+  queueRetry: QueueRetry;
   /** How many accepted client_message_ids the database remembers for the session (at most MAX_SUBMITS). */
   submitCount: number;
 }
@@ -118,6 +121,7 @@ export function newSessionState(sid: string, stored: StoredSession | undefined, 
     queue: stored?.queue ?? [],
     queueRevision: stored?.queueRevision ?? 0,
     queuePaused: (stored?.queue.length ?? 0) > 0,
+    queueRetry: new QueueRetry(),
     submitCount: stored?.submitCount ?? 0,
   };
 }

@@ -123,6 +123,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   }
   if (queued) {
     s.queueRevision = queueRevision;
+    s.queueRetry.started();
     env.services.queueEvents.announce(s);
   }
   const historyLength = firstSeq + seed.length;
@@ -172,7 +173,7 @@ const queueIdOf = (turn: { queueId?: string }): { queue_id?: string } => (turn.q
  */
 function failBeforeStart(s: SessionState, frame: TurnStartFrame, turnId: string, ticketId: number, err: Error, env: SessionEnv): void {
   env.services.log.error({ err, sid: s.sid, turnId }, 'could not commit the turn start');
-  returnToQueue(s);
+  if (returnToQueue(s)) s.queueRetry.hold(env.services.clock, env.self);
   s.activity = { phase: 'idle' };
   tell(env.host, { kind: 'release', ticketId });
   env.services.writer.write({
@@ -331,8 +332,11 @@ export function stopTurn(s: SessionState, env: SessionEnv): QueuedPrompt | null 
 }
 
 /** A waiting turn that came from the queue and will not start now: its prompt is the queue's head again (its row never left). */
-function returnToQueue(s: SessionState): void {
-  if (s.activity.phase === 'waiting' && s.activity.queued !== undefined) s.queue.unshift(s.activity.queued);
+/** A waiting queued prompt goes back to the head of its queue; false when the waiting turn was not one. */
+function returnToQueue(s: SessionState): boolean {
+  if (s.activity.phase !== 'waiting' || s.activity.queued === undefined) return false;
+  s.queue.unshift(s.activity.queued);
+  return true;
 }
 
 /** The host closed admission while this turn waited for a slot: it never started. */

@@ -69,6 +69,10 @@ async function handle(s: SessionState, msg: SessionMsg, env: SessionEnv, ctx: Ac
     case 'activity-tick':
       sampleActivity(s, msg.turnId, env);
       return s;
+    case 'queue-retry':
+      s.queueRetry.release();
+      startNextQueued(s, env);
+      return s;
     case 'open-request':
       await openRequest(s, msg, env, ctx);
       return s;
@@ -200,6 +204,7 @@ function describe(s: SessionState, env: SessionEnv): SessionDescription {
 /** The session actor stopped (it crashed): its turn can never end normally, so say so now. */
 function abandon(s: SessionState, services: HostServices, host: Ref<HostMsg>): void {
   tell(host, { kind: 'session-count', delta: -1 });
+  s.queueRetry.release();
   const activity = s.activity;
   if (activity.phase === 'idle') return;
   const ticketId = activity.phase === 'running' ? activity.turn.ticketId : activity.ticketId;

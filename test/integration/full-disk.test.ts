@@ -108,6 +108,33 @@ describe('a full disk (real host on a small tmpfs)', function () {
     ]);
   });
 
+  it('a queued prompt whose start meets a full disk fails once, stays at the head of its queue, and runs once space returns', async function () {
+    const { home, filler } = smallDisk(this);
+    const host = await h.startHost(home);
+    const big = Array.from({ length: 30_000 }, (_, i) => `w${i}`).join(' ');
+    host.send({ type: 'turn.start', sid: 'q', request_id: 'running', text: `${big}\n/sleep 0.5` });
+    await host.next('turn.started', { where: (f) => f['request_id'] === 'running' });
+    const queuedText = 'queued while the disk fills '.repeat(2000);
+    host.send({ type: 'turn.start', sid: 'q', request_id: 'queued', text: queuedText, on_busy: 'queue' });
+    await host.next('turn.queued', { where: (f) => f['request_id'] === 'queued' });
+    fillDisk(filler);
+    expect(await host.next('turn.error', { where: (f) => f['request_id'] === 'running' })).to.include({ reason: 'storage' });
+    expect(await host.next('turn.error', { where: (f) => f['request_id'] === 'queued' })).to.include({ reason: 'storage' });
+    // Within the queue's first wait (1 s), nothing tries the prompt again: it used to fail in a loop.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(host.all('turn.error', (f) => f['request_id'] === 'queued')).to.have.length(1);
+
+    rmSync(filler);
+    expect(await host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === 'queued' })).to.include({ type: 'turn.end' });
+    const stored = readDatabase(home, (db) => ({
+      prompts: db.prepare("SELECT content FROM messages WHERE sid = 'q' AND role = 'user' ORDER BY seq").all() as { content: string }[],
+      queued: db.prepare("SELECT count(*) AS n FROM queue WHERE sid = 'q'").get() as { n: number },
+    }));
+    // The turn whose end failed is forgotten (as in the test above); the queued prompt ran once.
+    expect(stored.prompts.map((p) => p.content)).to.deep.equal([queuedText]);
+    expect(stored.queued.n).to.equal(0);
+  });
+
   it('a shutdown whose flush meets a full disk keeps every session for recovery and says so in its ack', async function () {
     const { home, filler } = smallDisk(this);
     const host = await h.startHost(home);
