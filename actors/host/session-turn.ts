@@ -331,8 +331,10 @@ export function stopTurn(s: SessionState, env: SessionEnv): QueuedPrompt | null 
   return activity.queued ?? null;
 }
 
-/** A waiting turn that came from the queue and will not start now: its prompt is the queue's head again (its row never left). */
-/** A waiting queued prompt goes back to the head of its queue; false when the waiting turn was not one. */
+/**
+ * A waiting turn that came from the queue and will not start now: its prompt is the queue's head
+ * again (its row never left). False when the waiting turn was not a queued prompt.
+ */
 function returnToQueue(s: SessionState): boolean {
   if (s.activity.phase !== 'waiting' || s.activity.queued === undefined) return false;
   s.queue.unshift(s.activity.queued);
