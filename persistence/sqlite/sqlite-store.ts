@@ -47,6 +47,12 @@ export class SqliteStore implements Store {
   private readonly selectQueue: Database.Statement<[string]>;
   private readonly selectSubmit: Database.Statement<[string, string]>;
   private readonly selectTurn: Database.Statement<[string]>;
+  /**
+   * Runs its argument in one transaction. Made once: better-sqlite3 builds a new wrapper for each
+   * `db.transaction(fn)`, 15 µs of a 37 µs one-row commit on this machine.
+   */
+  private readonly inTransaction: (body: () => void) => void;
+  private committed = 0;
 
   private readonly walSync: WalSync;
 
@@ -69,6 +75,7 @@ export class SqliteStore implements Store {
       FROM queue WHERE sid = ? ORDER BY position`);
     this.selectTurn = db.prepare('SELECT 1 FROM turns WHERE turn_id = ?');
     this.selectSubmit = db.prepare('SELECT turn_id, queue_id, steered FROM submits WHERE sid = ? AND client_message_id = ?');
+    this.inTransaction = db.transaction((body: () => void) => body());
   }
 
   static open(file: string, options: { historyCacheMib?: number } = {}): SqliteStore {
@@ -83,6 +90,11 @@ export class SqliteStore implements Store {
     return new SqliteStore(db, file, (options.historyCacheMib ?? DEFAULT_HISTORY_CACHE_MIB) * 1024 * 1024);
   }
 
+  /** Transactions committed since the store was opened (how well commits are grouped). */
+  get transactionsCommitted(): number {
+    return this.committed;
+  }
+
   owe(work: Work): void {
     this.owed.push(work);
   }
@@ -95,11 +107,12 @@ export class SqliteStore implements Store {
     const owed = this.owed;
     this.writer.committedHistory = [];
     try {
-      this.db.transaction(() => {
+      this.inTransaction(() => {
         for (const work of owed) work(this.writer);
         body();
         this.writer.settle();
-      })();
+      });
+      this.committed++;
     } catch (err) {
       this.writer.discardPending();
       throw err;
