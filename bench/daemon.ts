@@ -78,13 +78,21 @@ function measurePassThrough(): Promise<PathRun> {
 }
 
 /** Each measure of a round, as the median over the rounds. */
-function medianRun(runs: readonly PathRun[]): { turnsPerSec: number; p50Ms: number; p99Ms: number } {
+function medianRun(runs: readonly PathRun[]): { turnsPerSec: number; freshTurnsPerSec: number; p50Ms: number; p99Ms: number } {
   return {
     turnsPerSec: median(runs.map((r) => r.turnsPerSec)),
+    freshTurnsPerSec: median(runs.map((r) => r.freshTurnsPerSec)),
     p50Ms: median(runs.map((r) => r.latency.p50Ms)),
     p99Ms: median(runs.map((r) => r.latency.p99Ms)),
   };
 }
+
+/** Each round's hop: what a path's turns/s lose against the host alone's in the same round. */
+function hopCosts(runs: readonly PathRun[], hostRuns: readonly PathRun[], of: 'turnsPerSec' | 'freshTurnsPerSec'): number[] {
+  return runs.map((run, i) => 1 - run[of] / hostRuns[i]![of]);
+}
+
+const percents = (costs: readonly number[]): string => costs.map((c) => `${round(100 * c, 1)}%`).join(', ');
 
 export async function benchDaemon(): Promise<void> {
   // This machine's speed drifts by a fifth from one run to the next, more than the cost measured:
@@ -101,23 +109,26 @@ export async function benchDaemon(): Promise<void> {
   const host = medianRun(hostRuns);
   const daemon = { ...medianRun(daemonRuns), restartMs: median(daemonRuns.map((r) => r.restartMs)) };
   const passThrough = medianRun(floorRuns);
-  const throughputCost = 1 - daemon.turnsPerSec / host.turnsPerSec;
+  const hops = hopCosts(daemonRuns, hostRuns, 'turnsPerSec');
+  const freshHops = hopCosts(daemonRuns, hostRuns, 'freshTurnsPerSec');
+  const hopMedian = median(hops);
   const p50CostMs = daemon.p50Ms - host.p50Ms;
+  const windows = `${PATH_PLAN.measureMs / 1000} s each`;
   printTable(
-    `turns through the daemon vs the host alone (${SESSIONS} sessions; one session back to back; median of ${ROUNDS} rounds)`,
-    ['path', `turns/s at ${SESSIONS}`, 'range', 'p50 ms', 'p99 ms'],
+    `turns through the daemon vs the host alone (${SESSIONS} sessions, then one session back to back; median of ${ROUNDS} rounds; turns/s in the loop's first window, from ${PATH_PLAN.warmupMs / 1000} s after the processes started, and in the window right after it, ${windows})`,
+    ['path', 'turns/s, first window', `turns/s at ${SESSIONS}`, 'range', 'p50 ms', 'p99 ms'],
     [
-      ['host alone (stdin/stdout)', round(host.turnsPerSec), range(hostRuns.map((r) => r.turnsPerSec)), round(host.p50Ms, 3), round(host.p99Ms, 3)],
-      ['client → daemon → host', round(daemon.turnsPerSec), range(daemonRuns.map((r) => r.turnsPerSec)), round(daemon.p50Ms, 3), round(daemon.p99Ms, 3)],
-      ['client → pass-through floor → host', round(passThrough.turnsPerSec), range(floorRuns.map((r) => r.turnsPerSec)), round(passThrough.p50Ms, 3), round(passThrough.p99Ms, 3)],
+      ['host alone (stdin/stdout)', round(host.freshTurnsPerSec), round(host.turnsPerSec), range(hostRuns.map((r) => r.turnsPerSec)), round(host.p50Ms, 3), round(host.p99Ms, 3)],
+      ['client → daemon → host', round(daemon.freshTurnsPerSec), round(daemon.turnsPerSec), range(daemonRuns.map((r) => r.turnsPerSec)), round(daemon.p50Ms, 3), round(daemon.p99Ms, 3)],
+      ['client → pass-through floor → host', round(passThrough.freshTurnsPerSec), round(passThrough.turnsPerSec), range(floorRuns.map((r) => r.turnsPerSec)), round(passThrough.p50Ms, 3), round(passThrough.p99Ms, 3)],
     ],
   );
-  const hopCosts = (runs: readonly PathRun[]) => hostRuns.map((h, i) => `${round(100 * (1 - runs[i]!.turnsPerSec / h.turnsPerSec), 1)}%`).join(', ');
-  process.stdout.write(`hop cost per round: ${hopCosts(daemonRuns)} (the pass-through floor's: ${hopCosts(floorRuns)}; median ${round(100 * (1 - passThrough.turnsPerSec / host.turnsPerSec), 1)}%)\n`);
+  process.stdout.write(`hop cost per round: ${percents(hops)} (the pass-through floor's: ${percents(hopCosts(floorRuns, hostRuns, 'turnsPerSec'))})\n`);
+  process.stdout.write(`in the first window: ${percents(freshHops)}, median ${round(100 * median(freshHops), 1)}% (the floor's: ${percents(hopCosts(floorRuns, hostRuns, 'freshTurnsPerSec'))})\n`);
   // Where the hop's cost lands: CPU per turn of each process (two cores are shared by all of them).
   const cpu = (runs: readonly PathRun[], name: string) => (runs[0]!.cpuUsPerTurn[name] === undefined ? '–' : round(median(runs.map((r) => r.cpuUsPerTurn[name]!))));
   printTable(
-    'CPU per turn of the closed loop, µs (user + system; median of the rounds)',
+    'CPU per turn of the closed loop\'s second window, µs (user + system; median of the rounds)',
     ['path', 'benchmark client', 'daemon', 'host'],
     [
       ['host alone', cpu(hostRuns, 'client'), cpu(hostRuns, 'daemon'), cpu(hostRuns, 'host')],
@@ -125,8 +136,10 @@ export async function benchDaemon(): Promise<void> {
       ['through the pass-through floor', cpu(floorRuns, 'client'), cpu(floorRuns, 'daemon'), cpu(floorRuns, 'host')],
     ],
   );
+  const worst = Math.max(...hops);
   const targets = {
-    hopThroughputCost: { value: `${round(throughputCost * 100, 1)}%`, target: '<= 30%', met: throughputCost <= 0.3 },
+    hopThroughputCost: { value: `${round(hopMedian * 100, 1)}%`, target: '<= 20%', met: hopMedian <= 0.2 },
+    hopWorstRound: { value: `${round(worst * 100, 1)}%`, target: '<= 30%', met: worst <= 0.3 },
     hopP50CostMs: { value: round(p50CostMs, 3), target: '<= 1', met: p50CostMs <= 1 },
     firstRestartMs: { value: round(daemon.restartMs, 1), target: '<= 1000', met: daemon.restartMs <= 1000 },
   };
