@@ -5,6 +5,7 @@ import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { ClientLines, OpenTransport } from '../actors/daemon/client-connection.js';
 import { UnreadBound, type Overrun, type UnreadLimits } from '../actors/daemon/unread-bound.js';
+import { textFrames } from './websocket-frames.js';
 
 /** The close code of a daemon that stops: "going away". */
 const GOING_AWAY = 1001;
@@ -22,8 +23,11 @@ export function websocketTransport(ws: WebSocket, socket: Duplex, limits: Unread
 }
 
 /**
- * The frames of one event-loop turn leave corked, as one write of the connection, as a socket
- * client's lines do: a frame per write made each streamed fragment a write of its own.
+ * The frames of one event-loop turn leave as one write of the connection, as a socket client's
+ * lines do: a frame per write made each streamed fragment a write of its own. They are framed here
+ * (websocket-frames.ts) and written to the connection's socket, behind anything `ws` wrote before:
+ * `ws` writes its own frames (a close, a pong) at once, and its `bufferedAmount` counts what the
+ * socket still holds, ours included.
  */
 class WebSocketLines implements ClientLines {
   private readonly bound: UnreadBound;
@@ -74,9 +78,7 @@ class WebSocketLines implements ClientLines {
     this.held = [];
     this.heldBytes = 0;
     if (frames.length === 0 || this.ws.readyState !== this.ws.OPEN) return;
-    this.socket.cork();
-    for (const frame of frames) this.ws.send(frame);
-    this.socket.uncork();
+    this.socket.write(textFrames(frames));
     this.bound.wrote();
   }
 }
