@@ -27,7 +27,7 @@ describe('websocket frames', () => {
   });
 
   it('counts a message in bytes, not characters', async () => {
-    // Two- to four-byte characters: 126 characters that are 379 bytes, so the 16-bit length is used.
+    // Two- to four-byte characters: 105 UTF-16 units but 252 bytes, past the 7-bit length only in bytes.
     const messages = ['é', '€'.repeat(42) + '😀'.repeat(21) + 'é'.repeat(21), 'ok'];
     const bytes = textFrames(messages);
     expect(bytes.length).to.equal(2 + 2 + 4 + Buffer.byteLength(messages[1]!) + 2 + 2);
