@@ -67,7 +67,7 @@ const TICKS_PER_SECOND = 100;
 
 /**
  * One path's measure by PATH_PLAN: its sessions are `<prefix>-N`, its latency session `<prefix>-lat`.
- * `watch` names the processes whose CPU per turn of the closed loop is reported (the benchmark's own included).
+ * `watch` names the processes whose CPU per turn of the warm window is reported (the benchmark's own included).
  *
  * The closed loop is measured twice, back to back: processes just started spend their first
  * seconds optimizing their code, and a process in the middle of a path pays for it on every turn
