@@ -138,7 +138,15 @@ function freezeMessage(message: ChatMessage): ChatMessage {
 }
 
 function messageBytes(message: ChatMessage): number {
-  let bytes = MESSAGE_OVERHEAD_BYTES + 2 * (message.content.length + message.role.length);
-  for (const call of message.tool_calls ?? []) bytes += 2 * (call.id.length + call.function.name.length + call.function.arguments.length) + MESSAGE_OVERHEAD_BYTES;
+  let bytes = MESSAGE_OVERHEAD_BYTES + textBytes(message.content) + textBytes(message.role);
+  for (const call of message.tool_calls ?? []) bytes += textBytes(call.id) + textBytes(call.function.name) + textBytes(call.function.arguments) + MESSAGE_OVERHEAD_BYTES;
   return bytes;
+}
+
+/**
+ * A text costs twice: as a string (two bytes a UTF-16 unit at most), and in the UTF-8 JSON that
+ * the model agent keeps of a cached history for its next request (agents/model/api-history.ts).
+ */
+function textBytes(text: string): number {
+  return 2 * text.length + Buffer.byteLength(text);
 }

@@ -9,7 +9,7 @@ import { loadModelConfig, type ConfigSource, type ModelConfig } from './config.j
 import { ApiHistories } from './api-history.js';
 import type { ApiMessage } from './history.js';
 import { McpServers, type McpLog } from './mcp.js';
-import { ContextTooLong, CutReply, ModelApi, type ChatRequest, type StreamHandlers } from './openai-api.js';
+import { ContextTooLong, CutReply, ModelApi, type StreamHandlers, type StreamRequest } from './openai-api.js';
 import { offeredTools, runToolCalls, type ToolSet } from './tools.js';
 
 /** A turn that begins while a server is still starting waits this long for its tools (AGENT.md §2). */
@@ -59,9 +59,9 @@ class ModelAgent implements Agent {
     let prior: readonly ChatMessage[] = turn.history;
     const added: ChatMessage[] = [{ role: 'user', content: turn.prompt }];
     let compressed = false;
-    const request = (): { request: ChatRequest; chars: number } => {
-      const { messages, chars } = this.apiHistories.messages(system, prior, added);
-      return { request: { model, messages, tools: offeredTools(tools), temperature: config.temperature, max_tokens: config.max_tokens }, chars };
+    const request = (): { request: StreamRequest; chars: number } => {
+      const { json, chars } = this.apiHistories.messages(system, prior, added);
+      return { request: { model, messagesJson: json, tools: offeredTools(tools), temperature: config.temperature, max_tokens: config.max_tokens }, chars };
     };
     while (usage.calls < config.max_tool_rounds) {
       // Texts steered in since the last call reach this one, after the tool results before them.

@@ -16,12 +16,21 @@ export interface ApiTool {
   function: { name: string; description: string; parameters: Record<string, unknown> };
 }
 
-export interface ChatRequest {
+/** What a call sends besides its messages. */
+interface CallSettings {
   model: string;
-  messages: ApiMessage[];
   tools: ApiTool[];
   temperature?: number | undefined;
   max_tokens?: number | undefined;
+}
+
+export interface ChatRequest extends CallSettings {
+  messages: ApiMessage[];
+}
+
+export interface StreamRequest extends CallSettings {
+  /** The messages as a JSON array in UTF-8 pieces, mostly kept between a session's calls (api-history.ts): sent as they are. */
+  messagesJson: readonly Buffer[];
 }
 
 export interface StreamHandlers extends ReplyHandlers {
@@ -94,7 +103,7 @@ export class ModelApi {
    * signal fired. The SDK sends the request and sorts HTTP errors; the body is read here, because
    * servers bend its shape in ways the SDK's reader fails on (AGENT.md §4).
    */
-  async stream(request: ChatRequest, signal: AbortSignal, handlers: StreamHandlers): Promise<ModelReply> {
+  async stream(request: StreamRequest, signal: AbortSignal, handlers: StreamHandlers): Promise<ModelReply> {
     const reply = new StreamedReply(handlers);
     const call = new AbortController();
     const abortCall = (): void => call.abort();
@@ -104,8 +113,10 @@ export class ModelApi {
     const pingsOnly = new Watchdog(this.endpoint.requestTimeoutMs, abortCall);
     const aborted = (): ModelReply => ({ content: reply.content, toolCalls: [], usage: reply.usage, finishReason: null, aborted: true });
     try {
+      // The SDK's own `chat.completions.create` is this post with the body as an object, which it
+      // would serialize whole on every call: a body given as bytes goes as it is.
       const response = await this.withRetries(signal, handlers, () =>
-        this.client.chat.completions.create(this.streamingBody(request), { signal: call.signal }).asResponse(),
+        this.client.post('/chat/completions', { body: streamingBody(request), headers: JSON_TYPE, stream: true, signal: call.signal }).asResponse(),
       );
       if (response === null) return aborted();
       idle.reset();
@@ -132,18 +143,6 @@ export class ModelApi {
       pingsOnly.stop();
       signal.removeEventListener('abort', abortCall);
     }
-  }
-
-  private streamingBody(request: ChatRequest): OpenAI.ChatCompletionCreateParamsStreaming {
-    return {
-      model: request.model,
-      messages: request.messages as OpenAI.ChatCompletionMessageParam[],
-      ...(request.tools.length > 0 ? { tools: request.tools } : {}),
-      ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
-      ...(request.max_tokens === undefined ? {} : { max_tokens: request.max_tokens }),
-      stream: true,
-      stream_options: { include_usage: true },
-    };
   }
 
   private throwIfStalled(idle: Watchdog, pingsOnly: Watchdog, seen = ''): void {
@@ -260,6 +259,21 @@ class Watchdog {
   stop(): void {
     clearTimeout(this.timer);
   }
+}
+
+const JSON_TYPE = { 'content-type': 'application/json' };
+
+/** A streamed call's body as UTF-8 JSON: the messages' bytes copied in once, the rest serialized. */
+function streamingBody(request: StreamRequest): Buffer {
+  const settings: Omit<OpenAI.ChatCompletionCreateParamsStreaming, 'messages'> = {
+    model: request.model,
+    ...(request.tools.length > 0 ? { tools: request.tools } : {}),
+    ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+    ...(request.max_tokens === undefined ? {} : { max_tokens: request.max_tokens }),
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  return Buffer.concat([Buffer.from('{"messages":'), ...request.messagesJson, Buffer.from(`,${JSON.stringify(settings).slice(1)}`)]);
 }
 
 /** The largest JSON body read where a stream was asked for. */

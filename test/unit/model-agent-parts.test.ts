@@ -84,7 +84,7 @@ describe('model agent parts', () => {
     const expectSame = (history: readonly ChatMessage[], added: ChatMessage[]): void => {
       const made = histories.messages(system, history, added);
       const whole = toApiMessages([...history, ...added], system);
-      expect(made.messages).to.deep.equal(whole);
+      expect(Buffer.concat(made.json).toString()).to.equal(JSON.stringify(whole));
       expect(made.chars).to.equal(characterCount(whole));
     };
     const history: ChatMessage[] = [frozen({ role: 'user', content: 'u1' }), frozen({ role: 'assistant', content: 'a1' })];
@@ -94,7 +94,7 @@ describe('model agent parts', () => {
     history.push(frozen({ role: 'user', content: 'u2' }), frozen({ role: 'assistant', content: '', tool_calls: [call('c1'), call('c2')] }), frozen({ role: 'tool', tool_call_id: 'c2', content: 'r2' }));
     expectSame(history, prompt);
     expectSame(history, [{ role: 'tool', tool_call_id: 'c1', content: 'r1' }]);
-    history.push(frozen({ role: 'user', content: 'u3' }), frozen({ role: 'assistant', content: 'a3' }));
+    history.push(frozen({ role: 'user', content: 'u3' }), frozen({ role: 'assistant', content: 'a3: naïve ☕ 🙂 "quoted"\n\u0001' }));
     expectSame(history, prompt);
     // Cut after the converted part, then grown again with new messages: nothing kept may be reused.
     const cut = history.slice(0, 3);
@@ -106,24 +106,30 @@ describe('model agent parts', () => {
     expectSame([], prompt);
   });
 
-  it('converts a history\'s earlier messages once: the next call reuses what the last one made', () => {
+  it('converts and serializes a history\'s earlier messages once: the next call reuses what the last one made', () => {
     const histories = new ApiHistories();
     const system = { role: 'system' as const, content: 'sys' };
+    let serialized = 0;
+    // A plain message goes to the API as it is, so JSON.stringify calls its toJSON each time it serializes it.
+    const counted = (content: string): ChatMessage => Object.freeze({ role: 'user', content, toJSON: () => (serialized++, { role: 'user', content }) }) as ChatMessage;
     const history: ChatMessage[] = [
-      Object.freeze({ role: 'user', content: 'u1' }),
+      counted('u1'),
       Object.freeze({ role: 'assistant', content: '', tool_calls: [call('c1')] }),
       Object.freeze({ role: 'tool', tool_call_id: 'c1', content: 'r1' }),
       Object.freeze({ role: 'assistant', content: 'a1' }),
     ];
-    // The assistant message that called a tool goes as a converted copy (content '' → null).
-    const first = histories.messages(system, history, [{ role: 'user', content: 'p1' }]).messages[2];
+    const first = histories.messages(system, history, [{ role: 'user', content: 'p1' }]);
+    expect(serialized).to.equal(1);
+    // The assistant message that called a tool goes converted (content '' → null).
+    expect(JSON.parse(Buffer.concat(first.json).toString())[2]).to.deep.equal({ role: 'assistant', content: null, tool_calls: [call('c1')] });
     history.push(Object.freeze({ role: 'user', content: 'p1' }), Object.freeze({ role: 'assistant', content: 'a2' }));
-    const next = histories.messages(system, history, [{ role: 'user', content: 'p2' }]).messages[2];
-    expect(next).to.deep.equal({ role: 'assistant', content: null, tool_calls: [call('c1')] });
-    expect(next).to.equal(first);
-    const replaced = histories.messages(system, history.map((m) => Object.freeze({ ...m })), []).messages[2];
-    expect(replaced).to.deep.equal(first);
-    expect(replaced).to.not.equal(first);
+    const next = histories.messages(system, history, [{ role: 'user', content: 'p2' }]);
+    expect(serialized).to.equal(1);
+    expect(Buffer.concat(next.json).toString()).to.equal(JSON.stringify(toApiMessages([...history, { role: 'user', content: 'p2' }], system)));
+    // Replaced by new objects (a read from the store): serialized again.
+    const before = serialized;
+    histories.messages(system, history.map((m) => Object.freeze({ ...m })), []);
+    expect(serialized).to.equal(before + 1);
   });
 
   it('never cuts a compression between a tool call and its results', () => {
