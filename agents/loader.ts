@@ -5,15 +5,16 @@ import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isAgent, type Agent } from './agent.js';
 import { AgentLoadError } from './loader-error.js';
-import { loadModelConfig, type ConfigSource } from './model/config.js';
+import type { ConfigSource, ModelConfig } from './model/config.js';
 import type { ModelAgentOptions } from './model/model-agent.js';
 import { scriptAgent } from './script.js';
 
 /** What a built-in agent may need to start: the model agent reads its config (AGENT.md §1). */
 export interface AgentSetup extends ModelAgentOptions {}
 
-// The model agent (and with it the openai and MCP SDKs) is loaded only by a host that runs it:
-// the daemon and the script agent's host never pay for it.
+// The model agent (and with it the openai and MCP SDKs, and zod for its config) is loaded only by
+// a process that runs it or checks its config: the script agent's host never pays for it, and a
+// host restarted after a crash says hello sooner.
 const BUILT_IN: Record<string, (setup: AgentSetup) => Agent | Promise<Agent>> = {
   script: () => scriptAgent,
   openai: async (setup) => (await import('./model/model-agent.js')).createModelAgent(setup),
@@ -61,13 +62,17 @@ export async function loadAgent(spec: string, setup: AgentSetup, cwd = process.c
  * model agent's base URL and the variable its config names for the key. Reading them validates
  * the config, so a daemon or `start` refuses a broken one (AgentLoadError) before any host runs.
  */
-export function agentEnvironmentNames(spec: string, source: ConfigSource): string[] {
+export async function agentEnvironmentNames(spec: string, source: ConfigSource): Promise<string[]> {
   if (spec !== 'openai') return [];
-  return ['OPENAI_BASE_URL', loadModelConfig(source).api_key_env];
+  return ['OPENAI_BASE_URL', (await modelConfig(source)).api_key_env];
 }
 
 /** What must never be written anywhere: the model agent's API key (AGENT.md §1); undefined for other agents. */
-export function agentSecret(spec: string, source: ConfigSource): string | undefined {
+export async function agentSecret(spec: string, source: ConfigSource): Promise<string | undefined> {
   if (spec !== 'openai') return undefined;
-  return source.env[loadModelConfig(source).api_key_env] || undefined;
+  return source.env[(await modelConfig(source)).api_key_env] || undefined;
+}
+
+async function modelConfig(source: ConfigSource): Promise<ModelConfig> {
+  return (await import('./model/config.js')).loadModelConfig(source);
 }

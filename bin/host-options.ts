@@ -1,5 +1,6 @@
 // Host settings resolved once from flags and environment, then passed down frozen: actors
-// never read process.env.
+// never read process.env. And the host options again as arguments, for a host started by a daemon.
+import { resolve } from 'node:path';
 
 export const DEFAULT_WORKERS = 8;
 export const DEFAULT_HEARTBEAT_SECS = 5;
@@ -35,4 +36,32 @@ export function resolveHeartbeatSecs(env: Env, flag?: number): number {
   if (text === undefined) return DEFAULT_HEARTBEAT_SECS;
   const value = Number(text);
   return text.trim() !== '' && Number.isFinite(value) ? value : DEFAULT_HEARTBEAT_SECS;
+}
+
+/** The options a command passes on to the host its daemon runs. */
+export interface HostPassOptions {
+  agent?: string;
+  agentConfig?: string;
+  workers?: number;
+  heartbeatSecs?: number;
+  historyCacheMib?: number;
+  /** One node of several on the PostgreSQL store. */
+  nodeId?: string;
+  leaseSecs?: number;
+  /** Where other nodes reach this one; a daemon's default: its `--listen` address, when its port is fixed. */
+  advertise?: string;
+}
+
+export function hostArgs(options: HostPassOptions): string[] {
+  const args: string[] = [];
+  if (options.agent) args.push('--agent', options.agent);
+  // Absolute: the host may run in another directory than the command that named the file.
+  if (options.agentConfig) args.push('--agent-config', resolve(options.agentConfig));
+  if (options.workers !== undefined) args.push('--workers', String(options.workers));
+  if (options.heartbeatSecs !== undefined) args.push('--heartbeat-secs', String(options.heartbeatSecs));
+  if (options.historyCacheMib !== undefined) args.push('--history-cache-mib', String(options.historyCacheMib));
+  if (options.nodeId !== undefined) args.push('--node-id', options.nodeId);
+  if (options.leaseSecs !== undefined) args.push('--lease-secs', String(options.leaseSecs));
+  if (options.advertise !== undefined) args.push('--advertise', options.advertise);
+  return args;
 }

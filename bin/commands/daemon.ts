@@ -2,7 +2,6 @@
 // the log, the sockets and signals; the behaviour lives in actors/daemon/.
 import { chmodSync, fstatSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { resolve } from 'node:path';
 import pino from 'pino';
 import { acceptClient, unixTransport, type ClientLines } from '../../actors/daemon/client-connection.js';
 import { unreadLimits } from '../../actors/daemon/unread-bound.js';
@@ -26,25 +25,16 @@ import { describeLocation, openReader, readerOnDemand, STORE_ENV, storeLocation,
 import { buildSha, cliEntry } from '../build-info.js';
 import { acquireHomeLock } from '../home-lock.js';
 import { enterHome, ensureHome, homePaths } from '../home.js';
+import { hostArgs, type HostPassOptions } from '../host-options.js';
 import { startRepl } from '../repl-server.js';
 import { startEdge, type Edge } from '../../edge/edge-server.js';
 import type { ListenAddress } from '../../edge/listen-address.js';
 import { DaemonMetrics } from '../../edge/metrics.js';
 
-export interface DaemonOptions {
+export interface DaemonOptions extends HostPassOptions {
   home: string;
-  agent?: string;
-  agentConfig?: string;
-  workers?: number;
-  heartbeatSecs?: number;
-  historyCacheMib?: number;
   /** `--store`: `sqlite` or a postgres:// URL; $TURNHOST_STORE, else SQLite, when absent. */
   store?: string;
-  /** Passed to the host: one node of several on the PostgreSQL store. */
-  nodeId?: string;
-  leaseSecs?: number;
-  /** Where other nodes reach this one; default: the `--listen` address, when its port is fixed. */
-  advertise?: string;
   /** Open client connections past which a new one is refused (default 1024). */
   maxClients?: number;
   /** Unread output in MiB past which a client that is not reading is cut off (default 8). */
@@ -69,20 +59,6 @@ export const DEFAULT_MAX_CLIENTS = 1024;
 const LISTEN_BACKLOG = 4096;
 const TERMINATE_GRACE_MS = 10 * SECOND_MS;
 const TERMINATE_KILL_WAIT_MS = 2 * SECOND_MS;
-
-export function hostArgs(options: Pick<DaemonOptions, 'agent' | 'agentConfig' | 'workers' | 'heartbeatSecs' | 'historyCacheMib' | 'nodeId' | 'leaseSecs' | 'advertise'>): string[] {
-  const args: string[] = [];
-  if (options.agent) args.push('--agent', options.agent);
-  // Absolute: the host may run in another directory than the command that named the file.
-  if (options.agentConfig) args.push('--agent-config', resolve(options.agentConfig));
-  if (options.workers !== undefined) args.push('--workers', String(options.workers));
-  if (options.heartbeatSecs !== undefined) args.push('--heartbeat-secs', String(options.heartbeatSecs));
-  if (options.historyCacheMib !== undefined) args.push('--history-cache-mib', String(options.historyCacheMib));
-  if (options.nodeId !== undefined) args.push('--node-id', options.nodeId);
-  if (options.leaseSecs !== undefined) args.push('--lease-secs', String(options.leaseSecs));
-  if (options.advertise !== undefined) args.push('--advertise', options.advertise);
-  return args;
-}
 
 /** Where other nodes reach this node's edge: `--advertise`, else the address the edge listens on. */
 function advertisedUrl(options: DaemonOptions, edge: Edge | null): string | undefined {
@@ -111,8 +87,8 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   let redact: Redactor;
   try {
     const source = { home, flag: options.agentConfig, env: process.env };
-    agentNames = agentEnvironmentNames(options.agent ?? 'script', source);
-    redact = keyRedactor(agentSecret(options.agent ?? 'script', source));
+    agentNames = await agentEnvironmentNames(options.agent ?? 'script', source);
+    redact = keyRedactor(await agentSecret(options.agent ?? 'script', source));
   } catch (err) {
     if (!(err instanceof AgentLoadError)) throw err;
     process.stderr.write(`turnhost daemon: ${err.message}\n`);

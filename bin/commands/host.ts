@@ -60,7 +60,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   let agent;
   let log: Logger;
   try {
-    log = createLogger('host', { ...(options.logFd === undefined ? {} : { fd: options.logFd }), redact: keyRedactor(agentSecret(spec, source)) });
+    log = createLogger('host', { ...(options.logFd === undefined ? {} : { fd: options.logFd }), redact: keyRedactor(await agentSecret(spec, source)) });
     agent = await loadAgent(spec, { ...source, log });
   } catch (err) {
     if (!(err instanceof AgentLoadError)) throw err;

@@ -1,12 +1,23 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startDaemon } from '../helpers/daemon.js';
 import { Harness, REPO_ROOT } from '../helpers/processes.js';
 
 const COMMANDS = ['host', 'daemon', 'start', 'stop', 'status', 'chat', 'sessions', 'history', 'repl'];
+/** Libraries only some processes need: the daemon's and the edge's, the editor and page protocols', PostgreSQL's, the model agent's. */
+const OPTIONAL_LIBRARIES = ['ws', 'prom-client', '@ag-ui/core', '@agentclientprotocol/sdk', 'pg', 'openai', '@modelcontextprotocol/sdk', 'zod'];
+
+/** The packages whose modules a process resolved, from the log of test/fixtures/module-log.mjs. */
+function packagesIn(log: string): string[] {
+  const names = readFileSync(log, 'utf8')
+    .split('\n')
+    .map((url) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1])
+    .filter((name): name is string => name !== undefined);
+  return [...new Set(names)].sort();
+}
 
 describe('the command line (real processes)', function () {
   this.timeout(30_000);
@@ -23,6 +34,24 @@ describe('the command line (real processes)', function () {
       expect(help.stdout, command).to.match(new RegExp(`Usage: turnhost ${command}`));
       expect(help.stdout, command).to.include('--home');
     }
+  });
+
+  it('host: loads only the libraries it runs, so that a host restarted after a crash says hello sooner', async () => {
+    const loaded = async (args: string[], env: NodeJS.ProcessEnv = {}): Promise<string[]> => {
+      const home = h.tempDir();
+      const log = join(home, 'modules.log');
+      const host = await h.startHost(home, args, { NODE_OPTIONS: `--import ${join(REPO_ROOT, 'test/fixtures/module-log.mjs')}`, MODULE_LOG: log, ...env });
+      host.closeStdin();
+      expect((await host.waitExit()).code, host.stderr).to.equal(0);
+      return packagesIn(log);
+    };
+    const scriptHost = await loaded([]);
+    expect(scriptHost, 'the log sees what the host needs').to.include.members(['better-sqlite3', 'nact', 'pino']);
+    expect(scriptHost.filter((name) => OPTIONAL_LIBRARIES.includes(name))).to.deep.equal([]);
+    // The model agent's host loads the model agent's libraries, and only it.
+    const modelHost = await loaded(['--agent', 'openai'], { TURNHOST_MODEL: 'm', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' });
+    expect(modelHost).to.include.members(['openai', '@modelcontextprotocol/sdk', 'zod']);
+    expect(modelHost.filter((name) => OPTIONAL_LIBRARIES.includes(name))).to.have.members(['openai', '@modelcontextprotocol/sdk', 'zod']);
   });
 
   it('chat: starts a daemon when none runs, streams one turn, exits 0', async () => {
