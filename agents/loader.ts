@@ -5,7 +5,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isAgent, type Agent } from './agent.js';
 import { AgentLoadError } from './loader-error.js';
-import type { ConfigSource, ModelConfig } from './model/config.js';
+import type { ConfigSource } from './model/config.js';
 import type { ModelAgentOptions } from './model/model-agent.js';
 import { scriptAgent } from './script.js';
 
@@ -57,22 +57,20 @@ export async function loadAgent(spec: string, setup: AgentSetup, cwd = process.c
   return agent;
 }
 
+/** What the agent needs from the environment (AGENT.md §1). */
+export interface AgentEnvironment {
+  /** Variables beyond the host's allowlist: the model agent's base URL and the one its config names for the key. */
+  names: string[];
+  /** What must never be written anywhere: the model agent's API key; undefined for other agents. */
+  secret: string | undefined;
+}
+
 /**
- * The environment variables the agent needs beyond the host's allowlist (AGENT.md §1): the
- * model agent's base URL and the variable its config names for the key. Reading them validates
- * the config, so a daemon or `start` refuses a broken one (AgentLoadError) before any host runs.
+ * Read from the agent's config, once: reading it validates the config, so a daemon or `start`
+ * refuses a broken one (AgentLoadError) before any host runs.
  */
-export async function agentEnvironmentNames(spec: string, source: ConfigSource): Promise<string[]> {
-  if (spec !== 'openai') return [];
-  return ['OPENAI_BASE_URL', (await modelConfig(source)).api_key_env];
-}
-
-/** What must never be written anywhere: the model agent's API key (AGENT.md §1); undefined for other agents. */
-export async function agentSecret(spec: string, source: ConfigSource): Promise<string | undefined> {
-  if (spec !== 'openai') return undefined;
-  return source.env[(await modelConfig(source)).api_key_env] || undefined;
-}
-
-async function modelConfig(source: ConfigSource): Promise<ModelConfig> {
-  return (await import('./model/config.js')).loadModelConfig(source);
+export async function agentEnvironment(spec: string, source: ConfigSource): Promise<AgentEnvironment> {
+  if (spec !== 'openai') return { names: [], secret: undefined };
+  const keyName = (await import('./model/config.js')).loadModelConfig(source).api_key_env;
+  return { names: ['OPENAI_BASE_URL', keyName], secret: source.env[keyName] || undefined };
 }

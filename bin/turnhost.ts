@@ -7,7 +7,7 @@
 import './daemon-heap.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { resolve } from 'node:path';
-import { agentEnvironmentNames, AgentLoadError, resolveAgentSpec } from '../agents/loader.js';
+import { agentEnvironment, AgentLoadError, resolveAgentSpec } from '../agents/loader.js';
 import type { HttpOptions } from './commands/daemon.js';
 import { parseListenAddress } from '../edge/listen-address.js';
 import { packageVersion } from './build-info.js';
@@ -142,7 +142,7 @@ function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
 
 /** A broken agent config fails here, in one line with exit 78, not later in a background daemon. */
 async function checkAgentConfig(opts: { home?: string; agent?: string; agentConfig?: string }): Promise<void> {
-  await agentEnvironmentNames(opts.agent ?? 'script', { home: homeFrom(opts.home), flag: opts.agentConfig, env: process.env });
+  await agentEnvironment(opts.agent ?? 'script', { home: homeFrom(opts.home), flag: opts.agentConfig, env: process.env });
 }
 
 

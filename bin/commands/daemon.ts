@@ -14,7 +14,7 @@ import { hostEnvironment } from '../../actors/daemon/host-child.js';
 import { ask, spawnActor, startSystem, stopSystem, tell, SECOND_MS, type Ref } from '../../actors/runtime.js';
 import { spawnSupervisor } from '../../actors/daemon/supervisor.js';
 import type { GatewayMsg, HostStatus, StopReport, SupervisorMsg } from '../../actors/daemon/supervisor-messages.js';
-import { agentEnvironmentNames, AgentLoadError, agentSecret } from '../../agents/loader.js';
+import { agentEnvironment, AgentLoadError } from '../../agents/loader.js';
 import { keyRedactor, type Redactor } from '../../agents/model/key-redaction.js';
 import { ErrorCodes, errorLine, RpcError } from '../../protocol/client-rpc.js';
 import { isRecord } from '../../protocol/fields.js';
@@ -87,8 +87,9 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   let redact: Redactor;
   try {
     const source = { home, flag: options.agentConfig, env: process.env };
-    agentNames = await agentEnvironmentNames(options.agent ?? 'script', source);
-    redact = keyRedactor(await agentSecret(options.agent ?? 'script', source));
+    const needs = await agentEnvironment(options.agent ?? 'script', source);
+    agentNames = needs.names;
+    redact = keyRedactor(needs.secret);
   } catch (err) {
     if (!(err instanceof AgentLoadError)) throw err;
     process.stderr.write(`turnhost daemon: ${err.message}\n`);

@@ -7,7 +7,7 @@ import { monotonicClock } from '../../actors/clock.js';
 import { startSystem, stopSystem, SECOND_MS } from '../../actors/runtime.js';
 import type { HostServices } from '../../actors/host/services.js';
 import { fullQueueEvents, queueDeltas } from '../../actors/host/queue-events.js';
-import { AgentLoadError, agentSecret, loadAgent } from '../../agents/loader.js';
+import { agentEnvironment, AgentLoadError, loadAgent } from '../../agents/loader.js';
 import { keyRedactor } from '../../agents/model/key-redaction.js';
 import type { Store } from '../../persistence/store.js';
 import { openStore, storeLocation } from '../../persistence/store-location.js';
@@ -60,7 +60,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   let agent;
   let log: Logger;
   try {
-    log = createLogger('host', { ...(options.logFd === undefined ? {} : { fd: options.logFd }), redact: keyRedactor(await agentSecret(spec, source)) });
+    log = createLogger('host', { ...(options.logFd === undefined ? {} : { fd: options.logFd }), redact: keyRedactor((await agentEnvironment(spec, source)).secret) });
     agent = await loadAgent(spec, { ...source, log });
   } catch (err) {
     if (!(err instanceof AgentLoadError)) throw err;
