@@ -112,13 +112,11 @@ function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { sessi
     return reply.value;
   };
   const status = () => ask(deps.supervisor, (replyTo: Ref<HostStatus>): SupervisorMsg => ({ kind: 'status', replyTo }), ASK_TIMEOUT_MS);
-  Object.assign(r.context, {
-    supervisor: deps.supervisor,
-    gateway: deps.gateway,
-    host,
-    status,
-    process: guardedProcess(),
-  });
+  Object.assign(r.context, { supervisor: deps.supervisor, gateway: deps.gateway, host, status });
+  // Defined, not assigned: the context copies the global's accessor for `process`, whose setter
+  // would put the guard in the daemon's own global, where its exit (and the supervisor's kills)
+  // would then throw.
+  Object.defineProperty(r.context, 'process', { value: guardedProcess(), writable: true, configurable: true });
   const running = new Set<Promise<void>>();
   const command = commandDefiner(r, out, (work) => {
     running.add(work);

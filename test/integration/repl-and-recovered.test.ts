@@ -94,6 +94,16 @@ describe('recovered sessions through the supervisor, and the debug REPL (real pr
     expect(daemon.process.child.exitCode).to.equal(null);
   });
 
+  it('REPL: the guard on process stays in the REPL: after a session, stop ends the daemon', async () => {
+    const daemon = await startDaemon(h);
+    const out = await scripted(h, ['--home', daemon.home], ['.actors', 'process.exit(1)', '.exit']);
+    expect(out.stdout).to.include('refused in the REPL');
+    // The guard had leaked into the daemon's own global: its exit threw, and it stayed up after stop.
+    const stop = await h.runCli(['stop', '--home', daemon.home], {}, 30_000);
+    expect(stop.code, stop.stderr).to.equal(0);
+    expect((await daemon.process.waitExit(10_000)).code).to.equal(0);
+  });
+
   it('REPL: offers Tab completion of its commands at a terminal', async () => {
     const daemon = await startDaemon(h);
     const socket = connect(join(daemon.home, 'repl.sock'));
