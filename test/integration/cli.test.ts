@@ -40,7 +40,7 @@ describe('the command line (real processes)', function () {
     const loaded = async (args: string[], env: NodeJS.ProcessEnv = {}): Promise<string[]> => {
       const home = h.tempDir();
       const log = join(home, 'modules.log');
-      const host = await h.startHost(home, args, { NODE_OPTIONS: `--import ${join(REPO_ROOT, 'test/fixtures/module-log.mjs')}`, MODULE_LOG: log, ...env });
+      const host = await h.startHost(home, args, { NODE_OPTIONS: `--import ${JSON.stringify(join(REPO_ROOT, 'test/fixtures/module-log.mjs'))}`, MODULE_LOG: log, ...env });
       host.closeStdin();
       expect((await host.waitExit()).code, host.stderr).to.equal(0);
       return packagesIn(log);
