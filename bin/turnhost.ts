@@ -96,10 +96,9 @@ const storeOption = () =>
  * A daemon started in the background learns the store from its environment, not its argv: other
  * users of the machine can read argv, and a PostgreSQL URL carries a password.
  */
-function storeForChildren(opts: { store?: string }): undefined {
+function storeForChildren(opts: { store?: string }): void {
   storeLocation(opts.store, ''); // a bad value is one line here, its password hidden
   if (opts.store !== undefined) process.env[STORE_ENV] = opts.store;
-  return undefined;
 }
 
 /**
@@ -140,11 +139,14 @@ function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
   });
 }
 
-/** A broken agent config fails here, in one line with exit 78, not later in a background daemon. */
-async function checkAgentConfig(opts: { home?: string; agent?: string; agentConfig?: string }): Promise<void> {
+/**
+ * What a command that may start a daemon does first: a broken agent config fails here, in one line
+ * with exit 78, not later in a background daemon; the store goes to the daemon's environment.
+ */
+async function beforeDaemonStart(opts: { home?: string; agent?: string; agentConfig?: string; store?: string }): Promise<void> {
   await agentEnvironment(opts.agent ?? 'script', { home: homeFrom(opts.home), flag: opts.agentConfig, env: process.env });
+  storeForChildren(opts);
 }
-
 
 const program = new Command('turnhost')
   .description('A crash-safe host for long-running AI agent sessions')
@@ -192,8 +194,7 @@ httpOptions(hostOptions(program.command('start').description("start the daemon i
   .addOption(maxUnreadOption())
   .action((opts) =>
     run('start', async () => {
-      await checkAgentConfig(opts);
-      storeForChildren(opts);
+      await beforeDaemonStart(opts);
       // A bad --listen is one line here, not a daemon that fails in the background.
       httpFrom(opts);
       const daemonArgs = [
@@ -212,8 +213,7 @@ hostOptions(program.command('web').description('the page: starts the daemon list
   .option('--open', 'also open the login address in a browser')
   .action((opts) =>
     run('web', async () => {
-      await checkAgentConfig(opts);
-      storeForChildren(opts);
+      await beforeDaemonStart(opts);
       const { DEFAULT_WEB_LISTEN, webCommand } = await import('./commands/web.js');
       const listen = opts.listen ?? DEFAULT_WEB_LISTEN;
       parseListenAddress(listen);
@@ -248,8 +248,7 @@ hostOptions(program.command('chat').description('one turn (TEXT), or a prompt lo
   .option('--session <id>', 'the session to use (default: a new one)')
   .action((text: string | undefined, opts) =>
     run('chat', async () => {
-      await checkAgentConfig(opts);
-      storeForChildren(opts);
+      await beforeDaemonStart(opts);
       const { chatCommand } = await import('./commands/chat.js');
       return chatCommand(homeFrom(opts.home), { ...(opts.session ? { session: opts.session } : {}), ...(text !== undefined ? { text } : {}), ...(opts.agent ? { agent: opts.agent } : {}), hostArgs: hostArgs(opts) });
     }),
@@ -259,8 +258,7 @@ hostOptions(program.command('acp').description('an Agent Client Protocol agent o
   .addOption(homeOption())
   .action((opts) =>
     run('acp', async () => {
-      await checkAgentConfig(opts);
-      storeForChildren(opts);
+      await beforeDaemonStart(opts);
       const { acpCommand } = await import('./commands/acp.js');
       return acpCommand(homeFrom(opts.home), { hostArgs: hostArgs(opts) });
     }),
