@@ -12,8 +12,12 @@ describe('host: on_busy, the queue frame and a queue held after a start (real ho
   afterEach(() => h.cleanup());
 
   const started = (host: HostProcess, request_id: string) => host.next('turn.started', { where: (f) => f['request_id'] === request_id });
-  const ended = (host: HostProcess, request_id: string): Promise<Frame> =>
-    host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id });
+  const ended = (host: HostProcess, request_id: string, timeoutMs?: number): Promise<Frame> =>
+    host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id, timeoutMs });
+  // The two tests of the 1,000 bound wait for a thousand prompts to be stored (and run, in one):
+  // a bound per prompt, not one frame's default. On PostgreSQL, on a loaded 2-core machine, a
+  // thousand queued turns took longer than 10 s.
+  const THOUSAND_PROMPTS_MS = 1001 * 60;
 
   it('without on_busy a busy session refuses, as the original host does; with it, the prompt waits in the queue', async () => {
     const host = await h.startHost(h.tempDir());
@@ -52,21 +56,21 @@ describe('host: on_busy, the queue frame and a queue held after a start (real ho
     host.send({ type: 'turn.start', sid: 'full', request_id: 'r0', text: '/sleep 30' });
     await started(host, 'r0');
     host.sendRaw(Array.from({ length: 1001 }, (_, i) => `${JSON.stringify({ type: 'turn.start', sid: 'full', request_id: `q${i}`, text: 'x', on_busy: 'queue' })}\n`).join(''));
-    const refused = await ended(host, 'q1000');
+    const refused = await ended(host, 'q1000', THOUSAND_PROMPTS_MS);
     expect(refused).to.include({ type: 'turn.error', reason: 'busy', message: 'session busy: its queue is full (1000 prompts)' });
     expect(host.all('turn.queued', (f) => f['sid'] === 'full')).to.have.length(1000);
-  });
+  }).timeout(THOUSAND_PROMPTS_MS + 20_000);
 
   it('remembers the last 1,000 client_message_ids of a session: the oldest is forgotten, the rest stay duplicates', async () => {
     const host = await h.startHost(h.tempDir());
     const frames = Array.from({ length: 1001 }, (_, i) => JSON.stringify({ type: 'turn.start', sid: 'ids', request_id: `r${i}`, text: 'x', on_busy: 'queue', client_message_id: `m-${i}` }));
     host.sendRaw(`${frames.join('\n')}\n`);
-    await ended(host, 'r1000');
+    await ended(host, 'r1000', THOUSAND_PROMPTS_MS);
     host.send({ type: 'turn.start', sid: 'ids', request_id: 'again-1', text: 'x', on_busy: 'queue', client_message_id: 'm-1' });
     expect(await host.nextOf(['turn.duplicate', 'turn.started'], { where: (f) => f['request_id'] === 'again-1' })).to.include({ type: 'turn.duplicate', state: 'done' });
     host.send({ type: 'turn.start', sid: 'ids', request_id: 'again-0', text: 'x', on_busy: 'queue', client_message_id: 'm-0' });
     expect(await host.nextOf(['turn.duplicate', 'turn.started'], { where: (f) => f['request_id'] === 'again-0' })).to.include({ type: 'turn.started' });
-  });
+  }).timeout(THOUSAND_PROMPTS_MS + 20_000);
 
   it('after a restart the stored queue is named in hello and runs only after `queue resume`, in order', async () => {
     const home = h.tempDir();
