@@ -14,7 +14,7 @@ import type { SessionSummary } from '../../persistence/reader.js';
 import { SqliteReader } from '../../persistence/sqlite/sqlite-reader.js';
 import { SqliteStore } from '../../persistence/sqlite/sqlite-store.js';
 import { FrameWriter } from '../../protocol/frame-writer.js';
-import type { Frame } from './processes.js';
+import { seenFrames, type Frame } from './processes.js';
 import { Waiters } from './waiters.js';
 
 /** How long frame() waits for a frame the host has not written yet. */
@@ -73,7 +73,7 @@ export async function startInProcessHost(agent: Agent, options: { clock?: Clock;
       const match = (f: Frame) => f.type === type && where(f);
       const found = frames.find(match);
       if (found) return Promise.resolve(found);
-      return waiters.wait(match, FRAME_WAIT_MS, () => `no ${type} frame within ${FRAME_WAIT_MS} ms; saw: ${frames.map((f) => f.type).join(', ')}`);
+      return waiters.wait(match, FRAME_WAIT_MS, () => `no ${type} frame within ${FRAME_WAIT_MS} ms; saw ${seenFrames(frames)}`);
     },
     async sessions() {
       const reader = SqliteReader.open(file)!;

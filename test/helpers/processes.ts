@@ -26,6 +26,20 @@ export interface NextOptions {
 }
 
 const DEFAULT_WAIT_MS = 10_000;
+const SEEN_LAST = 30;
+
+/**
+ * The types of the frames seen, for a failure: the count of each, then the last ones in order. All
+ * of them in order ran to thousands of words for a test of many turns, and CI's excerpt of the run
+ * then held no test name.
+ */
+export function seenFrames(frames: readonly Frame[]): string {
+  const counts = new Map<string, number>();
+  for (const f of frames) counts.set(f.type, (counts.get(f.type) ?? 0) + 1);
+  const byType = [...counts].map(([t, n]) => `${n} ${t}`).join(', ');
+  const last = frames.slice(-SEEN_LAST).map((f) => f.type).join(', ');
+  return `${frames.length} frames (${byType}); the last ${Math.min(SEEN_LAST, frames.length)}: ${last}`;
+}
 
 /** A child speaking the host protocol on its stdio. */
 export class HostProcess {
@@ -85,8 +99,7 @@ export class HostProcess {
     }
     const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_MS;
     return this.frameWaiters.wait(match, timeoutMs, () => {
-      const seen = this.frames.map((f) => f.type).join(', ');
-      return `no ${type} frame within ${timeoutMs} ms; saw: ${seen}\nstderr: ${this.stderr.slice(-2000)}`;
+      return `no ${type} frame within ${timeoutMs} ms; saw ${seenFrames(this.frames)}\nstderr: ${this.stderr.slice(-2000)}`;
     });
   }
 
