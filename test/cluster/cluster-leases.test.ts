@@ -72,7 +72,7 @@ describe('nodes on one PostgreSQL: leases with fencing (real host processes)', f
     await server().leaseExpired(url, 's1');
     expect(await b.turn('s1', 'taken', 'the new owner')).to.include({ type: 'turn.end', message_count: 3 });
     a.kill('SIGCONT');
-    const woke = await a.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === 'paused' });
+    const woke = await a.ended('paused');
     expect(woke).to.include({ type: 'turn.error', reason: 'lease_lost' });
     expect(await a.turn('s2', 'still', 'still mine')).to.include({ type: 'turn.end', message_count: 4 });
     const s1 = await server().query<{ role: string; content: string }>(url, "SELECT role, content FROM messages WHERE sid = 's1' ORDER BY seq");

@@ -82,7 +82,7 @@ export async function answerRequest(host: HostProcess, sid: string, id: string, 
 /** Sends a turn and resolves with its end frame (turn.end or turn.error). */
 export async function runTurn(host: HostProcess, sid: string, request_id: string, text: string, timeoutMs = 10_000): Promise<Frame> {
   host.send({ type: 'turn.start', sid, request_id, text });
-  return host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id, timeoutMs });
+  return host.ended(request_id, timeoutMs);
 }
 
 export function text(host: HostProcess, sid: string, type = 'message.delta'): string {

@@ -106,7 +106,12 @@ export class HostProcess {
   /** A turn.start, and the frame that ends it (turn.end or turn.error). */
   turn(sid: string, request_id: string, text: string, extra: object = {}): Promise<Frame> {
     this.send({ type: 'turn.start', sid, request_id, text, ...extra });
-    return this.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id });
+    return this.ended(request_id);
+  }
+
+  /** The frame that ends the turn a request started: turn.end or turn.error. */
+  ended(request_id: string, timeoutMs?: number): Promise<Frame> {
+    return this.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id, timeoutMs });
   }
 
   /** Resolves once the process's stderr (its log) matches the pattern. */

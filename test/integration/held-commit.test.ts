@@ -77,7 +77,7 @@ describe('the durability rules with the commit held back (real host, a second co
     const release = holdWriteLock(home);
     await heldFor(PAST_BUSY_TIMEOUTS_MS);
     release();
-    const end = await host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === 'r1' });
+    const end = await host.ended('r1');
     expect(end).to.include({ type: 'turn.error', reason: 'storage' });
     expect(framesOf(host, 'turn.end', 'r1')).to.have.length(0);
     host.send({ type: 'turn.start', sid: 's1', request_id: 'r2', text: 'after the lock' });

@@ -15,7 +15,7 @@ async function expectedReply(home: string, sid: string, promptSeq: number): Prom
 
 async function turnReply(host: HostProcess, sid: string, requestId: string, text: string): Promise<{ end: Frame; reply: string }> {
   host.send({ type: 'turn.start', sid, request_id: requestId, text });
-  const end = await host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === requestId });
+  const end = await host.ended(requestId);
   const complete = host.all('rpc', (f) => f['sid'] === sid && JSON.stringify(f['message']).includes('"message.complete"')).at(-1)!;
   return { end, reply: String(((complete['message'] as { params: { payload: { text: string } } }).params.payload.text)) };
 }

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { Harness, type Frame, type HostProcess } from '../helpers/processes.js';
+import { Harness, type HostProcess } from '../helpers/processes.js';
 
 const queueEvents = (host: HostProcess, sid: string) =>
   host
@@ -12,8 +12,6 @@ describe('host: on_busy, the queue frame and a queue held after a start (real ho
   afterEach(() => h.cleanup());
 
   const started = (host: HostProcess, request_id: string) => host.next('turn.started', { where: (f) => f['request_id'] === request_id });
-  const ended = (host: HostProcess, request_id: string, timeoutMs?: number): Promise<Frame> =>
-    host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === request_id, timeoutMs });
   // The two tests of the 1,000 bound wait for a thousand prompts to be stored (and run, in one):
   // a bound per prompt, not one frame's default. On PostgreSQL, on a loaded 2-core machine, a
   // thousand queued turns took longer than 10 s.
@@ -24,7 +22,7 @@ describe('host: on_busy, the queue frame and a queue held after a start (real ho
     host.send({ type: 'turn.start', sid: 's', request_id: 'r1', text: '/sleep 30' });
     await started(host, 'r1');
     host.send({ type: 'turn.start', sid: 's', request_id: 'r2', text: 'hi' });
-    expect(await ended(host, 'r2')).to.include({ type: 'turn.error', reason: 'busy', message: 'session busy' });
+    expect(await host.ended('r2')).to.include({ type: 'turn.error', reason: 'busy', message: 'session busy' });
     host.send({ type: 'turn.start', sid: 's', request_id: 'r3', text: 'later', on_busy: 'queue' });
     const queued = await host.next('turn.queued', { where: (f) => f['request_id'] === 'r3' });
     expect(queued).to.include({ position: 1 });
@@ -35,7 +33,7 @@ describe('host: on_busy, the queue frame and a queue held after a start (real ho
     expect(await host.next('queue.error', { where: (f) => f['request_id'] === 'q2' })).to.include({ code: 4041 });
     host.send({ type: 'interrupt', sid: 's', request_id: 'i1', keep_queue: true });
     await started(host, 'r3');
-    expect(await ended(host, 'r3')).to.include({ type: 'turn.end', queue_id: queued['queue_id'] });
+    expect(await host.ended('r3')).to.include({ type: 'turn.end', queue_id: queued['queue_id'] });
   });
 
   it('with on_busy, a turn that waits for a worker is answered turn.accepted at once; one that starts at once only by its turn.started', async () => {
@@ -47,7 +45,7 @@ describe('host: on_busy, the queue frame and a queue held after a start (real ho
     expect(host.all('turn.started', (f) => f['request_id'] === 'waits')).to.have.length(0);
     host.send({ type: 'interrupt', sid: 'a', request_id: 'stop' });
     expect(await started(host, 'waits')).to.include({ turn_id: accepted['turn_id'] });
-    await ended(host, 'waits');
+    await host.ended('waits');
     expect(host.all('turn.accepted', (f) => f['request_id'] === 'now')).to.have.length(0);
   });
 
@@ -56,7 +54,7 @@ describe('host: on_busy, the queue frame and a queue held after a start (real ho
     host.send({ type: 'turn.start', sid: 'full', request_id: 'r0', text: '/sleep 30' });
     await started(host, 'r0');
     host.sendRaw(Array.from({ length: 1001 }, (_, i) => `${JSON.stringify({ type: 'turn.start', sid: 'full', request_id: `q${i}`, text: 'x', on_busy: 'queue' })}\n`).join(''));
-    const refused = await ended(host, 'q1000', THOUSAND_PROMPTS_MS);
+    const refused = await host.ended('q1000', THOUSAND_PROMPTS_MS);
     expect(refused).to.include({ type: 'turn.error', reason: 'busy', message: 'session busy: its queue is full (1000 prompts)' });
     expect(host.all('turn.queued', (f) => f['sid'] === 'full')).to.have.length(1000);
   }).timeout(THOUSAND_PROMPTS_MS + 20_000);
@@ -65,7 +63,7 @@ describe('host: on_busy, the queue frame and a queue held after a start (real ho
     const host = await h.startHost(h.tempDir());
     const frames = Array.from({ length: 1001 }, (_, i) => JSON.stringify({ type: 'turn.start', sid: 'ids', request_id: `r${i}`, text: 'x', on_busy: 'queue', client_message_id: `m-${i}` }));
     host.sendRaw(`${frames.join('\n')}\n`);
-    await ended(host, 'r1000', THOUSAND_PROMPTS_MS);
+    await host.ended('r1000', THOUSAND_PROMPTS_MS);
     host.send({ type: 'turn.start', sid: 'ids', request_id: 'again-1', text: 'x', on_busy: 'queue', client_message_id: 'm-1' });
     expect(await host.nextOf(['turn.duplicate', 'turn.started'], { where: (f) => f['request_id'] === 'again-1' })).to.include({ type: 'turn.duplicate', state: 'done' });
     host.send({ type: 'turn.start', sid: 'ids', request_id: 'again-0', text: 'x', on_busy: 'queue', client_message_id: 'm-0' });
@@ -88,10 +86,10 @@ describe('host: on_busy, the queue frame and a queue held after a start (real ho
     expect(hello['queued']).to.deep.equal(['p']);
     // Another session's whole turn: the host works, and p's queue has not moved.
     second.send({ type: 'turn.start', sid: 'other', request_id: 'o1', text: 'busy elsewhere' });
-    await ended(second, 'o1');
+    await second.ended('o1');
     expect(second.all('turn.started', (f) => f['sid'] === 'p')).to.have.length(0);
     second.send({ type: 'queue', sid: 'p', request_id: 'go', op: 'resume' });
-    await ended(second, 'r3');
+    await second.ended('r3');
     expect(second.all('turn.end', (f) => f['sid'] === 'p').map((f) => f['request_id'])).to.deep.equal(['r2', 'r3']);
     const revisions = queueEvents(second, 'p').map((e) => e.revision);
     expect(revisions).to.deep.equal([revisions[0], revisions[0]! + 1]);

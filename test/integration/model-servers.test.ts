@@ -49,7 +49,7 @@ describe('model agent: the stream shapes real servers send (real host, byte-exac
       const asked = await nextServerRequest(host, sid);
       expect(asked.params).to.include({ question: 'colour?' });
       await answerRequest(host, sid, asked.id, { answer: 'blue' });
-      const end = await host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === sid });
+      const end = await host.ended(sid);
       expect(end.type).to.equal('turn.end');
       const call = lastRequest().messages.find((m) => m.role === 'assistant')!;
       expect(call.tool_calls![0]!.function.arguments).to.equal('{"question":"colour?"}');

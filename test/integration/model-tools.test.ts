@@ -115,7 +115,7 @@ describe('model agent: tools, approvals and clarify (real host, fake model serve
     host.send({ type: 'turn.start', sid: 's1', request_id: 'r2', text: 'and then say hi', on_busy: 'steer' });
     const steered = await host.nextOf(['turn.steered', 'turn.queued', 'turn.error'], { where: (f) => f['request_id'] === 'r2' });
     expect(steered.type).to.equal('turn.steered');
-    const end = await host.nextOf(['turn.end', 'turn.error'], { where: (f) => f['request_id'] === 'r1' });
+    const end = await host.ended('r1');
     expect(end.type).to.equal('turn.end');
     const second = s.fake.requests[1]!.body.messages.slice(-3).map((m) => m.role + (m.role === 'user' ? `:${m.content}` : ''));
     expect(second).to.deep.equal(['assistant', 'tool', 'user:and then say hi']);
