@@ -70,6 +70,16 @@ export interface PeerNode {
   url: string | null;
 }
 
+/** A session's lease as the store has it, for a node that does not run the session (PROTOCOL.md §6.2). */
+export interface LeaseView {
+  node_id: string;
+  epoch: number;
+  /** 0 once it has expired, as the database's clock says. */
+  expires_in_ms: number;
+  /** The turn the store has as running (on that node, or lost with it). */
+  running_turn: string | null;
+}
+
 /** A read-only query's answer, for the REPL's `.sql`. */
 export interface QueryResult {
   columns: string[];
@@ -90,6 +100,8 @@ export interface Reader {
   nodes(): Promise<ClusterNode[]>;
   /** The live node other than `self` that holds the session's lease; null when none does (always on SQLite). */
   liveOwner(sid: string, self: string): Promise<PeerNode | null>;
+  /** The session's lease, whoever holds it, live or expired; null when none does (always on SQLite). */
+  lease(sid: string): Promise<LeaseView | null>;
   /** What the nodes show each other (PROTOCOL.md §6.2); null on SQLite. */
   clusterSecret(): Promise<string | null>;
   /** A query that only reads; one that would write is refused. */

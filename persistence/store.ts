@@ -23,6 +23,17 @@ export interface StoredSession {
   queueRevision: number;
   /** How many client_message_ids the session remembers. */
   submitCount: number;
+  /** As a node: this load took the session over from a node that died with it (PROTOCOL.md §6.2). */
+  takenOver?: Takeover;
+}
+
+/** What a node that died left of a session, recovered in the transaction that took its lease. */
+export interface Takeover {
+  fromNode: string;
+  /** Its running turns, now `lost`. */
+  lostTurns: { turnId: string }[];
+  /** Its open server requests, now `expired`. */
+  expiredRequests: { id: string; method: string }[];
 }
 
 export interface RecoveryCounts {
@@ -91,6 +102,18 @@ export interface Store {
  * A write refused because this node no longer holds the session's lease (PROTOCOL.md §6.2): another
  * node took it. The session is that node's now; this one must forget it and write nothing more.
  */
+/** How long a node's lease lasts unless renewed (`--lease-secs`, PROTOCOL.md §6.2). */
+export const DEFAULT_LEASE_SECS = 10;
+
+/**
+ * The longest a node waits at start for its own lock, which an earlier start of it may hold
+ * until that one's heartbeat is a lease old; the rest covers a transaction left open, which the
+ * server ends after 5 s (connection.ts).
+ */
+export function nodeLockWaitMs(leaseSecs: number): number {
+  return leaseSecs * 1000 + 6_000;
+}
+
 export class LeaseLost extends Error {
   constructor(readonly sids: readonly string[]) {
     super(`this node no longer holds the lease of ${sids.join(', ')}: another node took the session`);

@@ -3,7 +3,7 @@ import type { Nanos } from './nanos.js';
 import type { RpcMessage, RpcResponse } from './rpc.js';
 
 /** `auth`, `upstream` and `stalled` come from the model agent (AGENT.md §4). */
-export type TurnErrorReason = 'invalid' | 'busy' | 'shutting_down' | 'exception' | 'crash' | 'auth' | 'upstream' | 'stalled' | 'storage' | 'lease_lost';
+export type TurnErrorReason = 'invalid' | 'busy' | 'shutting_down' | 'exception' | 'crash' | 'auth' | 'upstream' | 'stalled' | 'storage' | 'lease_lost' | 'node_lost';
 
 /** A turn's token usage, summed over its model calls (AGENT.md §3). */
 export interface TurnUsage {
@@ -88,6 +88,8 @@ export type HeartbeatFrame = {
   progress_counter: number;
   rss_mb: number;
   loop_lag_ms: number;
+  /** Why the host cannot write its store now (the server is gone, the node's lock is taken); absent when it can. */
+  store_problem?: string;
 };
 
 export type TurnEndFrame = {

@@ -34,7 +34,8 @@ export type EventPayloads = {
 
 export type EventType = keyof EventPayloads;
 
-export type CancelReason = 'interrupted' | 'timeout' | 'shutdown';
+/** `node_lost`: the node that asked died, and another took its session over (PROTOCOL.md §6.2). */
+export type CancelReason = 'interrupted' | 'timeout' | 'shutdown' | 'node_lost';
 
 export interface RpcEvent<T extends EventType = EventType> {
   jsonrpc: '2.0';

@@ -86,7 +86,10 @@ export function acceptClient(parent: AnyRef, open: OpenTransport, shared: Shared
   });
   const sink: ClientSink = { id, write: (line) => transport.output.write(line) };
   const ctx = clientContext(shared, id);
-  const followHere = (sid: string) => tell(ctx.gateway, { kind: 'attach', sid, clientId: id });
+  const followHere = (sid: string): void => {
+    tell(ctx.gateway, { kind: 'attach', sid, clientId: id });
+    shared.cluster?.follow(sid);
+  };
   const peers = shared.cluster === null ? null : new PeerLinks(shared.cluster, sink.write, followHere, clientLog);
   const ref = spawnActor<null, ClientMsg>(
     parent,

@@ -1,7 +1,7 @@
 // The client methods of PROTOCOL.md §2. Each checks its params (naming the bad field), then
 // answers from the database, the gateway or, through the supervisor, the host.
 import { randomBytes } from 'node:crypto';
-import { SESSION_STATUSES, type ClusterNode, type Reader } from '../../persistence/reader.js';
+import { SESSION_STATUSES, type ClusterNode, type LeaseView, type Reader } from '../../persistence/reader.js';
 import type { SessionStatus } from '../../persistence/store.js';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
 import { FieldError, Fields, type UnknownRecord } from '../../protocol/fields.js';
@@ -82,12 +82,16 @@ export interface StoreStatus {
   problem?: string;
 }
 
-/** The sessions by status, and whether the store answers: an unreachable one is named, not an error. */
-async function storeStatus(ctx: ClientContext): Promise<{ counts: Record<SessionStatus, number>; store: StoreStatus }> {
+/**
+ * The sessions by status, and whether the store answers: an unreachable one is named, not an
+ * error. Reachable means this node can write it, as its host's last heartbeat says, not only read.
+ */
+async function storeStatus(ctx: ClientContext, writeProblem: string | null): Promise<{ counts: Record<SessionStatus, number>; store: StoreStatus }> {
   const none = { active: 0, retained: 0, finalized: 0 };
   try {
     const reader = await ctx.reader();
-    return { counts: (await reader?.statusCounts()) ?? none, store: { url: ctx.storeShown, reachable: true } };
+    const counts = (await reader?.statusCounts()) ?? none;
+    return { counts, store: { url: ctx.storeShown, reachable: writeProblem === null, ...(writeProblem === null ? {} : { problem: writeProblem }) } };
   } catch (err) {
     return { counts: none, store: { url: ctx.storeShown, reachable: false, problem: (err as Error).message } };
   }
@@ -109,6 +113,20 @@ function attach(ctx: ClientContext, sid: string): void {
   ctx.attached.add(sid);
   tell(ctx.gateway, { kind: 'attach', sid, clientId: ctx.clientId });
   tell(ctx.supervisor, { kind: 'attached', sid });
+}
+
+/**
+ * As a node, a resume answered here names a session this node does not run: when another node
+ * holds its lease, that node did not answer (a live one is forwarded to), so the answer says so,
+ * with the turn the store has as running there; and this node takes the session over once the
+ * lease expires, for the client now following it here. Null when alone, or the lease is this node's.
+ */
+async function ownerElsewhere(ctx: ClientContext, sid: string): Promise<LeaseView | null> {
+  if (ctx.cluster === null) return null;
+  const lease = await ctx.cluster.lease(sid).catch(() => null);
+  if (lease !== null && lease.node_id === ctx.nodeId) return null;
+  ctx.cluster.follow(sid);
+  return lease;
 }
 
 async function knownSession(ctx: ClientContext, sid: string) {
@@ -156,12 +174,15 @@ const METHODS: Record<string, Method> = {
     const session = await knownSession(ctx, sid);
     tell(ctx.supervisor, { kind: 'attached', sid });
     const status = await hostStatus(ctx);
+    const runningHere = status.running_sids.includes(sid);
+    const elsewhere = runningHere ? null : await ownerElsewhere(ctx, sid);
     const result = {
       session_id: sid,
       session_key: session.session_key,
       history_version: session.history_version,
       status: session.status,
-      running: status.running_sids.includes(sid),
+      running: runningHere || elsewhere?.running_turn != null,
+      ...(elsewhere === null ? {} : { owner: { node_id: elsewhere.node_id, reachable: false } }),
     };
     tell(ctx.gateway, { kind: 'resume', sid, clientId: ctx.clientId, rpcId: id, afterSeq, result });
     return ANSWERED_ELSEWHERE;
@@ -241,7 +262,7 @@ const METHODS: Record<string, Method> = {
 
   async 'host.status'(_p, ctx) {
     const status = await hostStatus(ctx);
-    const { counts, store } = await storeStatus(ctx);
+    const { counts, store } = await storeStatus(ctx, status.host.store_problem);
     const url = ctx.edgeUrl();
     return {
       supervisor: status.supervisor,

@@ -6,7 +6,7 @@
 // a link is never forwarded again (the edge gives a peer no PeerLinks): the owner answers or refuses.
 import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
-import type { PeerNode } from '../../persistence/reader.js';
+import type { LeaseView, PeerNode } from '../../persistence/reader.js';
 import { ErrorCodes, errorLine, RpcError, type ClientMessage } from '../../protocol/client-rpc.js';
 import { MAX_FRAME_BYTES } from '../../protocol/line-reader.js';
 import type { RequestId } from '../../protocol/rpc.js';
@@ -19,6 +19,10 @@ export interface Cluster {
   liveOwner(sid: string): Promise<PeerNode | null>;
   /** Null until the store has one (the host makes it at its first start). */
   secret(): Promise<string | null>;
+  /** The session's lease, whoever holds it; null when none does. */
+  lease(sid: string): Promise<LeaseView | null>;
+  /** A client follows the session here: this node takes it over once no live node holds it (takeover-watch.ts). */
+  follow(sid: string): void;
 }
 
 type Request = Extract<ClientMessage, { kind: 'request' }>;
@@ -152,8 +156,11 @@ export class PeerLinks {
       if (sid !== null && FOLLOWS.has(message.method)) link.followed.add(sid);
       return await this.forward(link, text, message.id);
     } catch (err) {
-      if (message.method !== 'session.resume' || !(err instanceof RpcError) || err.code !== ErrorCodes.hostUnavailable) throw err;
-      return here();
+      if (!(err instanceof RpcError) || err.code !== ErrorCodes.hostUnavailable) throw err;
+      if (message.method === 'session.resume') return here();
+      // The client asked to follow a session whose owner is gone: it follows it here, where the session comes once its lease expires.
+      if (sid !== null && FOLLOWS.has(message.method)) this.followHere(sid);
+      throw err;
     }
   }
 

@@ -1,6 +1,7 @@
 // What clients ask of the host, as the supervisor carries it: checked first (host state, route
 // class, a turn already running), then written as a frame and answered from the host's reply,
 // from a timeout, or, when the host dies, from the crash.
+import { uniqueId } from '../../protocol/unique-ids.js';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
 import { isRecord } from '../../protocol/fields.js';
 import type { RpcErrorObject } from '../../protocol/rpc.js';
@@ -41,7 +42,7 @@ export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<Call
   switch (call.op) {
     case 'turn': {
       // The host decides (PROTOCOL.md §2.1): it runs, queues, steers or refuses, and says which.
-      const turnId = `turn-${requestId}-${Date.now().toString(36)}`;
+      const turnId = uniqueId('turn');
       const frame = {
         type: 'turn.start',
         sid: call.sid,

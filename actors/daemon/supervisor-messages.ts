@@ -38,6 +38,8 @@ export interface HostStatus {
     heartbeat_secs: number | null;
     rss_mb: number | null;
     loop_lag_ms: number | null;
+    /** The host's last heartbeat said it cannot write its store, and why. */
+    store_problem: string | null;
   };
   running_sids: string[];
   /** The running turn's id, by session. */
@@ -65,6 +67,8 @@ export type SupervisorMsg =
   | { kind: 'call'; call: HostCall; replyTo: Ref<CallReply> }
   /** A client attached to a session (create, resume, submit): a queue that waits for one may run now. */
   | { kind: 'attached'; sid: string }
+  /** A session no live node holds, which a client follows here: the host takes it (and runs its queue). */
+  | { kind: 'take-over'; sid: string }
   | { kind: 'status'; replyTo: Ref<HostStatus> }
   | { kind: 'restart'; replyTo: Ref<{ state: HostStateName }> }
   | { kind: 'stop'; waitSec: number; replyTo?: Ref<StopReport> };

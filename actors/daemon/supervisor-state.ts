@@ -70,7 +70,7 @@ export interface SupervisorState {
   lastFrameMs: number;
   lastHeartbeatMs: number | null;
   heartbeatMs: number;
-  lastBeat: { rssMb: number; loopLagMs: number } | null;
+  lastBeat: { rssMb: number; loopLagMs: number; storeProblem: string | null } | null;
   submits: Map<string, PendingSubmit>;
   running: Map<string, RunningTurn>;
   /** Sessions a client attached to while this daemon runs: their queues may run. */

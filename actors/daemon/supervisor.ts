@@ -97,6 +97,11 @@ async function handle(s: SupervisorState, msg: SupervisorMsg, ctx: ActorContext<
       s.attached.add(msg.sid);
       if (s.pausedQueues.delete(msg.sid)) resumeQueue(s, msg.sid);
       return s;
+    case 'take-over':
+      s.attached.add(msg.sid);
+      s.pausedQueues.delete(msg.sid);
+      if (s.phase === 'running') resumeQueue(s, msg.sid);
+      return s;
     case 'status':
       tell(msg.replyTo, status(s, config));
       return s;
@@ -144,6 +149,7 @@ function status(s: SupervisorState, config: SupervisorConfig): HostStatus {
       heartbeat_secs: s.hello?.heartbeat_secs ?? null,
       rss_mb: s.lastBeat?.rssMb ?? null,
       loop_lag_ms: s.lastBeat?.loopLagMs ?? null,
+      store_problem: s.lastBeat?.storeProblem ?? null,
     },
     running_sids: [...s.running.keys()],
     running_turns: Object.fromEntries([...s.running].map(([sid, turn]) => [sid, turn.turnId])),
@@ -273,7 +279,11 @@ function onFrame(s: SupervisorState, frame: HostFrameIn, ctx: ActorContext<Super
       return;
     case 'hb':
       s.lastHeartbeatMs = config.clock.nowMs();
-      s.lastBeat = { rssMb: Number(frame['rss_mb'] ?? 0), loopLagMs: Number(frame['loop_lag_ms'] ?? 0) };
+      s.lastBeat = {
+        rssMb: Number(frame['rss_mb'] ?? 0),
+        loopLagMs: Number(frame['loop_lag_ms'] ?? 0),
+        storeProblem: typeof frame['store_problem'] === 'string' ? frame['store_problem'] : null,
+      };
       return;
     case 'turn.accepted':
     case 'turn.queued':

@@ -208,6 +208,7 @@ function finishShutdown(state: HostState, report: ShutdownReport, wiring: HostWi
 function writeHeartbeat(state: HostState, wiring: HostWiring): void {
   const lagMs = wiring.loopDelay.count > 0 ? wiring.loopDelay.max / 1e6 : 0;
   wiring.loopDelay.reset();
+  const { problem } = wiring.services.store.health();
   wiring.services.writer.write({
     type: 'hb',
     active_turns: state.admission.activeTurns,
@@ -216,6 +217,7 @@ function writeHeartbeat(state: HostState, wiring: HostWiring): void {
     progress_counter: state.progressCounter,
     rss_mb: Math.round(process.memoryUsage.rss() / 104857.6) / 10,
     loop_lag_ms: Math.round(lagMs * 10) / 10,
+    ...(problem === undefined ? {} : { store_problem: problem }),
   });
 }
 

@@ -1,6 +1,6 @@
 // Every message the host process's actors exchange. Requests carry a typed `replyTo`.
 import type { TurnResult } from '../../agents/agent.js';
-import type { Work } from '../../persistence/store.js';
+import type { Takeover, Work } from '../../persistence/store.js';
 import type { ChatMessage } from '../../protocol/chat.js';
 import type { ControlFrame, HostInFrame, InterruptFrame, QueueFrame, ReloadMcpFrame, RespondFrame, SessionCreateFrame, TurnStartFrame } from '../../protocol/frames.js';
 import type { RetainReason, ShutdownReport, TurnUsage } from '../../protocol/outbound.js';
@@ -126,6 +126,8 @@ export type SessionMsg =
   | { kind: 'activity-tick'; turnId: string }
   /** A queue held after its head failed to start may go on (queue-retry.ts). */
   | { kind: 'queue-retry' }
+  /** Loaded from the store by taking it over from a node that died: its clients hear what died with that node. */
+  | { kind: 'taken-over'; takeover: Takeover }
   | { kind: 'open-request'; method: ServerRequestMethod; params: Record<string, unknown>; timeoutMs: number; turnId: string; replyTo: Ref<unknown> }
   | { kind: 'request-closed'; id: string }
   | { kind: 'drain'; endReason: string; replyTo: Ref<Settled> }

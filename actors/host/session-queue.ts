@@ -2,7 +2,7 @@
 // session is busy (on_busy), the durable queue behind the running turn, steering, and the
 // client_message_ids that make a submit idempotent. Every change is committed before it is
 // answered, and each change of the queue is one `session.queue` event with the next revision.
-import { randomBytes } from 'node:crypto';
+import { uniqueId } from '../../protocol/unique-ids.js';
 import type { Work } from '../../persistence/store.js';
 import { storageProblem } from '../../persistence/store.js';
 import type { QueuedPrompt, SubmitRecord } from '../../persistence/store-writer.js';
@@ -12,7 +12,7 @@ import { ErrorCodes } from '../../protocol/client-rpc.js';
 import type { SubmitState } from '../../protocol/outbound.js';
 import { tell } from '../runtime.js';
 import { currentSteering, currentTurnId, queueView, rememberSubmit, type SessionState } from './session-state.js';
-import { newTurnId, releaseReserved, removeQueuedRows, requestTurn, stopTurn, type SessionEnv } from './session-turn.js';
+import { releaseReserved, removeQueuedRows, requestTurn, stopTurn, type SessionEnv } from './session-turn.js';
 import type { ArrivalTicket } from './messages.js';
 import { SteeringInbox } from './steering-inbox.js';
 import { nextTicketId } from './turn-admission.js';
@@ -126,7 +126,7 @@ function stateOf(s: SessionState, record: SubmitRecord): Duplicate {
 
 function newQueuedPrompt(frame: TurnStartFrame, turnId: string, position: number): QueuedPrompt {
   return {
-    queueId: `q-${randomBytes(6).toString('hex')}`,
+    queueId: uniqueId('q'),
     text: frame.text,
     clientMessageId: frame.client_message_id ?? null,
     requestId: frame.request_id,
@@ -149,7 +149,7 @@ async function enqueue(s: SessionState, frame: TurnStartFrame, where: 'head' | '
     writer.write({ type: 'turn.error', sid: s.sid, request_id: frame.request_id, message: `session busy: its queue is full (${MAX_QUEUED} prompts)`, reason: 'busy' });
     return;
   }
-  const turnId = frame.turn_id ?? newTurnId(env.services.bootId);
+  const turnId = frame.turn_id ?? uniqueId('turn');
   const item = newQueuedPrompt(frame, turnId, where === 'head' ? headPosition(s) : tailPosition(s));
   const remember = rememberSubmit(s, frame, { turnId, queueId: item.queueId, steered: false });
   const stored = await changeQueue(s, env, (w) => {
@@ -174,7 +174,7 @@ async function steer(s: SessionState, frame: TurnStartFrame, env: SessionEnv): P
   const runningTurn = currentTurnId(s);
   if (inbox === null || runningTurn === null || env.services.agent.steerable !== true) return enqueue(s, frame, 'head', 'queued', env);
   const { store, writer } = env.services;
-  const item = newQueuedPrompt(frame, frame.turn_id ?? newTurnId(env.services.bootId), headPosition(s));
+  const item = newQueuedPrompt(frame, frame.turn_id ?? uniqueId('turn'), headPosition(s));
   const remember = rememberSubmit(s, frame, { turnId: item.turnId, queueId: item.queueId, steered: true });
   try {
     await store.commit((w) => {

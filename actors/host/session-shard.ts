@@ -106,7 +106,9 @@ async function activate(
   for (const known of state.sids.keys()) if (!ctx.children.has(known)) state.sids.delete(known);
   state.sids.set(name, frame.sid);
   tell(host, { kind: 'session-count', delta: 1 });
-  return spawnSession(ctx.self, frame.sid, stored, services, host);
+  const session = spawnSession(ctx.self, frame.sid, stored, services, host);
+  if (stored?.takenOver !== undefined) tell(session, { kind: 'taken-over', takeover: stored.takenOver });
+  return session;
 }
 
 /**

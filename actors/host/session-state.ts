@@ -120,7 +120,8 @@ export function newSessionState(sid: string, stored: StoredSession | undefined, 
     lastActiveMs: nowMs,
     queue: stored?.queue ?? [],
     queueRevision: stored?.queueRevision ?? 0,
-    queuePaused: (stored?.queue.length ?? 0) > 0,
+    // A queue taken over from a dead node runs at once: a client named the session to bring it here.
+    queuePaused: (stored?.queue.length ?? 0) > 0 && stored?.takenOver === undefined,
     queueRetry: new QueueRetry(),
     submitCount: stored?.submitCount ?? 0,
   };

@@ -1,5 +1,6 @@
 // A session's turn, from turn.start to turn.end (PROTOCOL.md §1.3, durability rules 1 and 2).
 //   idle ──turn.start──▶ waiting ──slot──▶ (commit prompt + running row) ──▶ running ──turn-done──▶ (commit tail) ──▶ idle
+import { uniqueId } from '../../protocol/unique-ids.js';
 import { AgentFailure, type TurnResult } from '../../agents/agent.js';
 import type { ChatMessage } from '../../protocol/chat.js';
 import type { TurnStartFrame } from '../../protocol/frames.js';
@@ -33,12 +34,6 @@ export interface SessionEnv {
 
 const ACTIVITY_PERIOD_MS = SECOND_MS;
 
-let lastTurnNumber = 0;
-
-/** Unique across boots (the boot id is random) without a random draw per turn. */
-export function newTurnId(bootId: string): string {
-  return `turn-${bootId.slice(0, 12)}-${(++lastTurnNumber).toString(36)}`;
-}
 
 /** A turn.start that will not run gives back the worker the host reserved for it. */
 export function releaseReserved(ticket: ArrivalTicket, env: SessionEnv): void {
@@ -70,7 +65,7 @@ export async function requestTurn(s: SessionState, frame: TurnStartFrame, ticket
     return;
   }
   const ticketId = ticket.id;
-  const turnId = frame.turn_id ?? newTurnId(env.services.bootId);
+  const turnId = frame.turn_id ?? uniqueId('turn');
   const remember = rememberSubmit(s, frame, { turnId, queueId: null, steered: false });
   s.activity = { phase: 'waiting', ticketId, frame, turnId, steering: new SteeringInbox(), remember };
   s.lastActiveMs = clock.nowMs();

@@ -1,9 +1,10 @@
 // The session actor: one per sid, a child of its shard. It owns the session's history, its
 // running turn, its open server requests and its one-shot finalize latch.
-import { randomBytes } from 'node:crypto';
-import type { StoredSession } from '../../persistence/store.js';
+import { uniqueId } from '../../protocol/unique-ids.js';
+import type { StoredSession, Takeover } from '../../persistence/store.js';
 import { encode } from '../../persistence/codec.js';
 import type { RespondFrame } from '../../protocol/frames.js';
+import { rpcEvent, type ServerRequestMethod } from '../../protocol/rpc.js';
 import type { FrameMsg, HostMsg, SessionDescription, SessionMsg, Settled } from './messages.js';
 import { nextTicketId } from './turn-admission.js';
 import { actorName, spawnActor, tell, type ActorContext, type AnyRef, type Ref } from '../runtime.js';
@@ -73,6 +74,10 @@ async function handle(s: SessionState, msg: SessionMsg, env: SessionEnv, ctx: Ac
       s.queueRetry.release();
       startNextQueued(s, env);
       return s;
+    case 'taken-over':
+      announceTakeover(s, msg.takeover, env.services);
+      startNextQueued(s, env);
+      return s;
     case 'open-request':
       await openRequest(s, msg, env, ctx);
       return s;
@@ -92,6 +97,21 @@ async function handle(s: SessionState, msg: SessionMsg, env: SessionEnv, ctx: Ac
     case 'describe':
       tell(msg.replyTo, describe(s, env));
       return s;
+  }
+}
+
+/**
+ * The turn that ran on the dead node ends for its clients (`node_lost`), and its questions are
+ * withdrawn, before anything this node does with the session; its queue then goes on, since a
+ * client named the session to bring it here.
+ */
+function announceTakeover(s: SessionState, takeover: Takeover, services: HostServices): void {
+  const message = `node ${takeover.fromNode}, which ran the turn, was lost; this node took the session over`;
+  for (const { turnId } of takeover.lostTurns) {
+    services.writer.write({ type: 'turn.error', sid: s.sid, request_id: turnId, turn_id: turnId, message, reason: 'node_lost' });
+  }
+  for (const request of takeover.expiredRequests) {
+    services.writer.write({ type: 'rpc', sid: s.sid, message: rpcEvent(s.sid, 'request.cancel', { id: request.id, method: request.method as ServerRequestMethod, reason: 'node_lost' }) });
   }
 }
 
@@ -162,7 +182,7 @@ async function openRequest(
     tell(msg.replyTo, null);
     return;
   }
-  const id = `srq-${randomBytes(6).toString('hex')}`;
+  const id = uniqueId('srq');
   const params = { session_id: s.sid, ...msg.params };
   try {
     await store.commit((w) => w.openRequest({ id, sid: s.sid, turnId: turn.turnId, method: msg.method, paramsText: encode(params), bootId }));

@@ -13,6 +13,7 @@ import { OutputGate } from '../../actors/daemon/output-gate.js';
 import { hostEnvironment } from '../../actors/daemon/host-child.js';
 import { ask, spawnActor, startSystem, stopSystem, tell, SECOND_MS, type Ref } from '../../actors/runtime.js';
 import { spawnSupervisor } from '../../actors/daemon/supervisor.js';
+import { TakeoverWatch } from '../../actors/daemon/takeover-watch.js';
 import type { GatewayMsg, HostStatus, StopReport, SupervisorMsg } from '../../actors/daemon/supervisor-messages.js';
 import { agentEnvironment, AgentLoadError } from '../../agents/loader.js';
 import { keyRedactor, type Redactor } from '../../agents/model/key-redaction.js';
@@ -20,6 +21,7 @@ import { ErrorCodes, errorLine, RpcError } from '../../protocol/client-rpc.js';
 import { isRecord } from '../../protocol/fields.js';
 import { LogFile } from '../../persistence/log.js';
 import type { Reader } from '../../persistence/reader.js';
+import { DEFAULT_LEASE_SECS, nodeLockWaitMs } from '../../persistence/store.js';
 import { realProbe } from '../../persistence/proc.js';
 import { describeLocation, openReader, readerOnDemand, STORE_ENV, storeLocation, type StoreLocation } from '../../persistence/store-location.js';
 import { buildSha, cliEntry } from '../build-info.js';
@@ -148,14 +150,24 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       onHostStderr: (line) => logFile.append(quotedLine('host-stderr', redact(line))),
       onHostLog: (line) => logFile.append(isRecordLine(line) ? redact(line) : quotedLine('host-log', redact(line))),
       onStopped,
-      helloTimeoutMs: 10 * SECOND_MS,
+      // A node's host may first wait for its own lock, held by a dead earlier start of it (postgres-store.ts).
+      helloTimeoutMs: 10 * SECOND_MS + (options.nodeId === undefined ? 0 : nodeLockWaitMs(options.leaseSecs ?? DEFAULT_LEASE_SECS)),
       controlTimeoutMs: 30 * SECOND_MS,
       respondTimeoutMs: 15 * SECOND_MS,
     },
   });
   const database = readerOnDemand(location);
   const storeShown = describeLocation(location);
-  const cluster = options.nodeId === undefined ? null : clusterView(options.nodeId, database.get);
+  const takeovers =
+    options.nodeId === undefined
+      ? null
+      : new TakeoverWatch({
+          lease: async (sid) => (await database.get())?.lease(sid) ?? null,
+          take: (sid) => tell(supervisor, { kind: 'take-over', sid }),
+          leaseSecs: options.leaseSecs ?? DEFAULT_LEASE_SECS,
+          log,
+        });
+  const cluster = options.nodeId === undefined ? null : clusterView(options.nodeId, database.get, takeovers!);
   const shared = { supervisor, gateway, reader: database.get, storeShown, nodeId: options.nodeId ?? null, cluster, edgeUrl: () => edge?.url ?? null };
   metrics = daemonMetrics(shared);
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
@@ -195,6 +207,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   await edge?.close();
   await closeServer(server, connections);
   rmSync(paths.socket, { force: true });
+  takeovers?.close();
   await database.close();
   stopSystem(system);
   lock.release();
@@ -204,11 +217,13 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
 }
 
 /** What this node reads of the cluster to forward; the secret, once the store has it, is kept. */
-function clusterView(nodeId: string, reader: () => Promise<Reader | null>): Cluster {
+function clusterView(nodeId: string, reader: () => Promise<Reader | null>, takeovers: TakeoverWatch): Cluster {
   let secret: string | null = null;
   return {
     nodeId,
     liveOwner: async (sid) => (await reader())?.liveOwner(sid, nodeId) ?? null,
+    lease: async (sid) => (await reader())?.lease(sid) ?? null,
+    follow: (sid) => takeovers.watch(sid),
     secret: async () => (secret ??= (await (await reader())?.clusterSecret()) ?? null),
   };
 }

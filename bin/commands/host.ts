@@ -9,7 +9,7 @@ import type { HostServices } from '../../actors/host/services.js';
 import { fullQueueEvents, queueDeltas } from '../../actors/host/queue-events.js';
 import { agentEnvironment, AgentLoadError, loadAgent } from '../../agents/loader.js';
 import { keyRedactor } from '../../agents/model/key-redaction.js';
-import type { Store } from '../../persistence/store.js';
+import { DEFAULT_LEASE_SECS, type Store } from '../../persistence/store.js';
 import { openStore, storeLocation } from '../../persistence/store-location.js';
 import { FrameWriter, fdSink } from '../../protocol/frame-writer.js';
 import { FRAME_TOO_LARGE, parseFrame } from '../../protocol/frames.js';
@@ -43,7 +43,6 @@ export interface HostCommandOptions {
 }
 
 /** How long a node's lease on a session lasts unless renewed (`--lease-secs`). */
-export const DEFAULT_LEASE_SECS = 10;
 
 export const EXIT_CONFIG = 78;
 const STDIN_CLOSED_WAIT_SEC = 2;

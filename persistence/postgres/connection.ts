@@ -9,6 +9,12 @@ import { SCHEMA } from './schema.js';
 const CONNECT_TIMEOUT_MS = 5_000;
 /** Far longer than any healthy statement: a group waiting on a row lock fails here, not forever. */
 const STATEMENT_TIMEOUT_MS = 30_000;
+/**
+ * A transaction left open by a client that stopped talking (paused, cut off, or dead behind a
+ * connection the server still believes in) ends after this long, with its locks: our
+ * transactions are pipelined and take milliseconds, so only a stuck client reaches it.
+ */
+export const IDLE_IN_TRANSACTION_MS = 5_000;
 /** The reads the daemon and the host run at once on their own connections. */
 const READ_POOL_SIZE = 4;
 
@@ -24,7 +30,7 @@ export function clientConfig(location: Extract<StoreLocation, { kind: 'postgres'
     application_name: `turnhost ${role}`,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     keepAlive: true,
-    options: `-c search_path=${SCHEMA} -c statement_timeout=${STATEMENT_TIMEOUT_MS} -c lock_timeout=${STATEMENT_TIMEOUT_MS}`,
+    options: `-c search_path=${SCHEMA} -c statement_timeout=${STATEMENT_TIMEOUT_MS} -c lock_timeout=${STATEMENT_TIMEOUT_MS} -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_MS}`,
     types,
   };
 }
@@ -36,7 +42,7 @@ export function readPool(location: Extract<StoreLocation, { kind: 'postgres' }>)
   return pool;
 }
 
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', '57P01', '57P02', '57P03']);
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', '57P01', '57P02', '57P03', '25P03']);
 
 /** Whether the error says the server went away (as opposed to a statement it refused). */
 export function isConnectionError(err: Error): boolean {

@@ -10,6 +10,7 @@ import {
   type ClusterNode,
   type HistoryEntry,
   type HistoryRow,
+  type LeaseView,
   type PeerNode,
   type QueryResult,
   type Reader,
@@ -110,6 +111,16 @@ export class PostgresReader implements Reader {
       [sid, self],
     );
     return owner ?? null;
+  }
+
+  async lease(sid: string): Promise<LeaseView | null> {
+    const [lease] = await this.rows<LeaseView>(
+      `SELECT node_id, epoch, greatest(0, extract(epoch FROM expires_at - now()) * 1000)::int AS expires_in_ms,
+              (SELECT turn_id FROM turns WHERE turns.sid = leases.sid AND status = 'running' LIMIT 1) AS running_turn
+       FROM leases WHERE sid = $1`,
+      [sid],
+    );
+    return lease ?? null;
   }
 
   async clusterSecret(): Promise<string | null> {

@@ -19,6 +19,7 @@ import type { StoreLocation } from '../store-location.js';
 import {
   DEFAULT_HISTORY_CACHE_MIB,
   LeaseLost,
+  nodeLockWaitMs,
   OwnedElsewhere,
   toChatMessage,
   toStoredSession,
@@ -28,6 +29,7 @@ import {
   type Store,
   type StoreHealth,
   type StoredSession,
+  type Takeover,
   type Work,
 } from '../store.js';
 import type { QueuedPrompt, SubmitRecord } from '../store-writer.js';
@@ -69,6 +71,8 @@ export class PostgresStore implements Store {
   private problem: string | undefined;
   /** As a node: the sessions whose leases this host took, at the epoch it took each. */
   private readonly leases = new Map<string, number>();
+  /** What a claim recovered of a session another node left, until the load that made it returns it. */
+  private readonly takeovers = new Map<string, Takeover>();
   private renewal: NodeJS.Timeout | undefined;
 
   private constructor(
@@ -196,6 +200,9 @@ export class PostgresStore implements Store {
       client.query('COMMIT'),
     ];
     const settled = await Promise.allSettled(queries);
+    // A COMMIT with no answer leaves the transaction's state on that connection unknown: it is
+    // dropped (the server rolls back what did not commit), never used again for the next group.
+    if (settled.at(-1)!.status === 'rejected') this.drop(client);
     const failures = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as Error);
     const cause = failures.find((e) => (e as Error & { code?: string }).code !== IN_FAILED_TRANSACTION) ?? failures[0];
     if ((cause as (Error & { code?: string }) | undefined)?.code === LEASE_LOST_CODE) {
@@ -208,10 +215,14 @@ export class PostgresStore implements Store {
     this.problem = undefined;
   }
 
-  /** The writing connection, connected again (and the host's lock taken again) after the server went away. */
+  /**
+   * The writing connection, connected again after the server went away, with the same locks as
+   * at start: a node's shared share of the host's lock and its own (a node that asked for the
+   * single host's lock here would be refused by its peers' shares for good).
+   */
   private async connection(): Promise<pg.Client> {
     if (this.client !== null) return this.client;
-    this.connecting ??= connectWriter(this.location, false).finally(() => {
+    this.connecting ??= connectWriter(this.location, false, this.node).finally(() => {
       this.connecting = null;
     });
     try {
@@ -219,6 +230,7 @@ export class PostgresStore implements Store {
     } catch (err) {
       throw this.failed(err as Error);
     }
+    this.problem = undefined;
     this.watch(this.client);
     return this.client;
   }
@@ -236,13 +248,15 @@ export class PostgresStore implements Store {
 
   /** Notes why the store failed, when the server is unreachable; gives the error to throw. */
   private failed(err: Error): Error {
-    const error = described(err);
+    const error = err instanceof DatabaseTaken ? err : described(err);
     if (isConnectionError(err) || err instanceof DatabaseTaken) this.problem = error.message;
-    if (isConnectionError(err) && this.client !== null) {
-      void this.client.end().catch(() => {});
-      this.client = null;
-    }
+    if (isConnectionError(err) && this.client !== null) this.drop(this.client);
     return error;
+  }
+
+  private drop(client: pg.Client): void {
+    if (this.client === client) this.client = null;
+    void client.end().catch(() => {});
   }
 
   private async read<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
@@ -271,7 +285,10 @@ export class PostgresStore implements Store {
         [sid],
       ),
     ]);
-    return rows[0] && toStoredSession(rows[0], queue);
+    const takenOver = this.takeovers.get(sid);
+    this.takeovers.delete(sid);
+    if (rows[0] === undefined) return undefined;
+    return { ...toStoredSession(rows[0], queue), ...(takenOver === undefined ? {} : { takenOver }) };
   }
 
   /**
@@ -284,6 +301,7 @@ export class PostgresStore implements Store {
     try {
       await client.query('BEGIN');
       const held = this.leases.get(sid) ?? -1;
+      const before = await client.query<{ node_id: string }>('SELECT node_id FROM leases WHERE sid = $1 FOR UPDATE', [sid]);
       const { rows } = await client.query<{ epoch: number }>(
         `INSERT INTO leases AS l (sid, node_id, epoch, expires_at) VALUES ($1, $2, 1, now() + make_interval(secs => $3))
          ON CONFLICT (sid) DO UPDATE SET node_id = EXCLUDED.node_id, expires_at = EXCLUDED.expires_at,
@@ -298,16 +316,23 @@ export class PostgresStore implements Store {
         await client.query('ROLLBACK');
         throw new OwnedElsewhere(sid, owner.rows[0]?.node_id ?? 'unknown');
       }
-      if (taken.epoch !== held) await recoverSession(client, sid);
+      const recovered = taken.epoch !== held ? await recoverSession(client, sid) : null;
       await client.query('COMMIT');
       this.leases.set(sid, taken.epoch);
+      const fromNode = before.rows[0]?.node_id;
+      if (recovered !== null && fromNode !== undefined && (recovered.lostTurns.length > 0 || recovered.expiredRequests.length > 0)) {
+        this.takeovers.set(sid, { fromNode, ...recovered });
+      }
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      if (err instanceof OwnedElsewhere) throw err;
+      if (err instanceof OwnedElsewhere) {
+        client.release();
+        throw err;
+      }
+      // Its transaction's state is unknown: the connection is closed (the server rolls back), not pooled.
+      client.release(true);
       throw this.failed(err as Error);
-    } finally {
-      client.release();
     }
+    client.release();
   }
 
   async release(sid: string): Promise<void> {
@@ -325,6 +350,10 @@ export class PostgresStore implements Store {
     if (this.node === undefined) return;
     const sids = [...this.leases.keys()];
     try {
+      // Only the holder of the node's lock renews: a node that lost it (another start of the
+      // same id took it) lets its leases expire. Connecting again here also brings the writer
+      // back after a restart of the server before any turn needs it.
+      await this.connection();
       await this.pool.query(
         `WITH renewed AS (
            UPDATE leases SET expires_at = now() + make_interval(secs => $2)
@@ -335,8 +364,9 @@ export class PostgresStore implements Store {
          ON CONFLICT (node_id) DO UPDATE SET url = EXCLUDED.url, heartbeat_at = EXCLUDED.heartbeat_at, sessions = EXCLUDED.sessions`,
         [this.node.id, this.node.leaseSecs, sids, sids.map((sid) => this.leases.get(sid)!), this.node.url ?? null],
       );
-    } catch {
+    } catch (err) {
       // The server is away: the next renewal tries again, and a lease that expires meanwhile is fenced.
+      this.failed(err as Error);
     }
   }
 
@@ -445,15 +475,25 @@ const REQUEUE_STEERED = `
   FROM steered LEFT JOIN heads ON heads.sid = steered.sid
   WHERE queue.queue_id = steered.queue_id`;
 
-/** What a node that lost the session left running dies with it: durability rule 5, for one session. */
-async function recoverSession(client: pg.PoolClient, sid: string, now = Date.now()): Promise<void> {
-  await client.query("UPDATE turns SET status = 'lost', ended_at = $2, error = 'host died' WHERE sid = $1 AND status = 'running'", [sid, now]);
+/**
+ * What a node that lost the session left running dies with it: durability rule 5, for one
+ * session. Says which turns were lost and which requests expired, for the session's clients.
+ */
+async function recoverSession(client: pg.PoolClient, sid: string, now = Date.now()): Promise<Omit<Takeover, 'fromNode'>> {
+  const turns = await client.query<{ turnId: string }>(
+    "UPDATE turns SET status = 'lost', ended_at = $2, error = 'node lost' WHERE sid = $1 AND status = 'running' RETURNING turn_id AS \"turnId\"",
+    [sid, now],
+  );
   await client.query(
     "UPDATE sessions SET status = 'retained', retained_reason = 'crash', end_reason = NULL, updated_at = $2 WHERE sid = $1 AND status = 'active'",
     [sid, now],
   );
-  await client.query("UPDATE server_requests SET status = 'expired', reason = 'host died', resolved_at = $2 WHERE sid = $1 AND status = 'open'", [sid, now]);
+  const requests = await client.query<{ id: string; method: string }>(
+    "UPDATE server_requests SET status = 'expired', reason = 'node lost', resolved_at = $2 WHERE sid = $1 AND status = 'open' RETURNING id, method",
+    [sid, now],
+  );
   await client.query(REQUEUE_STEERED, [sid]);
+  return { lostTurns: turns.rows, expiredRequests: requests.rows };
 }
 
 /**
@@ -468,15 +508,62 @@ async function connectWriter(location: PostgresLocation, migrating: boolean, nod
   try {
     await client.connect();
     if (migrating) await migrate(client);
-    const lock = node === undefined ? 'pg_try_advisory_lock($1)' : "pg_try_advisory_lock_shared($1) AND pg_try_advisory_lock(hashtext('turnhost node ' || $2::text))";
-    const { rows } = await client.query<{ locked: boolean }>(`SELECT ${lock} AS locked`, node === undefined ? [HOST_LOCK] : [HOST_LOCK, node.id]);
+    const lock = node === undefined ? 'pg_try_advisory_lock($1)' : 'pg_try_advisory_lock_shared($1)';
+    const { rows } = await client.query<{ locked: boolean }>(`SELECT ${lock} AS locked`, [HOST_LOCK]);
     if (rows[0]?.locked !== true) {
-      throw new DatabaseTaken(node === undefined ? `another compute host is using the database ${location.shown}` : `node ${node.id} is already running, or a single host uses the database ${location.shown}`);
+      throw new DatabaseTaken(node === undefined ? `another compute host is using the database ${location.shown}` : `a single host uses the database ${location.shown}`);
     }
-    if (node !== undefined) await client.query("SELECT set_config('turnhost.node_id', $1, false)", [node.id]);
+    if (node !== undefined) {
+      await takeNodeLock(client, node);
+      await client.query("SELECT set_config('turnhost.node_id', $1, false)", [node.id]);
+    }
   } catch (err) {
     await client.end().catch(() => {});
     throw err;
   }
   return client;
+}
+
+/** How often a starting node looks again at its own lock while an earlier start of it holds it. */
+const NODE_LOCK_RETRY_MS = 200;
+
+const NODE_LOCK_KEY = "hashtext('turnhost node ' || $1::text)::bigint";
+
+/**
+ * The node's own lock. A node killed with -9 lets go of it at once (the server sees its socket
+ * close), but a connection the server still believes in (a client gone behind a dead network,
+ * one left idle in a transaction) keeps it. So a start that finds it taken waits and watches the
+ * node's heartbeat: a heartbeat that moves is a running node, and this start is refused; one that
+ * grows older than a lease is an earlier start of this node, dead or cut off (fencing keeps it
+ * from writing what it no longer owns), and the connections holding the lock are ended.
+ */
+async function takeNodeLock(client: pg.Client, node: NodeOptions): Promise<void> {
+  const deadline = Date.now() + nodeLockWaitMs(node.leaseSecs);
+  let firstBeat: number | null | undefined;
+  for (;;) {
+    const { rows } = await client.query<{ locked: boolean; beat: number | null; age_ms: number | null }>(
+      `SELECT pg_try_advisory_lock(${NODE_LOCK_KEY}) AS locked,
+              (SELECT (extract(epoch FROM heartbeat_at) * 1000)::bigint FROM nodes WHERE node_id = $1) AS beat,
+              (SELECT (extract(epoch FROM now() - heartbeat_at) * 1000)::int FROM nodes WHERE node_id = $1) AS age_ms`,
+      [node.id],
+    );
+    const { locked, beat, age_ms: ageMs } = rows[0]!;
+    if (locked) return;
+    firstBeat ??= beat;
+    if ((beat !== null && beat !== firstBeat) || Date.now() > deadline) {
+      throw new DatabaseTaken(`node ${node.id} is already running (its heartbeat is ${ageMs === null ? 'missing' : `${ageMs} ms old`})`);
+    }
+    if (ageMs === null || ageMs > node.leaseSecs * 1000) await endHoldersOfNodeLock(client, node.id);
+    await new Promise((resolve) => setTimeout(resolve, NODE_LOCK_RETRY_MS));
+  }
+}
+
+/** The backends holding the node's lock, other than this one, are ended (an advisory lock on a bigint key shows as classid:objid). */
+async function endHoldersOfNodeLock(client: pg.Client, nodeId: string): Promise<void> {
+  await client.query(
+    `SELECT pg_terminate_backend(pid) FROM pg_locks
+     WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND pid <> pg_backend_pid()
+       AND ((classid::bigint << 32) | objid::bigint) = ${NODE_LOCK_KEY}`,
+    [nodeId],
+  );
 }

@@ -11,6 +11,7 @@ import {
   type ClusterNode,
   type HistoryEntry,
   type HistoryRow,
+  type LeaseView,
   type PeerNode,
   type QueryResult,
   type Reader,
@@ -80,6 +81,10 @@ export class SqliteReader implements Reader {
   }
 
   async liveOwner(): Promise<PeerNode | null> {
+    return null;
+  }
+
+  async lease(): Promise<LeaseView | null> {
     return null;
   }
 

@@ -5,9 +5,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
 import { Harness } from '../helpers/processes.js';
 import { postgresForSuite } from '../helpers/postgres.js';
+import { clusterForSuite } from '../helpers/cluster.js';
 
 const LEASE_SECS = 2;
 
@@ -15,21 +15,7 @@ describe('nodes on one PostgreSQL: any node answers (three real daemons)', funct
   this.timeout(90_000);
   const h = new Harness();
   const server = postgresForSuite();
-  const clients: TestClient[] = [];
-  afterEach(async () => {
-    for (const client of clients.splice(0)) client.close();
-    await h.cleanup();
-  });
-
-  async function nodes(url: string, ids: readonly string[]): Promise<Daemon[]> {
-    return Promise.all(ids.map((id) => startDaemon(h, ['--store', url, '--node-id', id, '--lease-secs', String(LEASE_SECS), '--listen', '127.0.0.1:0'])));
-  }
-
-  async function clientOf(daemon: Daemon): Promise<TestClient> {
-    const client = await TestClient.connect(daemon);
-    clients.push(client);
-    return client;
-  }
+  const { daemons: nodes, clientOf } = clusterForSuite(h, LEASE_SECS);
 
   it('a client of node b is served by the owner a through b: events with a\'s seq, a clarify answered on b, an interrupt on b', async () => {
     const url = await server().database();

@@ -54,7 +54,7 @@ describe('server requests (real host process)', function () {
     const host = await h.startHost(home);
     host.send({ type: 'turn.start', sid: 's1', request_id: 'r1', text: 'question time\n/ask favourite colour?' });
     const request = await nextRequest(host);
-    expect(request.id).to.match(/^srq-[0-9a-f]{12}$/);
+    expect(request.id).to.match(/^srq-[0-9a-f]{16}-[0-9a-z]+$/);
     expect(request).to.deep.include({ method: 'clarify.request', params: { session_id: 's1', question: 'favourite colour?' } });
     expect((await requestRow(home, request.id)).status).to.equal('open');
     const ack = await respond(host, 's1', answer(request.id, { answer: 'teal' }));
