@@ -2,7 +2,7 @@
 // connection with inspection commands that print aligned tables. A throw, a rejection or a bad
 // query stays inside the REPL; `.exit` ends only that connection; process.exit is refused (an
 // accident guard only: the REPL is the home owner's tool, and `require('process').exit()` still works).
-import type { FinishedTurn } from '../actors/host/messages.js';
+import type { FinishedTurn, SessionDescription } from '../actors/host/messages.js';
 import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
@@ -123,10 +123,18 @@ function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { sessi
     void work.finally(() => running.delete(work));
   });
   defineDatabaseCommands(command, out, deps.reader, deps.logPath);
-  command('sessions', 'sessions: status, running, message count, age', async () => {
+  command('sessions', 'sessions: status, running, message count, age; what the host holds of their queues', async () => {
     const running = new Set((await status()).running_sids);
+    const live = new Map(((await host('sessions')) as SessionDescription[]).map((d) => [d.sid, d]));
     const sessions = (await (await deps.reader())?.sessions()) ?? [];
-    printRows(out, ['SESSION', 'STATUS', 'RUNNING', 'MESSAGES', 'AGE'], sessions.map((s) => [s.session_id, s.status, running.has(s.session_id) ? 'yes' : '', s.message_count, age(Date.parse(s.updated_at))]));
+    printRows(
+      out,
+      ['SESSION', 'STATUS', 'RUNNING', 'MESSAGES', 'AGE', 'QUEUED', 'HELD'],
+      sessions.map((s) => {
+        const held = live.get(s.session_id);
+        return [s.session_id, s.status, running.has(s.session_id) ? 'yes' : '', s.message_count, age(Date.parse(s.updated_at)), held?.queued ?? '', held?.queue_held ?? ''];
+      }),
+    );
   });
   command('turns', 'running and recent turns', async () => {
     const turns = (await host('turns')) as { running: { sid: string; turn_id: string }[]; waiting: { sid: string; turn_id: string }[]; recent: FinishedTurn[] };

@@ -116,17 +116,17 @@ function attach(ctx: ClientContext, sid: string): void {
 }
 
 /**
- * As a node, a resume answered here names a session this node does not run: when another node
- * holds its lease, that node did not answer (a live one is forwarded to), so the answer says so,
- * with the turn the store has as running there; and this node takes the session over once the
- * lease expires, for the client now following it here. Null when alone, or the lease is this node's.
+ * As a node, a resume answered here names a session this node does not run a turn of: when
+ * another node holds its lease, that node did not answer (a live one is forwarded to), so the
+ * answer says so, with the turn the store has as running there. This node takes the session over
+ * once no live node holds it, for the client now following it here: a lease in this node's name
+ * may be an earlier start's, which nobody renews. Null when alone, or the lease is this node's.
  */
 async function ownerElsewhere(ctx: ClientContext, sid: string): Promise<LeaseView | null> {
   if (ctx.cluster === null) return null;
-  const lease = await ctx.cluster.lease(sid).catch(() => null);
-  if (lease !== null && lease.node_id === ctx.nodeId) return null;
   ctx.cluster.follow(sid);
-  return lease;
+  const lease = await ctx.cluster.lease(sid).catch(() => null);
+  return lease !== null && lease.node_id !== ctx.nodeId ? lease : null;
 }
 
 async function knownSession(ctx: ClientContext, sid: string) {

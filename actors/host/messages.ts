@@ -107,6 +107,9 @@ export interface SessionDescription {
   history_version: number;
   open_requests: OpenRequestDescription[];
   idle_ms: number;
+  /** Prompts waiting in the queue, and why none starts: `paused` (waits for a client), `retry` (its head failed to start), or null. */
+  queued: number;
+  queue_held: 'paused' | 'retry' | null;
 }
 
 export interface OpenRequestDescription {

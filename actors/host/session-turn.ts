@@ -263,12 +263,13 @@ export function removeQueuedRows(items: readonly QueuedPrompt[]): Work {
 }
 
 /**
- * The turn's end could not be stored (a full disk): the session forgets the turn, so nothing of it
- * reaches the history later, and the database owes the same undoing (the prompt was stored at the
- * start), paid by the next transaction that commits.
+ * The turn's end could not be stored (a full disk, a database that went away): the session
+ * forgets what the turn made, so none of it reaches the history later, and the database owes the
+ * same undoing, paid by the next transaction that commits. The prompt stays: it was committed and
+ * acknowledged at the start, and a turn that fails keeps it, as one lost with its node does.
  */
 function undoTurn(s: SessionState, turn: RunningTurn, err: Error, env: SessionEnv): void {
-  const fromSeq = turn.promptSeq;
+  const fromSeq = turn.promptSeq + 1;
   s.messageCount = fromSeq;
   // Nothing more of a session whose lease was lost may be written: its new owner recovers the turn.
   if (err instanceof LeaseLost) return;

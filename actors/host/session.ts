@@ -218,6 +218,8 @@ function describe(s: SessionState, env: SessionEnv): SessionDescription {
     history_version: s.historyVersion,
     open_requests: [...s.requests.values()].map((r) => ({ id: r.id, sid: s.sid, method: r.method, age_ms: Math.round(now - r.createdMs) })),
     idle_ms: activity.phase === 'idle' ? Math.round(now - s.lastActiveMs) : 0,
+    queued: s.queue.length,
+    queue_held: s.queuePaused ? 'paused' : s.queueRetry.holding ? 'retry' : null,
   };
 }
 

@@ -110,7 +110,8 @@ export function postgresForSuite(): () => TestPostgres {
   return () => server!;
 }
 
-function freePort(): Promise<number> {
+/** A port nothing listens on now, on 127.0.0.1. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

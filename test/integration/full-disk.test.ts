@@ -59,14 +59,15 @@ describe('a full disk (real host on a small tmpfs)', function () {
     disk = '';
   });
 
-  it('fails the turn with reason storage, forgets it, keeps reads working, and works again once space returns', async function () {
+  it('fails the turn with reason storage, forgets what it made (its prompt stays), keeps reads working, and works again once space returns', async function () {
     const { home, filler } = smallDisk(this);
     const host = await h.startHost(home);
     expect((await host.turn('s', 't1', 'first words')).type).to.equal('turn.end');
 
     // The prompt is stored at the start; the disk fills while the agent works; the end cannot be stored.
     const big = Array.from({ length: 30_000 }, (_, i) => `w${i}`).join(' ');
-    host.send({ type: 'turn.start', sid: 's', request_id: 't2', text: `${big}\n/sleep 0.5` });
+    const t2Prompt = `${big}\n/sleep 0.5`;
+    host.send({ type: 'turn.start', sid: 's', request_id: 't2', text: t2Prompt });
     await host.next('turn.started', { where: (f) => f['request_id'] === 't2' });
     fillDisk(filler);
     const failed = await host.next('turn.error', { where: (f) => f['request_id'] === 't2' });
@@ -100,7 +101,8 @@ describe('a full disk (real host on a small tmpfs)', function () {
       messages: db.prepare('SELECT role, content, turn_id FROM messages WHERE sid = ? ORDER BY seq').all('s') as { role: string; content: string; turn_id: string }[],
       turns: db.prepare('SELECT request_id, status FROM turns ORDER BY started_at, request_id').all() as { request_id: string; status: string }[],
     }));
-    expect(rows.messages.map((m) => m.content)).to.deep.equal(['first words', 'first words', 'after the space came back', 'after the space came back']);
+    // t2's prompt stays (it was stored and acknowledged at its start); nothing its turn made does.
+    expect(rows.messages.map((m) => m.content)).to.deep.equal(['first words', 'first words', t2Prompt, 'after the space came back', 'after the space came back']);
     expect(rows.turns).to.deep.equal([
       { request_id: 't1', status: 'completed' },
       { request_id: 't2', status: 'failed' },
@@ -132,8 +134,8 @@ describe('a full disk (real host on a small tmpfs)', function () {
       prompts: db.prepare("SELECT content FROM messages WHERE sid = 'q' AND role = 'user' ORDER BY seq").all() as { content: string }[],
       queued: db.prepare("SELECT count(*) AS n FROM queue WHERE sid = 'q'").get() as { n: number },
     }));
-    // The turn whose end failed is forgotten (as in the test above); the queued prompt ran once.
-    expect(stored.prompts.map((p) => p.content)).to.deep.equal([queuedText]);
+    // What the turn whose end failed made is forgotten, its prompt kept (as in the test above); the queued prompt ran once.
+    expect(stored.prompts.map((p) => p.content)).to.deep.equal([`${big}\n/sleep 0.5`, queuedText]);
     expect(stored.queued.n).to.equal(0);
   });
 
