@@ -319,10 +319,10 @@ export class PostgresStore implements Store {
       const recovered = taken.epoch !== held ? await recoverSession(client, sid) : null;
       await client.query('COMMIT');
       this.leases.set(sid, taken.epoch);
+      // Any lease taken from a holder (a node dead or paused, or an earlier start of this one) is a
+      // takeover, even with nothing lost: the queue it left (one whose head had failed to start) must run.
       const fromNode = before.rows[0]?.node_id;
-      if (recovered !== null && fromNode !== undefined && (recovered.lostTurns.length > 0 || recovered.expiredRequests.length > 0)) {
-        this.takeovers.set(sid, { fromNode, ...recovered });
-      }
+      if (recovered !== null && fromNode !== undefined) this.takeovers.set(sid, { fromNode, ...recovered });
     } catch (err) {
       if (err instanceof OwnedElsewhere) {
         client.release();
