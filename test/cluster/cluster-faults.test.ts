@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { nodeLockWaitMs } from '../../persistence/store.js';
 import { clusterForSuite, nodeArgs } from '../helpers/cluster.js';
-import { hostPid } from '../helpers/daemon.js';
+import { hostPid, startDaemon } from '../helpers/daemon.js';
 import { Harness } from '../helpers/processes.js';
 import { postgresForSuite } from '../helpers/postgres.js';
 
@@ -94,6 +94,33 @@ describe('nodes on one PostgreSQL: the faults they survive (real processes)', fu
     for (const node of nodes) expect(node.child.exitCode).to.equal(null);
     const stuck = await server().query(url, "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'");
     expect(stuck).to.deep.equal([{ n: 0 }]);
+  });
+
+  it('status says the store is reachable only while this node can write it, and again once it can', async () => {
+    const url = await server().database();
+    const client = await clientOf(await startDaemon(h, nodeArgs(url, 'a', LEASE_SECS), { TURNHOST_HEARTBEAT_SECS: '1' }));
+    const store = async () => (await client.call<{ store: { reachable: boolean; problem?: string } }>('host.status')).store;
+    expect(await store()).to.deep.equal({ url: url.replace(/:[^:@/]+@/, ':***@'), reachable: true });
+    // Status has no event to await: it is read until it changes, within a bound (three heartbeats; then lease + 5 s).
+    const until = async (reachable: boolean, boundMs: number): Promise<{ reachable: boolean; problem?: string }> => {
+      const deadline = Date.now() + boundMs;
+      for (;;) {
+        const now = await store();
+        if (now.reachable === reachable || Date.now() > deadline) return now;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    };
+    await server().pause();
+    let down: { reachable: boolean; problem?: string };
+    try {
+      down = await until(false, 3_000);
+    } finally {
+      await server().resume();
+    }
+    expect(down.reachable).to.equal(false);
+    expect(down.problem).to.be.a('string');
+    expect((await until(true, (LEASE_SECS + 5) * 1000)).reachable).to.equal(true);
+    expect(await client.call('prompt.submit', { session_id: 's1', text: 'written' })).to.include({ status: 'streaming' });
   });
 
   it('a node killed with -9 starts again in its own home at once, even while a dead connection still holds its lock', async () => {

@@ -74,7 +74,8 @@ describe('recovered sessions through the supervisor, and the debug REPL (real pr
     ]);
     expect(out.code, out.stderr).to.equal(0);
     const o = out.stdout;
-    expect(o).to.match(/SESSION\s+STATUS\s+RUNNING\s+MESSAGES\s+AGE\n\s*busy\s+active\s+yes\s+1\s+\d+ s/);
+    // The host holds the busy session's queue (empty, not held).
+    expect(o).to.match(/SESSION\s+STATUS\s+RUNNING\s+MESSAGES\s+AGE\s+QUEUED\s+HELD\n\s*busy\s+active\s+yes\s+1\s+\d+ s\s+0\s*\n/);
     expect(o).to.match(/SESSION\s+TURN\s+STATE\s+DURATION\s+MODEL\s+TOKENS[^\n]*\n\s*busy\s+turn-\S+\s+running/);
     expect(o).to.match(new RegExp(`REQUEST\\s+SESSION\\s+METHOD\\s+AGE\\n\\s*${client.requests[0]!.id}\\s+busy\\s+clarify\\.request`));
     // The shard that holds the session is listed with it; the 63 others share one line.

@@ -168,7 +168,8 @@ describe('what the security audit found (real processes)', function () {
   });
 
   it('an error body holding the key cut or in another case is redacted in the turn error, the turns table and the log', async () => {
-    const key = 'sk-test-Redact9Me8Please7Now6';
+    // No piece of it may be in a temp folder's name (turnhost-test-…): the search below would find it there.
+    const key = 'sk-qz7-Redact9Me8Please7Now6';
     const s = await scene();
     s.fake.reply({ status: 400, message: `bad key ${key.slice(0, -1)} and ${key.toUpperCase()} and ${key.slice(3, 14).toLowerCase()}` });
     const daemon = await startDaemon(h, ['--agent', 'openai'], { OPENAI_API_KEY: key }, s.home);
