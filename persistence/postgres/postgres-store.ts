@@ -33,11 +33,15 @@ import {
   type Work,
 } from '../store.js';
 import type { QueuedPrompt, SubmitRecord } from '../store-writer.js';
-import { clientConfig, described, isConnectionError, readPool } from './connection.js';
+import { clientConfig, described, IDLE_IN_TRANSACTION_MS, isConnectionError, readPool } from './connection.js';
 import { PostgresWriter, type PendingStatement } from './postgres-writer.js';
 import { HOST_LOCK, LEASE_LOST_CODE, migrate } from './schema.js';
 
 type PostgresLocation = Extract<StoreLocation, { kind: 'postgres' }>;
+
+/** How long a group whose COMMIT went unanswered waits to learn whether it committed, and how often it asks. */
+const OUTCOME_WAIT_MS = IDLE_IN_TRANSACTION_MS + 5_000;
+const OUTCOME_RETRY_MS = 250;
 
 /** A statement PostgreSQL refused because an earlier one of its transaction failed. */
 const IN_FAILED_TRANSACTION = '25P02';
@@ -193,16 +197,31 @@ export class PostgresStore implements Store {
   private async send(statements: PendingStatement[], sids: string[]): Promise<void> {
     const client = await this.connection();
     const fenced = this.node !== undefined && sids.length > 0;
+    // In the pipeline's order, as they are sent: the transaction's id comes back before its COMMIT.
+    const begin = client.query('BEGIN');
+    const txid = client.query<{ txid: string }>('SELECT txid_current()::text AS txid');
     const queries = [
-      client.query('BEGIN'),
+      begin,
+      txid,
       ...(fenced ? [client.query('SELECT fence($1, $2, $3)', [this.node!.id, sids, sids.map((sid) => this.leases.get(sid) ?? -1)])] : []),
       ...statements.map((s) => client.query({ name: s.name, text: s.text, values: s.values as unknown[] })),
       client.query('COMMIT'),
     ];
     const settled = await Promise.allSettled(queries);
-    // A COMMIT with no answer leaves the transaction's state on that connection unknown: it is
-    // dropped (the server rolls back what did not commit), never used again for the next group.
-    if (settled.at(-1)!.status === 'rejected') this.drop(client);
+    const commitFailure = settled.at(-1)!.status === 'rejected' ? (settled.at(-1) as PromiseRejectedResult).reason as Error : null;
+    if (commitFailure !== null) {
+      // A COMMIT with no answer leaves the transaction's state on that connection unknown: it is
+      // dropped (the server rolls back what did not commit), never used again for the next group.
+      this.drop(client);
+      // The connection went away with the COMMIT under way: it may have committed. The server says
+      // which once it answers again; a group reported failed that in fact committed would leave a
+      // session's memory behind its rows (a queued prompt run out of its order, found by the chaos run).
+      const id = await txid.then((r) => r.rows[0]?.txid, () => undefined);
+      if (isConnectionError(commitFailure) && id !== undefined && (await this.outcomeOf(id)) === 'committed') {
+        this.problem = undefined;
+        return;
+      }
+    }
     const failures = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as Error);
     const cause = failures.find((e) => (e as Error & { code?: string }).code !== IN_FAILED_TRANSACTION) ?? failures[0];
     if ((cause as (Error & { code?: string }) | undefined)?.code === LEASE_LOST_CODE) {
@@ -213,6 +232,25 @@ export class PostgresStore implements Store {
     const commit = settled.at(-1) as PromiseFulfilledResult<pg.QueryResult>;
     if (commit.value.command !== 'COMMIT') throw this.failed(new Error('the transaction was rolled back'));
     this.problem = undefined;
+  }
+
+  /**
+   * Whether a transaction whose COMMIT went unanswered committed, as the server says
+   * (txid_status) once it answers again; null when it cannot say within OUTCOME_WAIT_MS. A
+   * transaction still `in progress` is one whose backend has not yet seen its client go: it ends
+   * by IDLE_IN_TRANSACTION_MS at the latest, aborted.
+   */
+  private async outcomeOf(txid: string): Promise<'committed' | 'aborted' | null> {
+    const deadline = Date.now() + OUTCOME_WAIT_MS;
+    while (Date.now() < deadline) {
+      const status = await this.pool.query<{ status: string | null }>('SELECT txid_status($1::bigint) AS status', [txid]).then(
+        (r) => r.rows[0]?.status ?? null,
+        () => null, // the server is still away
+      );
+      if (status === 'committed' || status === 'aborted') return status;
+      await new Promise((resolve) => setTimeout(resolve, OUTCOME_RETRY_MS));
+    }
+    return null;
   }
 
   /**

@@ -92,7 +92,7 @@ describe('nodes on one PostgreSQL: any node answers (three real daemons)', funct
     expect(await server().query(url, "SELECT node_id FROM leases WHERE sid = 's1'")).to.deep.equal(ranOn);
   });
 
-  it('a node killed with its sessions: a client of another node gets a clear error, then the session goes on there once the lease expires', async () => {
+  it('a node killed with its sessions: a client of another node gets a clear error, then node_lost by itself, and the session goes on there once the lease expires', async () => {
     const url = await server().database();
     const [a, b] = await nodes(url, ['a', 'b']);
     const onA = await clientOf(a);
@@ -107,6 +107,9 @@ describe('nodes on one PostgreSQL: any node answers (three real daemons)', funct
     await onB.call('prompt.submit', { session_id: 's1', text: 'too soon' }).catch((err: unknown) => (refused = err));
     expect(refused).to.include({ code: 5019 });
     expect(String((refused as Error).message)).to.match(/node a, which owns the session, cannot be reached/);
+    // The client followed s1 over b's link to a: b takes it over when the lease expires, with no further call.
+    const lost = await onB.nextEvent('turn.error', 's1', (e) => e.payload['turn_id'] === long.turn_id);
+    expect(lost.payload['reason']).to.equal('node_lost');
     await server().leaseExpired(url, 's1');
     const taken = await onB.call<{ turn_id: string }>('prompt.submit', { session_id: 's1', text: 'on b' });
     await onB.nextEvent('turn.end', 's1', (e) => e.payload['turn_id'] === taken.turn_id);
