@@ -290,4 +290,11 @@ program
   .addOption(storeOption())
   .action((id: string, opts) => run('history', async () => (await import('./commands/sessions.js')).historyCommand(homeFrom(opts.home), id, opts)));
 
+const cluster = program.command('cluster').description('the nodes that share one PostgreSQL (docs/CLUSTER.md)');
+cluster
+  .command('rotate-secret')
+  .description('replace the secret the nodes prove to each other; every node takes the new one within 5 s')
+  .addOption(storeOption())
+  .action((opts) => run('cluster', async () => (await import('./commands/cluster.js')).rotateSecretCommand(opts.store)));
+
 await program.parseAsync(process.argv);

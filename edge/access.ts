@@ -18,8 +18,6 @@ export interface AccessOptions {
   allowHosts: readonly string[];
   corsOrigins: readonly string[];
   secureCookie: boolean;
-  /** As a node of several: the cluster's secret, which another node shows to forward a client's messages (PROTOCOL.md §6.2). */
-  peerSecret?: (() => Promise<string | null>) | undefined;
 }
 
 export type Refusal = { status: 401 | 403; message: string };
@@ -58,14 +56,6 @@ export class Access {
     if (header !== undefined && header.startsWith('Bearer ')) return this.isToken(header.slice('Bearer '.length).trim());
     const login = cookieValue(req.headers.cookie, COOKIE_NAME);
     return login !== null && this.isLogin(login);
-  }
-
-  /** Another node of the cluster, by the secret in its bearer header: only on a WebSocket upgrade. */
-  async isPeer(req: IncomingMessage): Promise<boolean> {
-    const header = req.headers.authorization;
-    if (header === undefined || !header.startsWith('Bearer ') || this.options.peerSecret === undefined) return false;
-    const secret = await this.options.peerSecret().catch(() => null);
-    return secret !== null && sameSecret(header.slice('Bearer '.length).trim(), secret);
   }
 
   isToken(candidate: string): boolean {

@@ -9,10 +9,12 @@ import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { acceptClient, nextClientId, type ClientLines } from '../actors/daemon/client-connection.js';
 import { ANSWERED_ELSEWHERE, callMethod, clientContext, type ClientContext, type SharedContext } from '../actors/daemon/client-methods.js';
+import type { Cluster } from '../actors/daemon/peer-links.js';
 import type { UnreadLimits } from '../actors/daemon/unread-bound.js';
 import { tell, type AnyRef } from '../actors/runtime.js';
 import { ErrorCodes, errorLine, RpcError } from '../protocol/client-rpc.js';
 import { MAX_FRAME_BYTES } from '../protocol/line-reader.js';
+import { PEER_HEADER } from '../protocol/peer-handshake.js';
 import { Access, type Refusal } from './access.js';
 import { EventStream } from './event-stream.js';
 import { HttpFailure, notFound, sendError, sendJson, wrongMethod } from './http-answers.js';
@@ -21,6 +23,7 @@ import { agUiRun } from './ag-ui.js';
 import { edgeUrl, isLoopback, type ListenAddress } from './listen-address.js';
 import type { DaemonMetrics } from './metrics.js';
 import { PageFiles } from './page-files.js';
+import { admitPeer } from './peer-admission.js';
 import { matchRoute } from './rest-routes.js';
 import { websocketTransport } from './websocket-transport.js';
 
@@ -67,7 +70,6 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
     allowHosts: options.allowHosts,
     corsOrigins: options.corsOrigins,
     secureCookie: options.publicUrl?.startsWith('https://') === true,
-    peerSecret: options.shared.cluster?.secret,
   });
   const restClient = clientContext(options.shared, nextClientId());
   const page = new PageFiles();
@@ -217,11 +219,25 @@ function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, upgrading: 
   if (refusal !== null) return rejectUpgrade(socket, refusal.status, refusal.message);
   if (new URL(req.url ?? '/', 'http://edge').pathname !== '/v1/rpc') return rejectUpgrade(socket, 404, 'not found');
   if (access.authenticated(req)) return wss.handleUpgrade(req, socket, head, (ws) => admitWebSocket(ws, socket, options));
-  access.isPeer(req).then((peer) => {
-    if (socket.destroyed) return;
-    if (peer) return wss.handleUpgrade(req, socket, head, (ws) => admitWebSocket(ws, socket, { ...options, shared: { ...options.shared, cluster: null } }));
-    firstFrameAuth(req, socket, head, upgrading);
-  }, () => socket.destroy());
+  const cluster = options.shared.cluster;
+  if (req.headers[PEER_HEADER] !== undefined && cluster !== null) return peerLink(req, socket, head, upgrading, cluster);
+  firstFrameAuth(req, socket, head, upgrading);
+}
+
+/**
+ * Another node's link: served once it proved it holds the cluster secret (edge/peer-admission.ts),
+ * as a connection that may call session methods only, and ended when the secret is replaced.
+ */
+function peerLink(req: IncomingMessage, socket: Duplex, head: Buffer, upgrading: Upgrading, cluster: Cluster): void {
+  const { options, wss } = upgrading;
+  wss.handleUpgrade(req, socket, head, (ws) => {
+    void admitPeer(ws, cluster, FIRST_FRAME_AUTH_MS).then((admitted) => {
+      if (!admitted) return ws.close(POLICY_VIOLATION, 'unauthorized');
+      const stop = cluster.onSecretRotated(() => ws.close(POLICY_VIOLATION, 'the cluster secret was replaced'));
+      ws.once('close', stop);
+      admitWebSocket(ws, socket, { ...options, shared: { ...options.shared, cluster: null, peer: true } });
+    });
+  });
 }
 
 /** A browser cannot set headers on a WebSocket: its first frame may carry the token instead. */

@@ -9,6 +9,8 @@ export const ErrorCodes = {
   methodNotFound: -32601,
   invalidParams: -32602,
   badQuestionId: 4002,
+  /** Known, but not to this caller (PROTOCOL.md §5.6, §6.2). */
+  forbidden: 4003,
   sessionNotFound: 4004,
   sessionBusy: 4009,
   shuttingDown: 4010,

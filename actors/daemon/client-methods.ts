@@ -9,7 +9,7 @@ import type { RequestId } from '../../protocol/rpc.js';
 import { ON_BUSY, type QueueOp } from '../../protocol/frames.js';
 import { routeClass } from '../host/routes.js';
 import { ask, tell, SECOND_MS, type Ref } from '../runtime.js';
-import type { Cluster } from './peer-links.js';
+import { isSessionMethod, type Cluster } from './peer-links.js';
 import type { CallReply, GatewayMsg, HostCall, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
 
 export interface ClientContext {
@@ -24,6 +24,8 @@ export interface ClientContext {
   nodeId: string | null;
   /** As a node, to forward methods on sessions another node owns; null when alone, and on a link from a peer. */
   cluster: Cluster | null;
+  /** The connection is another node's link (PROTOCOL.md §6.2): it may call session methods and nothing else. */
+  peer?: boolean;
   /** Working folders given at session.create, for that session's turns from this client. */
   cwds: Map<string, string>;
   /** Sessions this client was attached to: the gateway and the supervisor are told once each. */
@@ -57,6 +59,7 @@ export async function callMethod(method: string, params: UnknownRecord, ctx: Cli
   const cls = routeClass(method);
   // Routes are checked against the table before any I/O.
   if (known === undefined && (cls === undefined || cls === 'turn-path')) throw new RpcError(ErrorCodes.methodNotFound, `method not found: ${method}`);
+  if (ctx.peer === true && !isSessionMethod(method)) throw new RpcError(ErrorCodes.forbidden, `forbidden: a node's link may call session methods only, not ${method}`);
   try {
     return known ? await known(new Fields(params), ctx, id) : await routeMethod(method, params, ctx);
   } catch (err) {

@@ -5,11 +5,13 @@
 // owner, so a replay that one client asks for never reaches another. A message that came over such
 // a link is never forwarded again (the edge gives a peer no PeerLinks): the owner answers or refuses.
 import type { Logger } from 'pino';
-import { WebSocket } from 'ws';
+import { WebSocket, type RawData } from 'ws';
 import type { LeaseView, PeerNode } from '../../persistence/reader.js';
 import { ErrorCodes, errorLine, RpcError, type ClientMessage } from '../../protocol/client-rpc.js';
 import { MAX_FRAME_BYTES } from '../../protocol/line-reader.js';
+import { freshNonce, helloFrame, ownerProof, parseChallenge, PEER_HEADER, PEER_WELCOME, peerProof, proofFrame, sameProof } from '../../protocol/peer-handshake.js';
 import type { RequestId } from '../../protocol/rpc.js';
+import { routeClass } from '../host/routes.js';
 import { SECOND_MS } from '../runtime.js';
 
 /** What a node knows of the cluster to forward: who owns a session now, and the secret to show. */
@@ -19,6 +21,8 @@ export interface Cluster {
   liveOwner(sid: string): Promise<PeerNode | null>;
   /** Null until the store has one (the host makes it at its first start). */
   secret(): Promise<string | null>;
+  /** `end` runs whenever the secret is replaced (every link made with the old one ends); returns the unsubscribe. */
+  onSecretRotated(end: () => void): () => void;
   /** The session's lease, whoever holds it; null when none does. */
   lease(sid: string): Promise<LeaseView | null>;
   /** A client follows the session here: this node takes it over once no live node holds it (takeover-watch.ts). */
@@ -34,6 +38,17 @@ export const FORWARDED: unique symbol = Symbol('forwarded');
 const CONNECT_TIMEOUT_MS = 5 * SECOND_MS;
 /** Methods that name a session but only read the shared store: answered here, whoever owns it. */
 const READ_HERE = new Set(['session.history']);
+/** Methods that act on one session besides `session.*` and the control routes (PROTOCOL.md §6.2). */
+const ON_A_SESSION = new Set(['prompt.submit', 'clarify.lock', 'request.answer']);
+
+/**
+ * Only methods on a session cross nodes: whatever its params name, any other method (`host.status`,
+ * `host.restart`, `daemon.shutdown`) acts on the node the client reached, and a peer may call none.
+ */
+export function isSessionMethod(method: string): boolean {
+  return method.startsWith('session.') || ON_A_SESSION.has(method) || routeClass(method) !== undefined;
+}
+
 /** Methods the host carries out on the session, which it loads (and so takes its lease) first. */
 const TAKES_LEASE = new Set(['prompt.submit', 'session.create', 'session.queue.get', 'session.queue.update']);
 /** Methods after which the client follows the session's events (PROTOCOL.md §2). */
@@ -53,6 +68,7 @@ export class PeerLinks {
   /** Each message's way is chosen after the one before it: the client's order holds wherever they go. */
   private chosen: Promise<unknown> = Promise.resolve();
   private closed = false;
+  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly cluster: Cluster,
@@ -60,7 +76,11 @@ export class PeerLinks {
     /** The client follows the session's events on this node (the gateway attaches it). */
     private readonly followHere: (sid: string) => void,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.unsubscribe = cluster.onSecretRotated(() => {
+      for (const link of [...this.links.values()]) link.end('the cluster secret was replaced');
+    });
+  }
 
   /**
    * A request of the client: `here` runs it on this node, unless another node owns its session. A
@@ -68,6 +88,7 @@ export class PeerLinks {
    * after the look) has its request sent on to that node.
    */
   request(message: Request, text: string, here: () => Promise<unknown>): Promise<unknown> {
+    if (!isSessionMethod(message.method)) return here();
     const sid = sessionOf(message);
     const outcome = this.inOrder(() => this.destination(message)).then(async (target) => {
       if (target !== null) return this.forwardOrHere(target, message, text, here);
@@ -100,6 +121,7 @@ export class PeerLinks {
 
   close(): void {
     this.closed = true;
+    this.unsubscribe();
     for (const link of this.links.values()) link.close();
     this.links.clear();
   }
@@ -133,7 +155,7 @@ export class PeerLinks {
     const known = this.links.get(owner.node_id);
     if (known !== undefined && known.url === owner.url) return known;
     known?.close();
-    const link = new PeerLink(owner.node_id, owner.url, this.cluster.secret(), {
+    const link = new PeerLink(owner.node_id, owner.url, this.cluster.nodeId, this.cluster.secret(), {
       message: (text) => this.fromOwner(link, text),
       closed: (pending, why) => this.linkClosed(link, pending, why),
     });
@@ -216,6 +238,8 @@ class PeerLink {
   constructor(
     readonly nodeId: string,
     readonly url: string,
+    /** This node's id, which the owner's proof must name as the peer it answers. */
+    private readonly selfId: string,
     secret: Promise<string | null>,
     private readonly handlers: LinkHandlers,
   ) {
@@ -239,33 +263,61 @@ class PeerLink {
     void this.socket.then((ws) => ws.terminate(), () => {});
   }
 
+  /**
+   * The WebSocket to the owner's edge, once each side has proved it holds the cluster secret
+   * (protocol/peer-handshake.ts): nothing of the client's is sent before the owner's proof, and
+   * the secret itself never is.
+   */
   private open(secret: string | null): Promise<WebSocket> {
     if (secret === null) return Promise.reject(this.gone('the store has no cluster secret yet'));
     const ws = new WebSocket(new URL('/v1/rpc', this.url).href.replace(/^http/, 'ws'), {
-      headers: { authorization: `Bearer ${secret}` },
+      headers: { [PEER_HEADER]: this.selfId },
       handshakeTimeout: CONNECT_TIMEOUT_MS,
       maxPayload: 2 * MAX_FRAME_BYTES,
     });
+    const nonce = freshNonce();
     return new Promise((resolve, reject) => {
-      ws.once('open', () => {
-        ws.on('message', (data, isBinary) => {
-          if (!isBinary) this.handlers.message(data.toString());
+      let proved = false;
+      const fail = (why: string): void => {
+        clearTimeout(timer);
+        reject(this.gone(why));
+        ws.terminate();
+      };
+      const timer = setTimeout(() => fail(`no handshake within ${CONNECT_TIMEOUT_MS} ms`), CONNECT_TIMEOUT_MS);
+      const handshake = (data: RawData, isBinary: boolean): void => {
+        const text = isBinary ? '' : data.toString();
+        if (!proved) {
+          const challenge = parseChallenge(text);
+          if (challenge === null || challenge.node_id !== this.nodeId || !sameProof(challenge.proof, ownerProof(secret, this.nodeId, this.selfId, nonce, challenge.nonce))) {
+            return fail('it did not prove that it is that node');
+          }
+          proved = true;
+          ws.send(proofFrame(peerProof(secret, this.selfId, this.nodeId, challenge.nonce, nonce)));
+          return;
+        }
+        if (text !== PEER_WELCOME) return fail('it refused this node');
+        clearTimeout(timer);
+        ws.off('message', handshake);
+        ws.on('message', (message, binary) => {
+          if (!binary) this.handlers.message(message.toString());
         });
         ws.once('close', () => this.end('it closed'));
         resolve(ws);
-      });
-      ws.on('error', (err) => {
-        reject(this.gone(err.message));
-        ws.terminate();
-      });
+      };
+      ws.once('open', () => ws.send(helloFrame({ node_id: this.selfId, nonce })));
+      ws.on('message', handshake);
+      ws.on('error', (err) => fail(err.message));
+      ws.once('close', () => fail('it closed during the handshake'));
     });
   }
 
-  private end(why: string): void {
+  /** The link is over: its requests still waiting are answered (by the handlers), and its socket closed. */
+  end(why: string): void {
     if (this.ended && this.pending.size === 0) return;
     this.ended = true;
     const pending = [...this.pending];
     this.pending.clear();
+    void this.socket.then((ws) => ws.terminate(), () => {});
     this.handlers.closed(pending, why);
   }
 

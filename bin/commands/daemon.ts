@@ -14,6 +14,7 @@ import { hostEnvironment } from '../../actors/daemon/host-child.js';
 import { ask, spawnActor, startSystem, stopSystem, tell, SECOND_MS, type Ref } from '../../actors/runtime.js';
 import { spawnSupervisor } from '../../actors/daemon/supervisor.js';
 import { TakeoverWatch } from '../../actors/daemon/takeover-watch.js';
+import { ClusterSecret } from '../../actors/daemon/cluster-secret.js';
 import type { GatewayMsg, HostStatus, StopReport, SupervisorMsg } from '../../actors/daemon/supervisor-messages.js';
 import { agentEnvironment, AgentLoadError } from '../../agents/loader.js';
 import { keyRedactor, type Redactor } from '../../agents/model/key-redaction.js';
@@ -167,7 +168,8 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
           leaseSecs: options.leaseSecs ?? DEFAULT_LEASE_SECS,
           log,
         });
-  const cluster = options.nodeId === undefined ? null : clusterView(options.nodeId, database.get, takeovers!);
+  const secret = options.nodeId === undefined ? null : new ClusterSecret(async () => (await (await database.get())?.clusterSecret()) ?? null);
+  const cluster = options.nodeId === undefined ? null : clusterView(options.nodeId, database.get, takeovers!, secret!);
   const shared = { supervisor, gateway, reader: database.get, storeShown, nodeId: options.nodeId ?? null, cluster, edgeUrl: () => edge?.url ?? null };
   metrics = daemonMetrics(shared);
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
@@ -208,6 +210,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   await closeServer(server, connections);
   rmSync(paths.socket, { force: true });
   takeovers?.close();
+  secret?.close();
   await database.close();
   stopSystem(system);
   lock.release();
@@ -216,15 +219,15 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   return 0;
 }
 
-/** What this node reads of the cluster to forward; the secret, once the store has it, is kept. */
-function clusterView(nodeId: string, reader: () => Promise<Reader | null>, takeovers: TakeoverWatch): Cluster {
-  let secret: string | null = null;
+/** What this node reads of the cluster to forward and to take sessions over; the secret as the store has it now. */
+function clusterView(nodeId: string, reader: () => Promise<Reader | null>, takeovers: TakeoverWatch, secret: ClusterSecret): Cluster {
   return {
     nodeId,
     liveOwner: async (sid) => (await reader())?.liveOwner(sid, nodeId) ?? null,
     lease: async (sid) => (await reader())?.lease(sid) ?? null,
     follow: (sid) => takeovers.watch(sid),
-    secret: async () => (secret ??= (await (await reader())?.clusterSecret()) ?? null),
+    secret: () => secret.current(),
+    onSecretRotated: (end) => secret.onRotated(end),
   };
 }
 

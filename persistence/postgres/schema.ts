@@ -7,6 +7,9 @@ import type pg from 'pg';
 
 export const SCHEMA = 'turnhost';
 
+/** A new cluster secret, drawn by the server: two of gen_random_uuid()'s strong random values (244 bits). */
+export const NEW_CLUSTER_SECRET = "replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '')";
+
 const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE sessions (
@@ -142,7 +145,7 @@ const MIGRATIONS: readonly string[] = [
     one    boolean PRIMARY KEY DEFAULT true CHECK (one),
     secret text NOT NULL
   );
-  INSERT INTO cluster_secret (secret) VALUES (replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));
+  INSERT INTO cluster_secret (secret) VALUES (${NEW_CLUSTER_SECRET});
   `,
 ];
 
