@@ -12,6 +12,7 @@ import { CLI, median, printTable, round, ROUNDS, withTempDir, writeResult } from
 import { startDaemon, stopDaemon } from './daemon.js';
 import { backToBack, closedLoop, sessionIds, sleep, TurnProcess, type Latency } from './driver.js';
 import { RpcDriver } from './rpc-driver.js';
+import { RpcClient } from '../client/rpc-connection.js';
 
 const LEASES_SECS = [2, 10];
 const NODE_COUNTS = [1, 2, 3];
@@ -95,6 +96,30 @@ const FORWARD_TURNS = 2000;
 interface ForwardRound {
   owner: Latency;
   forwarded: Latency;
+  /** A forwarded call on a new client of b (its link opens, with the handshake) and the next one, ms, medians. */
+  firstCallMs: number;
+  nextCallMs: number;
+}
+
+/** New clients of b, one forwarded call each, then one more on the same client: the link's opening (its handshake) is the difference. */
+const LINK_OPENINGS = 20;
+
+async function linkOpening(socket: string, sid: string): Promise<{ firstCallMs: number; nextCallMs: number }> {
+  const first: number[] = [];
+  const next: number[] = [];
+  for (let i = 0; i < LINK_OPENINGS; i++) {
+    const client = await RpcClient.connect(socket);
+    try {
+      for (const times of [first, next]) {
+        const began = performance.now();
+        await client.call('session.queue.get', { session_id: sid });
+        times.push(performance.now() - began);
+      }
+    } finally {
+      client.close();
+    }
+  }
+  return { firstCallMs: median(first), nextCallMs: median(next) };
 }
 
 /** One session on node a: its turns from a client of a, then from a client of b (forwarded to a), back to back. */
@@ -109,7 +134,7 @@ async function forwarding(server: TestPostgres): Promise<ForwardRound> {
         await onA.createSessions(['f1']);
         const owner = await backToBack(onA, 'f1', FORWARD_WARMUP, FORWARD_TURNS);
         const forwarded = await backToBack(onB, 'f1', FORWARD_WARMUP, FORWARD_TURNS);
-        return { owner, forwarded };
+        return { owner, forwarded, ...(await linkOpening(join(b, 'turnhost.sock'), 'f1')) };
       } finally {
         onA.close();
         onB.close();
@@ -160,6 +185,17 @@ export async function benchCluster(): Promise<void> {
       ['the owning node (a)', ownerP50!, ownerP99!],
       ['another node (b), forwarded to a', forwardedP50!, forwardedP99!],
       ['extra', round(forwardedP50! - ownerP50!, 3), round(forwardedP99! - ownerP99!, 3)],
+    ],
+  );
+  const firstCall = round(median(forwards.map((r) => r.firstCallMs)), 3);
+  const nextCall = round(median(forwards.map((r) => r.nextCallMs)), 3);
+  printTable(
+    `a new client of b: its first forwarded call opens a link to a (the peer handshake), the next one uses it (${LINK_OPENINGS} clients a round; median of ${ROUNDS})`,
+    ['call', 'ms'],
+    [
+      ['first (the link opens)', firstCall],
+      ['next (the link is open)', nextCall],
+      ['the link\'s opening, once per link', round(firstCall - nextCall, 3)],
     ],
   );
   const file = writeResult('cluster', { takeovers, spreads, forwards });

@@ -1,6 +1,6 @@
 // Finding and starting the daemon of a home, for the CLI commands.
 import { spawn } from 'node:child_process';
-import { closeSync, constants, mkdirSync, openSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { cliEntry } from './build-info.js';
 import { homePaths } from './home.js';
@@ -50,6 +50,7 @@ export async function launchDaemon(home: string, hostArgs: string[]): Promise<La
   mkdirSync(dirname(paths.log), { recursive: true, mode: 0o700 });
   // Whatever the daemon says before its own log is open goes to the same file.
   const early = openSync(paths.log, constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND, 0o600);
+  const logStart = fstatSync(early).size;
   const child = spawn(process.execPath, [cliEntry(), 'daemon', '--home', home, ...hostArgs], { detached: true, cwd: home, stdio: ['ignore', 'ignore', early] });
   closeSync(early);
   let exitCode: number | null = null;
@@ -58,7 +59,13 @@ export async function launchDaemon(home: string, hostArgs: string[]): Promise<La
   const deadline = performance.now() + START_TIMEOUT_MS;
   while (performance.now() < deadline) {
     if (exitCode !== null) {
-      return { ok: false, alreadyRunning: exitCode === 1, message: `the daemon exited with code ${exitCode}; see ${paths.log}` };
+      // Why it exited is its last line on stderr, which went to the log (an unreachable store, a held lock, a bad option).
+      const said = lastSaid(paths.log, logStart);
+      return {
+        ok: false,
+        alreadyRunning: said !== null && /a daemon is already running/.test(said),
+        message: said === null ? `the daemon exited with code ${exitCode}; see ${paths.log}` : `the daemon exited: ${said}`,
+      };
     }
     const client = await connectDaemon(home);
     if (client) {
@@ -87,4 +94,25 @@ export async function connectOrLaunch(home: string, hostArgs: string[]): Promise
   const launch = await launchDaemon(home, hostArgs);
   const launched = launch.ok || launch.alreadyRunning ? await connect({ socket }).catch(() => null) : null;
   return launched ?? `could not start the daemon: ${launch.ok ? 'it did not answer' : launch.message}`;
+}
+
+/** The bytes a starting daemon's stderr may have written to the log before it exited: its reason is the last of its own lines. */
+const SAID_BYTES = 64 * 1024;
+
+function lastSaid(log: string, from: number): string | null {
+  let text: string;
+  try {
+    const fd = openSync(log, 'r');
+    try {
+      const buffer = Buffer.alloc(SAID_BYTES);
+      const read = readSync(fd, buffer, 0, SAID_BYTES, from);
+      text = buffer.subarray(0, read).toString('utf8');
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return null;
+  }
+  const line = text.split('\n').reverse().find((l) => l.startsWith('turnhost daemon: '));
+  return line === undefined ? null : line.slice('turnhost daemon: '.length);
 }

@@ -1,6 +1,7 @@
 // pino to stderr (or to the descriptor a daemon gave its host for records), synchronously: a record
 // is on its way before the process can exit.
 import pino, { type Logger } from 'pino';
+import { onceASecond } from './log-repeats.js';
 
 export type { Logger };
 
@@ -16,7 +17,7 @@ export interface LoggerOptions {
 export function createLogger(name: string, options: LoggerOptions = {}): Logger {
   const { env = process.env, fd = STDERR_FD, redact } = options;
   return pino(
-    { name, level: env['TURNHOST_LOG_LEVEL'] ?? 'info', base: { pid: process.pid }, ...(redact ? { hooks: { streamWrite: redact } } : {}) },
+    { name, level: env['TURNHOST_LOG_LEVEL'] ?? 'info', base: { pid: process.pid }, hooks: { logMethod: onceASecond(), ...(redact ? { streamWrite: redact } : {}) } },
     pino.destination({ dest: fd, sync: true }),
   );
 }

@@ -37,15 +37,18 @@ function httpOptions(command: Command): Command {
     .option('--allow-host <name>', 'a Host name besides localhost to serve on a loopback address (a reverse proxy); repeatable', collect, [])
     .option('--cors-origin <origin>', 'an origin whose pages may call the edge; repeatable', collect, [])
     .option('--metrics-public', 'serve /metrics without the token')
-    .option('--public-url <url>', 'the address people use, when behind a proxy (https makes the login cookie Secure)');
+    .option('--public-url <url>', 'the address people use, when behind a proxy (https makes the login cookie Secure)')
+    .addOption(loginDaysOption());
 }
+
+const loginDaysOption = () => new Option('--login-days <n>', 'how long a page login lasts (default 7)').argParser(positiveInteger);
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
 /** The edge's options as a daemon's, or undefined when it does not listen. */
-function httpFrom(opts: { listen?: string; allowHost: string[]; corsOrigin: string[]; metricsPublic?: boolean; publicUrl?: string }): HttpOptions | undefined {
+function httpFrom(opts: { listen?: string; allowHost: string[]; corsOrigin: string[]; metricsPublic?: boolean; publicUrl?: string; loginDays?: number }): HttpOptions | undefined {
   const listen = opts.listen ?? (process.env['TURNHOST_LISTEN'] || undefined);
   if (listen === undefined) return undefined;
   return {
@@ -54,17 +57,19 @@ function httpFrom(opts: { listen?: string; allowHost: string[]; corsOrigin: stri
     corsOrigins: opts.corsOrigin,
     metricsPublic: opts.metricsPublic === true,
     ...(opts.publicUrl === undefined ? {} : { publicUrl: opts.publicUrl }),
+    ...(opts.loginDays === undefined ? {} : { loginDays: opts.loginDays }),
   };
 }
 
 /** The same options again, for a daemon started in the background. */
-function httpArgs(opts: { listen?: string; allowHost: string[]; corsOrigin: string[]; metricsPublic?: boolean; publicUrl?: string }): string[] {
+function httpArgs(opts: { listen?: string; allowHost: string[]; corsOrigin: string[]; metricsPublic?: boolean; publicUrl?: string; loginDays?: number }): string[] {
   return [
     ...(opts.listen === undefined ? [] : ['--listen', opts.listen]),
     ...opts.allowHost.flatMap((name) => ['--allow-host', name]),
     ...opts.corsOrigin.flatMap((origin) => ['--cors-origin', origin]),
     ...(opts.metricsPublic ? ['--metrics-public'] : []),
     ...(opts.publicUrl === undefined ? [] : ['--public-url', opts.publicUrl]),
+    ...(opts.loginDays === undefined ? [] : ['--login-days', String(opts.loginDays)]),
   ];
 }
 
@@ -210,14 +215,16 @@ httpOptions(hostOptions(program.command('start').description("start the daemon i
 hostOptions(program.command('web').description('the page: starts the daemon listening on 127.0.0.1:7433 when none runs, prints the login address'))
   .addOption(homeOption())
   .option('--listen <host:port>', 'where a daemon started here listens (default 127.0.0.1:7433)')
-  .option('--open', 'also open the login address in a browser')
+  .option('--open', 'also open a single-use login address in a browser (the token is never on its command line)')
+  .addOption(loginDaysOption())
   .action((opts) =>
     run('web', async () => {
       await beforeDaemonStart(opts);
       const { DEFAULT_WEB_LISTEN, webCommand } = await import('./commands/web.js');
       const listen = opts.listen ?? DEFAULT_WEB_LISTEN;
       parseListenAddress(listen);
-      return webCommand(homeFrom(opts.home), { daemonArgs: [...hostArgs(opts), '--listen', listen], open: opts.open === true });
+      const loginDays = opts.loginDays === undefined ? [] : ['--login-days', String(opts.loginDays)];
+      return webCommand(homeFrom(opts.home), { daemonArgs: [...hostArgs(opts), '--listen', listen, ...loginDays], open: opts.open === true });
     }),
   );
 

@@ -4,8 +4,12 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { TokenSource } from './http-token.js';
+import { takeLoginCode } from './login-codes.js';
 
-export const COOKIE_NAME = 'turnhost_session';
+/** The login cookie is named after the edge's port: two daemons on one host do not log each other out (cookies ignore ports). */
+export const COOKIE_PREFIX = 'turnhost_session_';
+export const DEFAULT_LOGIN_DAYS = 7;
+const DAY_MS = 24 * 60 * 60 * 1000;
 /** Page logins kept at once; past this the oldest is forgotten (its page logs in again). */
 const LOGINS_MAX = 1000;
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
@@ -18,13 +22,17 @@ export interface AccessOptions {
   allowHosts: readonly string[];
   corsOrigins: readonly string[];
   secureCookie: boolean;
+  /** A page login ends this long after it was made. */
+  loginDays: number;
+  /** Where single-use login codes are kept (login-codes.ts). */
+  home: string;
 }
 
 export type Refusal = { status: 401 | 403; message: string };
 
 export class Access {
-  /** Login cookie → a digest of the token it was made with: a rotated token ends the logins made with the old one. */
-  private readonly logins = new Map<string, string>();
+  /** Login cookie → a digest of the token it was made with (a rotated token ends the logins made with the old one), and when. */
+  private readonly logins = new Map<string, { token: string; madeMs: number }>();
 
   constructor(private readonly options: AccessOptions) {}
 
@@ -54,7 +62,7 @@ export class Access {
   authenticated(req: IncomingMessage): boolean {
     const header = req.headers.authorization;
     if (header !== undefined && header.startsWith('Bearer ')) return this.isToken(header.slice('Bearer '.length).trim());
-    const login = cookieValue(req.headers.cookie, COOKIE_NAME);
+    const login = cookieValue(req.headers.cookie, this.cookieName());
     return login !== null && this.isLogin(login);
   }
 
@@ -65,18 +73,33 @@ export class Access {
   /** A page login: an opaque id for the cookie, never the token itself. */
   login(): string {
     const id = randomBytes(24).toString('base64url');
-    this.logins.set(id, digest(this.options.tokens.current()));
+    this.logins.set(id, { token: digest(this.options.tokens.current()), madeMs: Date.now() });
     if (this.logins.size > LOGINS_MAX) this.logins.delete(this.logins.keys().next().value!);
     return id;
   }
 
   loginCookie(id: string): string {
-    return `${COOKIE_NAME}=${id}; HttpOnly; SameSite=Strict; Path=/${this.options.secureCookie ? '; Secure' : ''}`;
+    const maxAge = Math.round((this.options.loginDays * DAY_MS) / 1000);
+    return `${this.cookieName()}=${id}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAge}${this.options.secureCookie ? '; Secure' : ''}`;
+  }
+
+  /** A login code that `turnhost web --open` made, once, within its minute (login-codes.ts). */
+  takeLoginCode(code: string): boolean {
+    return takeLoginCode(this.options.home, code);
+  }
+
+  private cookieName(): string {
+    return `${COOKIE_PREFIX}${this.options.port()}`;
   }
 
   private isLogin(id: string): boolean {
     const made = this.logins.get(id);
-    return made !== undefined && made === digest(this.options.tokens.current());
+    if (made === undefined) return false;
+    if (Date.now() - made.madeMs > this.options.loginDays * DAY_MS) {
+      this.logins.delete(id);
+      return false;
+    }
+    return made.token === digest(this.options.tokens.current());
   }
 
   private allowedOrigin(req: IncomingMessage, origin: string): boolean {

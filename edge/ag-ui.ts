@@ -18,19 +18,28 @@ import { IDENTIFIER_RULE, isIdentifier, isRecord, type UnknownRecord } from '../
 import { AgUiTurn, answerFrom, type Question } from './ag-ui-events.js';
 import type { EdgeOptions } from './edge-server.js';
 import { EVENT_STREAM_HEADERS, KEEPALIVE_MS } from './event-stream.js';
-import { readJsonBody } from './http-answers.js';
+import { HttpFailure, readJsonBody } from './http-answers.js';
+import type { Places } from './places.js';
 
 const PEEK_TIMEOUT_MS = 10 * SECOND_MS;
+/** The AG-UI runs one credential may have open at once (PROTOCOL.md §5.1): a flood of runs is refused, not queued. */
+export const MAX_OPEN_RUNS = 64;
 
-export async function agUiRun(req: IncomingMessage, res: ServerResponse, options: EdgeOptions): Promise<void> {
+export async function agUiRun(req: IncomingMessage, res: ServerResponse, options: EdgeOptions, runs: Places): Promise<void> {
   const input = parseInput(await readJsonBody(req));
   if (!options.admit()) throw new RpcError(ErrorCodes.tooManyClients, `too many clients: this daemon serves at most ${options.maxClients} connections at once (--max-clients)`);
+  const release = runs.take();
+  if (release === null) throw new HttpFailure(429, ErrorCodes.tooManyClients, `too many AG-UI runs open at once for this credential (at most ${MAX_OPEN_RUNS}): try again when one has ended`);
+  res.once('close', release);
   const stream = openStream(res, options);
   const id = nextClientId();
   const ctx = clientContext(options.shared, id);
   const run = new Run(input, stream, () => tell(ctx.gateway, { kind: 'client-closed', clientId: id }));
   tell(ctx.gateway, { kind: 'client-open', sink: { id, write: (line) => run.line(line) } });
-  res.once('close', () => run.stop());
+  res.once('close', () => {
+    const waiting = run.stop();
+    if (waiting !== null) void withdraw(input.threadId, waiting, ctx).catch(() => {});
+  });
   stream.emit({ type: EventType.RUN_STARTED, threadId: input.threadId, runId: input.runId } as BaseEvent);
   try {
     const refusal = unsupported(input);
@@ -96,9 +105,26 @@ function openStream(res: ServerResponse, options: EdgeOptions): Stream {
 async function submit(input: RunAgentInput, run: Run, ctx: ClientContext): Promise<void> {
   const text = lastUserText(input);
   if (text === null) return run.error('invalid', 'the run has no user message to send, and no resume');
-  const answer = (await callMethod('prompt.submit', { session_id: input.threadId, text, client_message_id: input.runId, on_busy: 'queue' }, ctx)) as { status: string; turn_id: string; state?: string };
+  const answer = (await callMethod('prompt.submit', { session_id: input.threadId, text, client_message_id: input.runId, on_busy: 'queue' }, ctx)) as {
+    status: string;
+    turn_id: string;
+    state?: string;
+    queue_id?: string;
+  };
   if (answer.status === 'duplicate' && answer.state !== 'queued' && answer.state !== 'running') return replayDone(input, run, ctx, answer.turn_id);
-  run.follow(answer.turn_id, answer.status === 'duplicate' && answer.state === 'running');
+  const started = answer.status === 'duplicate' && answer.state === 'running';
+  const waiting = { turnId: answer.turn_id, ...(answer.queue_id === undefined ? {} : { queueId: answer.queue_id }) };
+  // The client may have gone while the submit was on its way: then nobody waits for the turn.
+  if (!run.follow(waiting.turnId, started, waiting.queueId) && !started) await withdraw(input.threadId, waiting, ctx);
+}
+
+/**
+ * The run's client went away before its turn started: nobody waits for it, so it does not run
+ * (a queued prompt leaves the queue; a turn waiting for a worker is stopped, the queue kept).
+ */
+async function withdraw(sid: string, waiting: Waiting, ctx: ClientContext): Promise<void> {
+  if (waiting.queueId !== undefined) await callMethod('session.queue.update', { session_id: sid, queue_id: waiting.queueId, action: 'delete' }, ctx);
+  else await callMethod('session.interrupt', { session_id: sid, turn_id: waiting.turnId, keep_queue: true }, ctx);
 }
 
 /** A repeated run whose turn is over: its reply from the history, and the run is done. */
@@ -135,7 +161,13 @@ function lastUserText(input: RunAgentInput): string | null {
   return content.map((part: unknown) => (isRecord(part) && part['type'] === 'text' ? String(part['text'] ?? '') : '')).join('');
 }
 
-type Phase = { kind: 'unknown' } | { kind: 'waiting'; turnId: string } | { kind: 'following'; turn: AgUiTurn } | { kind: 'over' };
+/** A run's turn before it started: queued behind another, or waiting for a worker. */
+interface Waiting {
+  turnId: string;
+  queueId?: string;
+}
+
+type Phase = { kind: 'unknown' } | ({ kind: 'waiting' } & Waiting) | { kind: 'following'; turn: AgUiTurn } | { kind: 'over' };
 
 /**
  * What the gateway sends this run, turned into AG-UI events: lines that come before the run knows
@@ -157,12 +189,14 @@ class Run {
   }
 
   /** From here on, the turn `turnId`'s events; `started`: it runs already (a resume, a repeated run). */
-  follow(turnId: string, started: boolean): void {
-    if (this.phase.kind === 'over') return;
-    this.phase = started ? { kind: 'following', turn: this.turn(turnId) } : { kind: 'waiting', turnId };
+  /** False when the run is over already (its client went away). */
+  follow(turnId: string, started: boolean, queueId?: string): boolean {
+    if (this.phase.kind === 'over') return false;
+    this.phase = started ? { kind: 'following', turn: this.turn(turnId) } : { kind: 'waiting', turnId, ...(queueId === undefined ? {} : { queueId }) };
     const held = this.held;
     this.held = [];
     for (const line of held) this.line(line);
+    return true;
   }
 
   line(line: string | Buffer): void {
@@ -201,10 +235,13 @@ class Run {
     this.detach();
   }
 
-  stop(): void {
-    if (this.phase.kind === 'over') return;
+  /** The client went away; the turn it had not yet seen start, if any. */
+  stop(): Waiting | null {
+    if (this.phase.kind === 'over') return null;
+    const waiting = this.phase.kind === 'waiting' ? { turnId: this.phase.turnId, ...(this.phase.queueId === undefined ? {} : { queueId: this.phase.queueId }) } : null;
     this.phase = { kind: 'over' };
     this.detach();
+    return waiting;
   }
 
   private event(type: string, payload: UnknownRecord): void {

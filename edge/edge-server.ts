@@ -3,7 +3,7 @@
 // before any route; a WebSocket is a client like a socket one, an event stream a subscriber that
 // cannot answer, a REST call a method of the client protocol. Nothing behind the gateway knows
 // which door a client used.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -15,15 +15,18 @@ import { tell, type AnyRef } from '../actors/runtime.js';
 import { ErrorCodes, errorLine, RpcError } from '../protocol/client-rpc.js';
 import { MAX_FRAME_BYTES } from '../protocol/line-reader.js';
 import { PEER_HEADER } from '../protocol/peer-handshake.js';
-import { Access, type Refusal } from './access.js';
+import { Access, DEFAULT_LOGIN_DAYS, type Refusal } from './access.js';
 import { EventStream } from './event-stream.js';
 import { HttpFailure, notFound, sendError, sendJson, wrongMethod } from './http-answers.js';
 import { TokenSource } from './http-token.js';
-import { agUiRun } from './ag-ui.js';
+import { CredentialWatch } from './credential-watch.js';
+import { agUiRun, MAX_OPEN_RUNS } from './ag-ui.js';
 import { edgeUrl, isLoopback, type ListenAddress } from './listen-address.js';
 import type { DaemonMetrics } from './metrics.js';
 import { PageFiles } from './page-files.js';
 import { admitPeer } from './peer-admission.js';
+import { limitFrames, MAX_PRE_AUTH_FRAME_BYTES } from './pre-auth.js';
+import { Places } from './places.js';
 import { matchRoute } from './rest-routes.js';
 import { websocketTransport } from './websocket-transport.js';
 
@@ -42,12 +45,16 @@ export interface EdgeOptions {
   metricsPublic: boolean;
   /** The address people use (behind a proxy); an https one makes the login cookie Secure. */
   publicUrl?: string | undefined;
+  /** How long a page login lasts (default 7 days). */
+  loginDays?: number | undefined;
   shared: SharedContext;
   /** The parent of the WebSocket clients' actors. */
   clients: AnyRef;
   limits: UnreadLimits;
   /** The daemon's one cap on clients, whatever their door: false when it is reached. */
   admit(): boolean;
+  /** The connections waiting to authenticate (at most MAX_WAITING_FOR_AUTH), which the cap counts too. */
+  preAuth: Places;
   /** Keeps a client's output to end when the daemon stops; returns its release. */
   track(lines: ClientLines): () => void;
   maxClients: number;
@@ -63,25 +70,30 @@ export interface Edge {
 export async function startEdge(options: EdgeOptions): Promise<Edge> {
   const { listen, log } = options;
   let port = listen.port;
+  const tokens = new TokenSource(options.home, options.envToken);
+  const credentials = new CredentialWatch(tokens, log);
+  const agUiRuns = new Places(MAX_OPEN_RUNS);
   const access = new Access({
-    tokens: new TokenSource(options.home, options.envToken),
+    tokens,
     loopback: isLoopback(listen.host),
     port: () => port,
     allowHosts: options.allowHosts,
     corsOrigins: options.corsOrigins,
     secureCookie: options.publicUrl?.startsWith('https://') === true,
+    loginDays: options.loginDays ?? DEFAULT_LOGIN_DAYS,
+    home: options.home,
   });
   const restClient = clientContext(options.shared, nextClientId());
   const page = new PageFiles();
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
   const server = createServer({ keepAlive: true }, (req, res) => {
-    serve(req, res, { options, access, restClient, page }).catch((err: unknown) => {
+    serve(req, res, { options, access, restClient, page, credentials, agUiRuns }).catch((err: unknown) => {
       if (!(err instanceof HttpFailure) && !(err instanceof RpcError)) log.error({ err, path: pathOf(req) }, 'edge request failed');
       if (err instanceof HttpFailure && err.status === 413) res.setHeader('connection', 'close');
       sendError(res, err);
     });
   });
-  server.on('upgrade', (req, socket, head) => upgrade(req, socket, head, { options, access, wss }));
+  server.on('upgrade', (req, socket, head) => upgrade(req, socket, head, { options, access, wss, credentials }));
   server.on('clientError', (_err, socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -91,7 +103,13 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
   const url = options.publicUrl ?? edgeUrl(listen.host, port);
   if (!isLoopback(listen.host)) log.warn({ url }, 'the HTTP edge listens beyond this machine in plain HTTP: put a TLS proxy in front of it (docs/reverse-proxy.md)');
   log.info({ url }, 'HTTP edge listening');
-  return { url, close: () => closeServer(server, wss) };
+  return {
+    url,
+    close: () => {
+      credentials.close();
+      return closeServer(server, wss);
+    },
+  };
 }
 
 interface Serving {
@@ -99,6 +117,9 @@ interface Serving {
   access: Access;
   restClient: ClientContext;
   page: PageFiles;
+  credentials: CredentialWatch;
+  /** The AG-UI runs open now: one token, one credential, until there are people (PROTOCOL.md §5.6). */
+  agUiRuns: Places;
 }
 
 async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving): Promise<void> {
@@ -138,7 +159,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving
   }
   if (url.pathname === '/v1/ag-ui') {
     if (method !== 'POST') throw wrongMethod(['POST']);
-    return agUiRun(req, res, options);
+    return agUiRun(req, res, options, serving.agUiRuns);
   }
   const match = matchRoute(method, url.pathname);
   if (match.kind === 'none') throw notFound(url.pathname);
@@ -168,9 +189,12 @@ async function health(res: ServerResponse, ctx: ClientContext): Promise<void> {
 }
 
 /** `/login?token=T`: a cookie that is not the token, and a redirect that takes the token out of the address bar. */
+/** `/login?token=…`, or `/login?once=…` with a single-use code `turnhost web --open` made. */
 function login(req: IncomingMessage, res: ServerResponse, url: URL, access: Access): void {
   const token = url.searchParams.get('token');
-  if (req.method !== 'GET' || token === null || !access.isToken(token)) {
+  const once = url.searchParams.get('once');
+  const admitted = token !== null ? access.isToken(token) : once !== null && access.takeLoginCode(once);
+  if (req.method !== 'GET' || !admitted) {
     res.writeHead(401, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
     res.end(PageFiles.loginNeededHtml);
     return;
@@ -193,10 +217,12 @@ async function streamEvents(req: IncomingMessage, res: ServerResponse, sid: stri
     options.log.warn({ unreadBytes, maxUnreadBytes: overrun.maxUnreadBytes }, `event stream ${overrun.why}: disconnecting it`);
   });
   const untrack = options.track(stream);
+  const forget = serving.credentials.opened(() => stream.end());
   options.metrics.opened('sse');
   tell(options.shared.gateway, { kind: 'client-open', sink: { id, write: (line) => stream.write(line) } });
   res.once('close', () => {
     untrack();
+    forget();
     options.metrics.closed('sse');
     tell(options.shared.gateway, { kind: 'client-closed', clientId: id });
   });
@@ -209,6 +235,7 @@ interface Upgrading {
   options: EdgeOptions;
   access: Access;
   wss: WebSocketServer;
+  credentials: CredentialWatch;
 }
 
 /** `/v1/rpc`: checked like a request (Host, Origin, who), then a client of the gateway. */
@@ -218,48 +245,80 @@ function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, upgrading: 
   const refusal = access.checkHost(req) ?? access.checkOrigin(req);
   if (refusal !== null) return rejectUpgrade(socket, refusal.status, refusal.message);
   if (new URL(req.url ?? '/', 'http://edge').pathname !== '/v1/rpc') return rejectUpgrade(socket, 404, 'not found');
-  if (access.authenticated(req)) return wss.handleUpgrade(req, socket, head, (ws) => admitWebSocket(ws, socket, options));
+  if (access.authenticated(req)) return wss.handleUpgrade(req, socket, head, (ws) => admitWebSocket(ws, socket, options, upgrading.credentials));
+  const release = options.admit() ? options.preAuth.take() : null;
+  if (release === null) return rejectUpgrade(socket, 503, 'too many connections are waiting to log in: try again later');
+  socket.once('close', release);
   const cluster = options.shared.cluster;
-  if (req.headers[PEER_HEADER] !== undefined && cluster !== null) return peerLink(req, socket, head, upgrading, cluster);
-  firstFrameAuth(req, socket, head, upgrading);
+  const waiting = { release };
+  if (req.headers[PEER_HEADER] !== undefined && cluster !== null) return peerLink(req, socket, head, upgrading, cluster, waiting);
+  firstFrameAuth(req, socket, head, upgrading, waiting);
+}
+
+/** A connection that has not authenticated yet: its place among those waiting. */
+interface Waiting {
+  release: () => void;
+}
+
+/**
+ * Until it is authenticated, a connection's frames are small and a bad one ends it (ws closes it
+ * with 1007 or 1009) with a warning, never an uncaught exception; once it is, neither holds.
+ */
+function untilAuthenticated(ws: WebSocket, log: Logger): () => void {
+  limitFrames(ws, MAX_PRE_AUTH_FRAME_BYTES);
+  const onError = (err: Error): void => log.warn({ why: err.message }, 'a connection that had not logged in sent a bad frame: it was closed');
+  ws.on('error', onError);
+  return () => {
+    ws.off('error', onError);
+    limitFrames(ws, MAX_FRAME_BYTES);
+  };
 }
 
 /**
  * Another node's link: served once it proved it holds the cluster secret (edge/peer-admission.ts),
  * as a connection that may call session methods only, and ended when the secret is replaced.
  */
-function peerLink(req: IncomingMessage, socket: Duplex, head: Buffer, upgrading: Upgrading, cluster: Cluster): void {
+function peerLink(req: IncomingMessage, socket: Duplex, head: Buffer, upgrading: Upgrading, cluster: Cluster, waiting: Waiting): void {
   const { options, wss } = upgrading;
   wss.handleUpgrade(req, socket, head, (ws) => {
+    const authenticated = untilAuthenticated(ws, options.log);
     void admitPeer(ws, cluster, FIRST_FRAME_AUTH_MS).then((admitted) => {
+      waiting.release();
       if (!admitted) return ws.close(POLICY_VIOLATION, 'unauthorized');
+      authenticated();
       const stop = cluster.onSecretRotated(() => ws.close(POLICY_VIOLATION, 'the cluster secret was replaced'));
       ws.once('close', stop);
-      admitWebSocket(ws, socket, { ...options, shared: { ...options.shared, cluster: null, peer: true } });
+      admitWebSocket(ws, socket, { ...options, shared: { ...options.shared, cluster: null, peer: true } }, null);
     });
   });
 }
 
 /** A browser cannot set headers on a WebSocket: its first frame may carry the token instead. */
-function firstFrameAuth(req: IncomingMessage, socket: Duplex, head: Buffer, upgrading: Upgrading): void {
+function firstFrameAuth(req: IncomingMessage, socket: Duplex, head: Buffer, upgrading: Upgrading, waiting: Waiting): void {
   const { access, options, wss } = upgrading;
   wss.handleUpgrade(req, socket, head, (ws) => {
+    const authenticated = untilAuthenticated(ws, options.log);
     const timer = setTimeout(() => ws.close(POLICY_VIOLATION, 'unauthorized'), FIRST_FRAME_AUTH_MS);
     ws.once('message', (data) => {
       clearTimeout(timer);
-      if (access.isToken(firstFrameToken(data.toString()) ?? '')) admitWebSocket(ws, socket, options);
-      else ws.close(POLICY_VIOLATION, 'unauthorized');
+      waiting.release();
+      if (!access.isToken(firstFrameToken(data.toString()) ?? '')) return ws.close(POLICY_VIOLATION, 'unauthorized');
+      authenticated();
+      admitWebSocket(ws, socket, options, upgrading.credentials);
     });
     ws.once('close', () => clearTimeout(timer));
   });
 }
 
-function admitWebSocket(ws: WebSocket, socket: Duplex, options: EdgeOptions): void {
+/** `credentials`: the token opened it (a node's link is not), and its rotation closes it. */
+function admitWebSocket(ws: WebSocket, socket: Duplex, options: EdgeOptions, credentials: CredentialWatch | null): void {
   if (!options.admit()) {
     ws.send(errorLine(null, tooManyClients(options.maxClients)).trimEnd());
     ws.close(TRY_AGAIN_LATER, 'too many clients');
     return;
   }
+  const forget = credentials?.opened(() => ws.close(POLICY_VIOLATION, 'the token was rotated'));
+  if (forget !== undefined) ws.once('close', forget);
   const lines = acceptClient(options.clients, websocketTransport(ws, socket, options.limits), options.shared, options.log, options.metrics);
   const untrack = options.track(lines);
   ws.once('close', untrack);
@@ -277,7 +336,8 @@ function firstFrameToken(text: string): string | null {
 
 function rejectUpgrade(socket: Duplex, status: number, message: string): void {
   const body = JSON.stringify({ error: { code: ErrorCodes.invalidRequest, message } });
-  socket.end(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : 'Not Found'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  const retry = status === 503 ? 'retry-after: 1\r\n' : '';
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: application/json\r\n${retry}content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }
 
 function tooManyClients(maxClients: number): RpcError {

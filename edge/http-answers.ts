@@ -29,6 +29,8 @@ export function statusOf(code: number): number {
     case ErrorCodes.invalidParams:
     case ErrorCodes.badQuestionId:
       return 400;
+    case ErrorCodes.forbidden:
+      return 403;
     case ErrorCodes.sessionNotFound:
     case ErrorCodes.unknownQueueItem:
     case ErrorCodes.methodNotFound:
@@ -56,7 +58,7 @@ export function sendError(res: ServerResponse, err: unknown): void {
     res.destroy();
     return;
   }
-  if (err instanceof HttpFailure) return sendJson(res, err.status, { error: { code: err.code, message: err.message } });
+  if (err instanceof HttpFailure) return sendJson(res, err.status, { error: { code: err.code, message: err.message } }, err.status === 429 ? { 'retry-after': '1' } : {});
   const rpc = err instanceof RpcError ? err : new RpcError(ErrorCodes.internal, (err as Error)?.message ?? String(err));
   const status = statusOf(rpc.code);
   sendJson(res, status, { error: rpc.toJson() }, status === 503 ? { 'retry-after': '1' } : {});

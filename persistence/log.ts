@@ -2,7 +2,7 @@
 // opened with O_APPEND (mode 0600). With O_APPEND the kernel moves to the end and writes as one
 // step, so concurrent writers (threads or processes) never interleave inside a record. A short
 // write is not retried: a retry would be a second write, and could land inside another record.
-import { closeSync, constants, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 const APPEND_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND;
@@ -26,14 +26,29 @@ export function appendLogRecord(path: string, record: LogRecord): number {
   }
 }
 
-/** A log file kept open for a process's lifetime; the same one-write-per-record rule. */
+/** A log file rotates past this size: `turnhost.log` becomes `.1`, `.1` becomes `.2`, and so on. */
+export const LOG_ROTATE_BYTES = 10 * 1024 * 1024;
+/** The old files kept beside the current one. */
+export const LOG_KEPT_FILES = 3;
+
+/**
+ * A log file kept open for a process's lifetime; the same one-write-per-record rule. It is rotated
+ * by size, so that no flood (a client that sends bad frames all day) fills the disk: the daemon is
+ * the file's one long-lived writer, and a command that appends a record now and then opens it by
+ * its path, so it follows the rotation.
+ */
 export class LogFile {
-  private readonly fd: number;
+  private fd: number;
+  private size: number;
   private closed = false;
 
-  constructor(readonly path: string) {
+  constructor(
+    readonly path: string,
+    private readonly rotateBytes = LOG_ROTATE_BYTES,
+  ) {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     this.fd = openSync(path, APPEND_FLAGS, LOG_MODE);
+    this.size = fstatSync(this.fd).size;
   }
 
   /**
@@ -41,7 +56,18 @@ export class LogFile {
    * still has it), and its descriptor number may already name another file.
    */
   append(record: LogRecord): void {
-    if (!this.closed) writeSync(this.fd, recordBytes(record));
+    if (this.closed) return;
+    const bytes = recordBytes(record);
+    if (this.size > 0 && this.size + bytes.length > this.rotateBytes) this.rotate();
+    this.size += writeSync(this.fd, bytes);
+  }
+
+  private rotate(): void {
+    closeSync(this.fd);
+    for (let n = LOG_KEPT_FILES - 1; n >= 1; n--) renameQuietly(`${this.path}.${n}`, `${this.path}.${n + 1}`);
+    renameQuietly(this.path, `${this.path}.1`);
+    this.fd = openSync(this.path, APPEND_FLAGS, LOG_MODE);
+    this.size = fstatSync(this.fd).size;
   }
 
   /** A pino destination: pino hands over one serialized record per call. */
@@ -53,5 +79,14 @@ export class LogFile {
     if (this.closed) return;
     this.closed = true;
     closeSync(this.fd);
+  }
+}
+
+/** A file that is not there (never rotated so far) is nothing to move. */
+function renameQuietly(from: string, to: string): void {
+  try {
+    renameSync(from, to);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
 }

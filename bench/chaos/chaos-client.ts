@@ -72,12 +72,12 @@ export class ChaosClient {
       const node = this.nodes[this.at]!;
       try {
         const rpc = await this.connection(node);
-        const answer = await rpc.call<{ status: string }>(
+        const answer = await rpc.call<{ status: string; state?: string }>(
           'prompt.submit',
           { session_id: submit.sid, text: submit.text, on_busy: 'queue', client_message_id: submit.clientMessageId },
           CALL_TIMEOUT_MS,
         );
-        return { ...submit, status: answer.status, node: node.id, tries };
+        return { ...submit, status: answer.state === undefined ? answer.status : `${answer.status} ${answer.state}`, node: node.id, tries };
       } catch (err) {
         this.failed(err as Error);
         await new Promise((resolve) => setTimeout(resolve, RETRY_MS));

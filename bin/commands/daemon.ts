@@ -26,11 +26,14 @@ import { DEFAULT_LEASE_SECS, nodeLockWaitMs } from '../../persistence/store.js';
 import { realProbe } from '../../persistence/proc.js';
 import { describeLocation, openReader, readerOnDemand, STORE_ENV, storeLocation, type StoreLocation } from '../../persistence/store-location.js';
 import { buildSha, cliEntry } from '../build-info.js';
+import { onceASecond } from '../log-repeats.js';
 import { acquireHomeLock } from '../home-lock.js';
 import { enterHome, ensureHome, homePaths } from '../home.js';
 import { hostArgs, type HostPassOptions } from '../host-options.js';
 import { startRepl } from '../repl-server.js';
 import { startEdge, type Edge } from '../../edge/edge-server.js';
+import { Places } from '../../edge/places.js';
+import { MAX_WAITING_FOR_AUTH } from '../../edge/pre-auth.js';
 import type { ListenAddress } from '../../edge/listen-address.js';
 import { DaemonMetrics } from '../../edge/metrics.js';
 
@@ -54,6 +57,8 @@ export interface HttpOptions {
   corsOrigins: string[];
   metricsPublic: boolean;
   publicUrl?: string;
+  /** How long a page login lasts (`--login-days`, default 7). */
+  loginDays?: number;
 }
 
 const DEFAULT_STOP_WAIT_SEC = 10;
@@ -120,7 +125,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const logFile = new LogFile(paths.log);
   const streams: pino.StreamEntry[] = [{ stream: logFile }];
   if (options.echoLog && !sameFile(2, paths.log)) streams.push({ stream: pino.destination({ dest: 2, sync: true }) });
-  const log = pino({ name: 'supervisor', level: process.env['TURNHOST_LOG_LEVEL'] ?? 'info', base: { pid: process.pid } }, pino.multistream(streams));
+  const log = pino({ name: 'supervisor', level: process.env['TURNHOST_LOG_LEVEL'] ?? 'info', base: { pid: process.pid }, hooks: { logMethod: onceASecond() } }, pino.multistream(streams));
   // We hold the lock, so a socket file left here is stale.
   rmSync(paths.socket, { force: true });
 
@@ -180,7 +185,9 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     return () => void connections.delete(lines);
   };
   const maxClients = options.maxClients ?? DEFAULT_MAX_CLIENTS;
-  const admit = () => connections.size < maxClients;
+  // Connections waiting to authenticate at the edge count too: they hold descriptors and memory.
+  const preAuth = new Places(MAX_WAITING_FOR_AUTH);
+  const admit = () => connections.size + preAuth.taken < maxClients;
   const limits = unreadLimits(options.maxUnreadMib);
   const server = createServer((socket) => {
     if (!admit()) {
@@ -193,7 +200,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const repl = await startRepl({ path: paths.replSocket, home, supervisor, gateway, system, reader: shared.reader, logPath: paths.log, unreadLimits: limits });
   if (options.http !== undefined) {
     const http = options.http;
-    edge = await startEdge({ ...http, home, envToken: process.env['TURNHOST_TOKEN'] || undefined, shared, clients, limits, admit, track, maxClients, metrics, log });
+    edge = await startEdge({ ...http, home, envToken: process.env['TURNHOST_TOKEN'] || undefined, shared, clients, limits, admit, preAuth, track, maxClients, metrics, log });
   }
   log.info({ home, socket: paths.socket, ...(edge === null ? {} : { http: edge.url }) }, 'daemon listening');
   tell(supervisor, { kind: 'spawn' });

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { connectDaemon, launchDaemon } from '../daemon-client.js';
 import { ensureHome } from '../home.js';
 import { readOrMakeToken, rotateToken } from '../../edge/http-token.js';
+import { makeLoginCode } from '../../edge/login-codes.js';
 
 export const DEFAULT_WEB_LISTEN = '127.0.0.1:7433';
 
@@ -29,7 +30,8 @@ export async function webCommand(homeDir: string, options: { daemonArgs: string[
   }
   const address = `${status.http.url}/login?token=${encodeURIComponent(currentToken(home))}`;
   process.stdout.write(`${address}\n`);
-  if (options.open) openInBrowser(address);
+  // The opener's command line is visible to every local user (ps): it gets a single-use code, not the token.
+  if (options.open) openInBrowser(`${status.http.url}/login?once=${makeLoginCode(home)}`);
   return 0;
 }
 

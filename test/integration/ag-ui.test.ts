@@ -5,6 +5,7 @@ import { HttpAgent } from '@ag-ui/client';
 import type { BaseEvent } from '@ag-ui/core';
 import { EventSchemas } from '@ag-ui/core/schemas';
 import { expect } from 'chai';
+import { request, type ClientRequest } from 'node:http';
 import { startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
 import { Harness } from '../helpers/processes.js';
 
@@ -136,5 +137,49 @@ describe('AG-UI over the edge: AG-UI\'s own HttpAgent against a real daemon', fu
     await tools.runAgent({ runId: 'run-tools', tools: [{ name: 'open_map', description: 'a front-end tool', parameters: {} }] }, { onEvent: ({ event }) => void refused.push(event) }).catch(() => {});
     expect(refused.at(-1)).to.deep.include({ type: 'RUN_ERROR', code: 'unsupported' });
     expect((refused.at(-1) as unknown as { message: string }).message).to.include('front-end tools').and.include('open_map');
+  });
+});
+
+describe('AG-UI runs are bounded: a flood of runs is refused past 64, and runs whose client left before their turn started are withdrawn (real daemon)', function () {
+  this.timeout(60_000);
+  const h = new Harness();
+  after(() => h.cleanup());
+
+  it('70 runs of /sleep 4 on new threads: 64 open, 6 refused 429 with Retry-After; once their clients leave, a prompt on another session ends within one sleep', async () => {
+    const daemon = await startDaemon(h, ['--listen', '127.0.0.1:0', '--workers', '2'], { TURNHOST_TOKEN: TOKEN });
+    const status = JSON.parse((await h.runCli(['status', '--home', daemon.home, '--json'])).stdout) as { http: { url: string } };
+    const { port } = new URL(status.http.url);
+    const input = (n: number) =>
+      JSON.stringify({ threadId: `flood-${n}`, runId: `run-${n}`, state: {}, messages: [{ id: 'u', role: 'user', content: 'slow\n/sleep 4' }], tools: [], context: [], forwardedProps: {} });
+    const requests: ClientRequest[] = [];
+    const statuses = await Promise.all(
+      Array.from({ length: 70 }, (_, n) =>
+        new Promise<{ status: number; retryAfter: string | undefined }>((resolve, reject) => {
+          const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/ag-ui', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'text/event-stream' } }, (res) => {
+            res.on('data', () => {});
+            res.on('error', () => {});
+            resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] });
+          });
+          req.on('error', (err) => (req.destroyed ? undefined : reject(err)));
+          requests.push(req);
+          req.end(input(n));
+        }),
+      ),
+    );
+    expect(statuses.filter((s) => s.status === 200)).to.have.length(64);
+    const refused = statuses.filter((s) => s.status === 429);
+    expect(refused).to.have.length(6);
+    expect(refused.every((s) => s.retryAfter === '1')).to.equal(true);
+    for (const req of requests) req.destroy();
+    const client = await TestClient.connect(daemon);
+    try {
+      const began = performance.now();
+      await client.call('prompt.submit', { session_id: 'someone-else', text: 'hello' });
+      await client.nextEvent('turn.end', 'someone-else');
+      // Two workers held by /sleep 4 turns at most: the prompt waits for one of them, not for 62 more.
+      expect(performance.now() - began).to.be.below(6_000);
+    } finally {
+      client.close();
+    }
   });
 });

@@ -142,4 +142,48 @@ describe('the HTTP edge under load and bad behaviour (real daemon)', function ()
     const metrics = (await httpRequest(port, { path: '/metrics', headers: auth })).text;
     expect(metrics).to.match(/^turnhost_clients_dropped_total\{reason="not_reading"\} 1$/m);
   });
+
+  it('before logging in: at most 64 upgrades wait (the next is 503), they count against --max-clients, and a large or broken frame ends only its own connection, with one warning a second', async () => {
+    const daemon = await startDaemon(h, ['--listen', '127.0.0.1:0', '--max-clients', '100']);
+    const { port, auth, pid } = await edgeOf(daemon);
+    const url = `ws://127.0.0.1:${port}/v1/rpc`;
+    const opened = (ws: WebSocket) => new Promise<number>((resolve) => {
+      ws.once('open', () => resolve(101));
+      ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.on('error', () => {});
+    });
+    const closedWith = (ws: WebSocket) => new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    const waiting = Array.from({ length: 64 }, () => new WebSocket(url));
+    expect(await Promise.all(waiting.map(opened))).to.deep.equal(Array(64).fill(101));
+    const one = new WebSocket(url);
+    expect(await opened(one)).to.equal(503);
+    // The owner is still served while they wait.
+    expect((await httpRequest(port, { path: '/v1/sessions', headers: auth })).status).to.equal(200);
+    // A first frame over 4 KiB, or one that is not UTF-8, ends its connection (1009, 1007); the others wait on.
+    const big = waiting.slice(0, 20);
+    const bigClosed = big.map(closedWith);
+    for (const ws of big) ws.send(JSON.stringify({ auth: 'x'.repeat(7 * 1024 * 1024) }));
+    expect(new Set(await Promise.all(bigClosed))).to.deep.equal(new Set([1009]));
+    const broken = waiting.slice(20, 40);
+    const brokenClosed = broken.map(closedWith);
+    for (const ws of broken) ws.send(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { binary: false });
+    expect(new Set(await Promise.all(brokenClosed))).to.deep.equal(new Set([1007]));
+    expect(rssMb(pid)).to.be.below(150);
+    // The 24 still waiting, and 76 more clients, fill --max-clients: the next socket client is refused.
+    const unix: TestClient[] = [];
+    try {
+      for (let i = 0; i < 76; i++) unix.push(await TestClient.connect(daemon));
+      await unix[75]!.call('session.list');
+      const refused = await TestClient.connect(daemon);
+      expect(await refused.call('session.list').then(() => 'served', (err: Error) => err.message)).to.match(/too many clients|closed the connection/);
+      refused.close();
+    } finally {
+      for (const client of unix) client.close();
+      for (const ws of waiting.slice(40)) ws.terminate();
+    }
+    const log = readFileSync(`${daemon.home}/logs/turnhost.log`, 'utf8');
+    expect(log).to.not.include('uncaught exception');
+    const warnings = log.split('\n').filter((line) => line.includes('sent a bad frame'));
+    expect(warnings.length, 'bad-frame warnings, one a second').to.be.within(1, 5);
+  });
 });

@@ -1,7 +1,7 @@
 // The HTTP edge against the real daemon (PROTOCOL.md §5): who may come in, the REST routes and
 // their errors, the event stream and its replay, the WebSocket's first-frame login, the metrics.
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { WebSocket } from 'ws';
 import { readToken } from '../../edge/http-token.js';
 import { startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
@@ -24,6 +24,17 @@ async function startEdge(h: Harness, args: string[] = [], env: NodeJS.ProcessEnv
   const port = Number(new URL(status.http.url).port);
   const token = env['TURNHOST_TOKEN'] ?? readToken(daemon.home);
   return { daemon, port, token, auth: { authorization: `Bearer ${token}` } };
+}
+
+/** Polls `read` (a file another process writes) until it gives a value, within 5 s. */
+async function until<T>(read: () => T | null, what: string): Promise<T> {
+  const deadline = performance.now() + 5_000;
+  for (;;) {
+    const value = read();
+    if (value !== null) return value;
+    if (performance.now() > deadline) throw new Error(`no ${what} within 5 s`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 const errorCode = (answer: HttpAnswer): number => (answer.json()['error'] as { code: number }).code;
@@ -50,7 +61,7 @@ describe('the HTTP edge (real daemon, real HTTP)', function () {
     expect(login.status).to.equal(303);
     expect(login.headers.location).to.equal('/');
     const cookie = login.headers['set-cookie']![0]!;
-    expect(cookie).to.match(/^turnhost_session=[\w-]+; HttpOnly; SameSite=Strict; Path=\/$/);
+    expect(cookie).to.match(new RegExp(`^turnhost_session_${port}=[\\w-]+; HttpOnly; SameSite=Strict; Path=/; Max-Age=604800$`));
     expect(cookie).to.not.include(token);
     const session = cookie.split(';')[0]!;
     expect((await httpRequest(port, { path: '/v1/sessions', headers: { cookie: session } })).status).to.equal(200);
@@ -80,6 +91,67 @@ describe('the HTTP edge (real daemon, real HTTP)', function () {
     const outputs = [edge.daemon.process.stderr, metrics.text, rotated.stderr];
     for (const file of filesUnder(edge.daemon.home).filter((f) => !f.endsWith('http.token'))) outputs.push(readFileSync(file, 'latin1'));
     for (const secret of secrets) for (const output of outputs) expect(output.includes(secret), 'a secret in an output').to.equal(false);
+  });
+
+  it('a token rotation closes within 2 s every WebSocket and event stream the old token opened (by header, first frame or page login); the socket clients stay', async () => {
+    const edge = await startEdge(h);
+    const { port, token, auth } = edge;
+    const unix = await TestClient.connect(edge.daemon);
+    await unix.call('session.create', { session_id: 'kept' });
+    const login = await httpRequest(port, { path: `/login?token=${encodeURIComponent(token)}` });
+    const cookie = login.headers['set-cookie']![0]!.split(';')[0]!;
+    const byHeader = new WebSocket(`ws://127.0.0.1:${port}/v1/rpc`, { headers: auth });
+    const byCookie = new WebSocket(`ws://127.0.0.1:${port}/v1/rpc`, { headers: { cookie } });
+    const byFrame = new WebSocket(`ws://127.0.0.1:${port}/v1/rpc`);
+    const sockets = [byHeader, byCookie, byFrame];
+    const closed = sockets.map((ws) => new Promise<number>((resolve) => ws.once('close', (code) => resolve(code))));
+    await Promise.all(sockets.map((ws) => new Promise((resolve) => ws.once('open', resolve))));
+    byFrame.send(JSON.stringify({ auth: token }));
+    for (const ws of sockets) {
+      ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'session.list', params: {} }));
+      await new Promise((resolve) => ws.once('message', resolve));
+    }
+    const streams = [new SseReader(port, '/v1/sessions/kept/events', auth), new SseReader(port, '/v1/sessions/kept/events', { cookie })];
+    for (const stream of streams) await stream.until((events) => events.some((e) => e.event === 'ready'), 'ready');
+
+    const rotated = await h.runCli(['token', '--rotate', '--home', edge.daemon.home]);
+    expect(rotated.code).to.equal(0);
+    const began = performance.now();
+    expect(await Promise.all(closed)).to.deep.equal([1008, 1008, 1008]);
+    await Promise.all(streams.map((stream) => stream.ended));
+    expect(performance.now() - began, 'ms from the rotation to the last close').to.be.below(2_000);
+    expect(await unix.call('session.list')).to.have.property('sessions');
+    unix.close();
+  });
+
+  it('two daemons on one host keep their page logins apart (the cookie is named after the port); web --open hands its opener a single-use code, never the token; start says why its daemon exited', async () => {
+    const [one, two] = [await startEdge(h), await startEdge(h)];
+    const cookieOf = async (edge: Edge) => (await httpRequest(edge.port, { path: `/login?token=${encodeURIComponent(edge.token)}` })).headers['set-cookie']![0]!.split(';')[0]!;
+    // A browser sends both cookies to both (cookies ignore ports): each edge reads its own.
+    const both = `${await cookieOf(one!)}; ${await cookieOf(two!)}`;
+    for (const edge of [one!, two!]) expect((await httpRequest(edge.port, { path: '/v1/sessions', headers: { cookie: both } })).status).to.equal(200);
+
+    // An opener on PATH that writes down the command line it was given.
+    const bin = h.tempDir();
+    const argvFile = `${bin}/argv`;
+    writeFileSync(`${bin}/xdg-open`, `#!/bin/sh\nprintf '%s\\n' "$@" > '${argvFile}'\n`, { mode: 0o755 });
+    const web = await h.runCli(['web', '--home', one!.daemon.home, '--open'], { PATH: `${bin}:${process.env['PATH']}` });
+    expect(web.code, web.stderr).to.equal(0);
+    const opened = await until(() => (existsSync(argvFile) ? readFileSync(argvFile, 'utf8').trim() : null), 'the opener to run');
+    expect(opened).to.not.include(one!.token);
+    const link = new URL(opened);
+    expect(link.pathname).to.equal('/login');
+    expect([...link.searchParams.keys()]).to.deep.equal(['once']);
+    const first = await httpRequest(one!.port, { path: `${link.pathname}${link.search}` });
+    expect(first.status).to.equal(303);
+    expect((await httpRequest(one!.port, { path: `${link.pathname}${link.search}` })).status, 'a code logs in once').to.equal(401);
+    const login = first.headers['set-cookie']![0]!.split(';')[0]!;
+    expect((await httpRequest(one!.port, { path: '/v1/sessions', headers: { cookie: login } })).status).to.equal(200);
+
+    const unreachable = await h.runCli(['start', '--home', h.tempDir(), '--store', 'postgres://u:secret-pw@127.0.0.1:1/db']);
+    expect(unreachable.code).to.equal(1);
+    expect(unreachable.stderr).to.match(/cannot reach the store postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/db/);
+    expect(unreachable.stderr).to.not.match(/already running/);
   });
 
   it('turnhost web starts a listening daemon and prints the login address; turnhost token prints the token it holds', async () => {

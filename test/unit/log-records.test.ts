@@ -53,4 +53,19 @@ describe('log records', () => {
     expect(lines.map((l) => l.split('-')[1]).sort()).to.deep.equal(Array.from({ length: 32 }, (_, i) => String(i).padStart(3, '0')));
     expect(lines.every((l) => l.endsWith('x'.repeat(2000)))).to.equal(true);
   });
+
+  it('rotates by size: the file becomes .1, .1 becomes .2, three old files kept, every record whole', () => {
+    const path = join(dir, 'turnhost.log');
+    const log = new LogFile(path, 1000);
+    const record = (n: number) => ({ n, pad: 'x'.repeat(80) });
+    for (let n = 0; n < 60; n++) log.append(record(n));
+    log.close();
+    const files = [path, `${path}.1`, `${path}.2`, `${path}.3`];
+    const lines = files.map((f) => readFileSync(f, 'utf8').trimEnd().split('\n').map((l) => (JSON.parse(l) as { n: number }).n));
+    for (const f of files) expect(statSync(f).size, f).to.be.at.most(1000);
+    expect(() => statSync(`${path}.4`)).to.throw(/ENOENT/);
+    // The newest records in the file, the oldest kept in .3; the four files hold a run of consecutive records.
+    expect(lines[0]!.at(-1)).to.equal(59);
+    expect(lines.reverse().flat()).to.deep.equal(Array.from({ length: lines.flat().length }, (_, i) => 60 - lines.flat().length + i));
+  });
 });
