@@ -136,8 +136,8 @@ function newQueuedPrompt(frame: TurnStartFrame, turnId: string, position: number
   };
 }
 
-const headPosition = (s: SessionState): number => (s.queue[0]?.position ?? 1) - 1;
-const tailPosition = (s: SessionState): number => (s.queue.at(-1)?.position ?? -1) + 1;
+const headPosition = (s: SessionState): number => (s.queue[0]?.position ?? s.queueTail + 1) - 1;
+const tailPosition = (s: SessionState): number => ++s.queueTail;
 
 /**
  * The prompt joins the queue, committed before it is answered: `queued` (turn.queued), or

@@ -92,6 +92,13 @@ export interface SessionState {
   /** Prompts waiting for the running turn to end, in order (PROTOCOL.md §2.1); committed before they are answered. */
   queue: QueuedPrompt[];
   queueRevision: number;
+  /**
+   * The highest position any of the session's queue rows was given (or loaded with): a new prompt
+   * goes after it. Not the last item in memory: the head leaves memory when it starts waiting for a
+   * worker, but its row stays until its start commits, and a prompt placed before it would run
+   * first once the session is loaded again (on another node, after a crash).
+   */
+  queueTail: number;
   /** A queue loaded by this host waits for the parent's `queue resume` before anything of it runs. */
   queuePaused: boolean;
   /** Holds the queue for a while after its head failed to start. */
@@ -120,6 +127,7 @@ export function newSessionState(sid: string, stored: StoredSession | undefined, 
     lastActiveMs: nowMs,
     queue: stored?.queue ?? [],
     queueRevision: stored?.queueRevision ?? 0,
+    queueTail: Math.max(-1, ...(stored?.queue.map((item) => item.position) ?? [])),
     // A queue taken over from a dead node runs at once: a client named the session to bring it here.
     queuePaused: (stored?.queue.length ?? 0) > 0 && stored?.takenOver === undefined,
     queueRetry: new QueueRetry(),

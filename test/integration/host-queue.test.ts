@@ -70,6 +70,34 @@ describe('host: on_busy, the queue frame and a queue held after a start (real ho
     expect(await host.nextOf(['turn.duplicate', 'turn.started'], { where: (f) => f['request_id'] === 'again-0' })).to.include({ type: 'turn.started' });
   }).timeout(THOUSAND_PROMPTS_MS + 20_000);
 
+  it('a prompt queued while the queue\'s head waits for a worker goes after it in the store too: after a crash they run in the order queued', async () => {
+    const home = h.tempDir();
+    const host = await h.startHost(home, ['--workers', '2']);
+    host.send({ type: 'turn.start', sid: 'busy1', request_id: 'b1', text: '/sleep 30' });
+    await started(host, 'b1');
+    host.send({ type: 'turn.start', sid: 's', request_id: 'r', text: 'r\n/sleep 0.3' });
+    await started(host, 'r');
+    for (const id of ['q0', 'q1']) {
+      host.send({ type: 'turn.start', sid: 's', request_id: id, text: `${id}\n/sleep 0.3`, on_busy: 'queue', client_message_id: id });
+      await host.next('turn.queued', { where: (f) => f['request_id'] === id });
+    }
+    await started(host, 'q0');
+    // busy2 waits for a worker before q1 does: when q0 ends, busy2 takes its worker, and q1 (out of
+    // the queue in memory, its row still stored) waits.
+    host.send({ type: 'turn.start', sid: 'busy2', request_id: 'b2', text: '/sleep 30' });
+    await host.ended('q0');
+    await started(host, 'b2');
+    host.send({ type: 'turn.start', sid: 's', request_id: 'q2', text: 'q2', on_busy: 'queue', client_message_id: 'q2' });
+    await host.next('turn.queued', { where: (f) => f['request_id'] === 'q2' });
+    host.kill('SIGKILL');
+    await host.waitExit();
+
+    const again = await h.startHost(home, ['--workers', '2']);
+    again.send({ type: 'queue', sid: 's', request_id: 'go', op: 'resume' });
+    const order = [await again.nextOf(['turn.started'], { where: (f) => f['sid'] === 's' }), await again.nextOf(['turn.started'], { where: (f) => f['sid'] === 's' })];
+    expect(order.map((f) => f['request_id'])).to.deep.equal(['q1', 'q2']);
+  });
+
   it('after a restart the stored queue is named in hello and runs only after `queue resume`, in order', async () => {
     const home = h.tempDir();
     const first = await h.startHost(home);
