@@ -181,10 +181,23 @@ async function main(): Promise<number> {
   const proxy = await TcpProxy.start(server.port);
   const clients: ChaosClient[] = [];
   let cluster: Cluster | undefined;
+  const nodes: ChaosNode[] = [];
+  const removeAll = async (): Promise<void> => {
+    await proxy.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  // Interrupted (Ctrl-C): every process it started is killed and every folder removed, at once.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      void Promise.all(nodes.map((node) => node.kill().catch(() => {})))
+        .then(removeAll)
+        .finally(() => process.exit(130));
+    });
+  }
   try {
     const url = await server.database();
     const proxied = url.replace(`:${server.port}/`, `:${proxy.port}/`);
-    const nodes: ChaosNode[] = [];
     for (let i = 1; i <= nodeCount; i++) {
       nodes.push(new ChaosNode(`n${i}`, join(dir, `n${i}`), await freePort(), i === nodeCount ? proxied : url, LEASE_SECS));
     }
@@ -224,10 +237,8 @@ async function main(): Promise<number> {
     report(cluster, { minutes, nodeCount, seed, counts, findings, startFailures, failures });
     return violations(findings) + startFailures.length === 0 ? 0 : 1;
   } finally {
-    for (const node of cluster?.nodes ?? []) await node.stop().catch(() => {});
-    await proxy.close();
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
+    for (const node of nodes) await node.stop().catch(() => {});
+    await removeAll();
   }
 }
 
