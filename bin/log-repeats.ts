@@ -1,7 +1,8 @@
-// A warning or an error that repeats is logged once a second, with the count of the times it came
-// meanwhile (`repeated`): a flood of bad input (thousands of broken frames a second) costs one
-// record a second, not one each, and the log says how many there were. Info records are never
-// held back: tests and operators count "host ready".
+// A warning or an error that repeats (the same message with the same fields) is logged once a
+// second, with the count of the times it came meanwhile (`repeated`): a flood of bad input
+// (thousands of broken frames a second) costs one record a second, not one each, and the log says
+// how many there were. Records that differ (each restart's own delay) all pass; info records are
+// never held back: tests and operators count "host ready".
 import type { LogFn, Logger } from 'pino';
 
 const WINDOW_MS = 1000;
@@ -15,8 +16,7 @@ export function onceASecond(): LogMethodHook {
   const seen = new Map<string, { at: number; repeats: number }>();
   return function (this: Logger, args, method, level) {
     if (level < WARN_LEVEL) return method.apply(this, args);
-    const message = args.find((arg): arg is string => typeof arg === 'string') ?? '';
-    const key = `${level} ${message}`;
+    const key = `${level} ${sameness(args)}`;
     const now = Date.now();
     const last = seen.get(key);
     if (last !== undefined && now - last.at < WINDOW_MS) {
@@ -30,4 +30,13 @@ export function onceASecond(): LogMethodHook {
     const counted = typeof first === 'object' && first !== null ? [{ ...first, repeated: last.repeats }, ...rest] : [{ repeated: last.repeats }, first, ...rest];
     return method.apply(this, counted as Parameters<LogFn>);
   };
+}
+
+/** What makes two records the same: their message and fields (an error by its message, not its stack). */
+function sameness(args: readonly unknown[]): string {
+  try {
+    return JSON.stringify(args, (_key, value: unknown) => (value instanceof Error ? value.message : value));
+  } catch {
+    return String(args.find((arg) => typeof arg === 'string') ?? '');
+  }
 }

@@ -52,6 +52,33 @@ export interface SubmitRecord {
   turnId: string;
   queueId: string | null;
   steered: boolean;
+  /** Its queue row, while it is still stored as queued. */
+  queued?: QueuedPrompt;
+}
+
+/** A submit's record with its queue row (columns of QueuedPrompt, prefixed q_, null when none), as both stores read it. */
+export interface SubmitRow {
+  turn_id: string;
+  queue_id: string | null;
+  steered: number;
+  q_text: string | null;
+  q_client_message_id: string | null;
+  q_request_id: string | null;
+  q_queued_at: number | null;
+  q_position: number | null;
+}
+
+/** The columns of SubmitRow, for both stores' SELECT (submits s LEFT JOIN queue q). */
+export const SUBMIT_COLUMNS = `s.turn_id, s.queue_id, s.steered, q.text AS q_text, q.client_message_id AS q_client_message_id,
+  q.request_id AS q_request_id, q.queued_at AS q_queued_at, q.position AS q_position`;
+
+export function toSubmitRecord(row: SubmitRow): SubmitRecord {
+  const record = { turnId: row.turn_id, queueId: row.queue_id, steered: row.steered === 1 };
+  if (row.queue_id === null || row.q_position === null) return record;
+  return {
+    ...record,
+    queued: { queueId: row.queue_id, text: row.q_text ?? '', clientMessageId: row.q_client_message_id, requestId: row.q_request_id ?? '', turnId: row.turn_id, queuedAt: row.q_queued_at ?? 0, position: row.q_position },
+  };
 }
 
 /** The statements a writer runs, each with its parameters in the order given. */

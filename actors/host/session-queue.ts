@@ -121,7 +121,21 @@ function stateOf(s: SessionState, record: SubmitRecord): Duplicate {
   if (queued) return { state: 'queued', queue_id: queued.queueId, turn_id: queued.turnId };
   if (currentTurnId(s) === record.turnId) return { state: 'running', turn_id: record.turnId };
   if (record.steered) return { state: 'steered' };
+  if (record.queued !== undefined) return adoptQueued(s, record.queued);
   return { state: 'done', turn_id: record.turnId };
+}
+
+/**
+ * A prompt stored as queued that this host does not hold: its commit went through while the host
+ * was told it failed (a connection lost under the COMMIT, an outcome the server could not tell).
+ * Its client sent it again; it takes its stored place in the queue, and runs once, in order,
+ * instead of being answered `done` and running later, after the prompts queued behind it.
+ */
+function adoptQueued(s: SessionState, item: QueuedPrompt): Duplicate {
+  const at = s.queue.findIndex((other) => other.position > item.position);
+  s.queue.splice(at === -1 ? s.queue.length : at, 0, item);
+  s.queueTail = Math.max(s.queueTail, item.position);
+  return { state: 'queued', queue_id: item.queueId, turn_id: item.turnId };
 }
 
 function newQueuedPrompt(frame: TurnStartFrame, turnId: string, position: number): QueuedPrompt {

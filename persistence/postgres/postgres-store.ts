@@ -32,7 +32,7 @@ import {
   type Takeover,
   type Work,
 } from '../store.js';
-import type { QueuedPrompt, SubmitRecord } from '../store-writer.js';
+import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, type SubmitRow } from '../store-writer.js';
 import { clientConfig, described, IDLE_IN_TRANSACTION_MS, isConnectionError, readPool } from './connection.js';
 import { PostgresWriter, type PendingStatement } from './postgres-writer.js';
 import { HOST_LOCK, LEASE_LOST_CODE, migrate } from './schema.js';
@@ -424,11 +424,11 @@ export class PostgresStore implements Store {
   }
 
   async submitRecord(sid: string, clientMessageId: string): Promise<SubmitRecord | undefined> {
-    const [row] = await this.read<{ turn_id: string; queue_id: string | null; steered: number }>(
-      'SELECT turn_id, queue_id, steered FROM submits WHERE sid = $1 AND client_message_id = $2',
+    const [row] = await this.read<SubmitRow>(
+      `SELECT ${SUBMIT_COLUMNS} FROM submits s LEFT JOIN queue q ON q.queue_id = s.queue_id WHERE s.sid = $1 AND s.client_message_id = $2`,
       [sid, clientMessageId],
     );
-    return row === undefined ? undefined : { turnId: row.turn_id, queueId: row.queue_id, steered: row.steered === 1 };
+    return row === undefined ? undefined : toSubmitRecord(row);
   }
 
   async hasTurn(turnId: string): Promise<boolean> {

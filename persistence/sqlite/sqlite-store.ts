@@ -25,7 +25,7 @@ import {
   type StoredSession,
   type Work,
 } from '../store.js';
-import type { QueuedPrompt, SubmitRecord } from '../store-writer.js';
+import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, type SubmitRow } from '../store-writer.js';
 import { GroupGathering } from '../group-gathering.js';
 import { migrate } from './schema.js';
 import { SqliteWriter } from './sqlite-writer.js';
@@ -74,7 +74,7 @@ export class SqliteStore implements Store {
              queued_at AS "queuedAt", position
       FROM queue WHERE sid = ? ORDER BY position`);
     this.selectTurn = db.prepare('SELECT 1 FROM turns WHERE turn_id = ?');
-    this.selectSubmit = db.prepare('SELECT turn_id, queue_id, steered FROM submits WHERE sid = ? AND client_message_id = ?');
+    this.selectSubmit = db.prepare(`SELECT ${SUBMIT_COLUMNS} FROM submits s LEFT JOIN queue q ON q.queue_id = s.queue_id WHERE s.sid = ? AND s.client_message_id = ?`);
     this.inTransaction = db.transaction((body: () => void) => body());
   }
 
@@ -191,8 +191,8 @@ export class SqliteStore implements Store {
   }
 
   async submitRecord(sid: string, clientMessageId: string): Promise<SubmitRecord | undefined> {
-    const row = this.selectSubmit.get(sid, clientMessageId) as { turn_id: string; queue_id: string | null; steered: number } | undefined;
-    return row === undefined ? undefined : { turnId: row.turn_id, queueId: row.queue_id, steered: row.steered === 1 };
+    const row = this.selectSubmit.get(sid, clientMessageId) as SubmitRow | undefined;
+    return row === undefined ? undefined : toSubmitRecord(row);
   }
 
   async hasTurn(turnId: string): Promise<boolean> {
