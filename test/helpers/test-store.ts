@@ -27,11 +27,25 @@ export function storeEnv(home: string | undefined): NodeJS.ProcessEnv {
 }
 
 /** Rows of a query on what the home's host stored, on whichever store the tests run. */
-export async function storeRows<R>(home: string, sql: string, params: unknown[] = []): Promise<R[]> {
+export function storeRows<R>(home: string, sql: string, params: unknown[] = []): Promise<R[]> {
+  return onStore<R>(home, sql, params, true);
+}
+
+/** A statement that writes behind the host's back (what a commit it was told failed left), on whichever store. */
+export async function storeWrite(home: string, sql: string, params: unknown[] = []): Promise<void> {
+  await onStore(home, sql, params, false);
+}
+
+async function onStore<R>(home: string, sql: string, params: unknown[], readonly: boolean): Promise<R[]> {
   if (TEST_STORE === 'sqlite') {
-    const db = new Database(join(home, 'turnhost.db'), { readonly: true });
+    const db = new Database(join(home, 'turnhost.db'), { readonly });
     try {
-      return db.prepare(sql).all(...params) as R[];
+      const statement = db.prepare(sql);
+      if (!readonly) {
+        statement.run(...params);
+        return [];
+      }
+      return statement.all(...params) as R[];
     } finally {
       db.close();
     }

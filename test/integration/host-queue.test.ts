@@ -1,7 +1,5 @@
 import { expect } from 'chai';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
-import { readDatabase } from '../helpers/database.js';
+import { storeRows, storeWrite } from '../helpers/test-store.js';
 import { Harness, type HostProcess } from '../helpers/processes.js';
 
 const queueEvents = (host: HostProcess, sid: string) =>
@@ -109,19 +107,14 @@ describe('host: on_busy, the queue frame and a queue held after a start (real ho
     host.send({ type: 'turn.start', sid: 's', request_id: 'q1', text: 'q1', on_busy: 'queue', client_message_id: 'c1' });
     await host.next('turn.queued', { where: (f) => f['request_id'] === 'q1' });
     // What a COMMIT lost with its connection leaves: the rows stored (before q1's place), the host told it failed.
-    const db = new Database(join(home, 'turnhost.db'));
-    try {
-      db.prepare("INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at) VALUES ('q-unseen', 's', -1, 'unseen', 'c0', 'r0', 'turn-unseen', 0, 1)").run();
-      db.prepare("INSERT INTO submits (sid, client_message_id, turn_id, queue_id, steered) VALUES ('s', 'c0', 'turn-unseen', 'q-unseen', 0)").run();
-    } finally {
-      db.close();
-    }
+    await storeWrite(home, "INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at) VALUES ('q-unseen', 's', -1, 'unseen', 'c0', 'r0', 'turn-unseen', 0, 1)");
+    await storeWrite(home, "INSERT INTO submits (sid, client_message_id, turn_id, queue_id, steered) VALUES ('s', 'c0', 'turn-unseen', 'q-unseen', 0)");
     host.send({ type: 'turn.start', sid: 's', request_id: 'again', text: 'unseen', on_busy: 'queue', client_message_id: 'c0' });
     expect(await host.next('turn.duplicate', { where: (f) => f['request_id'] === 'again' })).to.include({ state: 'queued', queue_id: 'q-unseen', turn_id: 'turn-unseen' });
     const order = [await host.next('turn.started', { where: (f) => f['sid'] === 's' && f['request_id'] !== 'r' }), await host.next('turn.started', { where: (f) => f['sid'] === 's' && f['request_id'] !== 'r' })];
     expect(order.map((f) => f['turn_id'] === 'turn-unseen' ? 'unseen' : f['request_id'])).to.deep.equal(['unseen', 'q1']);
     await host.ended('q1');
-    const prompts = readDatabase(home, (read) => read.prepare("SELECT content FROM messages WHERE sid = 's' AND role = 'user' ORDER BY seq").all() as { content: string }[]);
+    const prompts = await storeRows<{ content: string }>(home, "SELECT content FROM messages WHERE sid = 's' AND role = 'user' ORDER BY seq");
     expect(prompts.map((p) => p.content)).to.deep.equal(['r\n/sleep 1', 'unseen', 'q1']);
   });
 
