@@ -17,13 +17,14 @@ describe('nodes on one PostgreSQL: the faults they survive (real processes)', fu
   const server = postgresForSuite();
   const { daemons, clientOf } = clusterForSuite(h, LEASE_SECS);
 
-  it('a dead node\'s session that a client follows on another node is taken over when its lease expires, with no further call: node_lost, then the queue', async () => {
+  it('a dead node\'s session that a client follows on another node is taken over when its lease expires, with no further call: node_lost, its question withdrawn, then the queue', async () => {
     const url = await server().database();
     const [a, b] = await daemons(url, ['a', 'b']);
     const onA = await clientOf(a);
     await onA.call('session.create', { session_id: 's2' });
-    const long = await onA.call<{ turn_id: string }>('prompt.submit', { session_id: 's2', text: 'long\n/sleep 20' });
-    await onA.nextEvent('turn.started', 's2');
+    const long = await onA.call<{ turn_id: string }>('prompt.submit', { session_id: 's2', text: 'long\n/ask colour?' });
+    await onA.until(() => onA.requests.length === 1, 'the question');
+    const question = onA.requests[0]!.id;
     const queued: string[] = [];
     for (const n of [1, 2]) {
       const answer = await onA.call<{ status: string; queue_id: string }>('prompt.submit', { session_id: 's2', text: `queued ${n}`, on_busy: 'queue', client_message_id: `c${n}` });
@@ -38,12 +39,14 @@ describe('nodes on one PostgreSQL: the faults they survive (real processes)', fu
     expect(resumed).to.deep.include({ running: true, owner: { node_id: 'a', reachable: false } });
     const lost = await onB.nextEvent('turn.error', 's2');
     expect(lost.payload).to.include({ turn_id: long.turn_id, reason: 'node_lost' });
+    expect((await onB.nextEvent('request.cancel', 's2')).payload).to.include({ id: question, reason: 'node_lost' });
     for (const queueId of queued) await onB.nextEvent('turn.end', 's2', (e) => e.payload['queue_id'] === queueId);
     const ends = onB.events.filter((e) => e.session_id === 's2' && (e.type === 'turn.end' || e.type === 'turn.error'));
     expect(ends.map((e) => [e.type, e.payload['queue_id'] ?? null])).to.deep.equal([['turn.error', null], ...queued.map((id) => ['turn.end', id])]);
 
     const users = await server().query<{ content: string }>(url, "SELECT content FROM messages WHERE sid = 's2' AND role = 'user' ORDER BY seq");
-    expect(users.map((m) => m.content)).to.deep.equal(['long\n/sleep 20', 'queued 1', 'queued 2']);
+    expect(users.map((m) => m.content)).to.deep.equal(['long\n/ask colour?', 'queued 1', 'queued 2']);
+    expect(await server().query(url, 'SELECT status, reason FROM server_requests WHERE id = $1', [question])).to.deep.equal([{ status: 'expired', reason: 'node lost' }]);
     expect(await server().query(url, "SELECT status, count(*)::int AS n FROM turns WHERE sid = 's2' GROUP BY status ORDER BY status")).to.deep.equal([
       { status: 'completed', n: 2 },
       { status: 'lost', n: 1 },
