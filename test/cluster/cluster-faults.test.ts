@@ -53,6 +53,23 @@ describe('nodes on one PostgreSQL: the faults they survive (real processes)', fu
     ]);
   });
 
+  it('a queue that a dead node left with no turn running (its head had failed to start) runs on the node that takes the session, in order', async () => {
+    const url = await server().database();
+    const a = await h.startHost(h.tempDir(), nodeArgs(url, 'a', LEASE_SECS));
+    expect(await a.turn('s', 'r1', 'one')).to.include({ type: 'turn.end' });
+    // What a queue whose head could not start leaves in the store: a queued prompt, and no turn running.
+    await server().query(url, "INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at) VALUES ('q-left', 's', 5, 'left behind', NULL, 'rq', 'turn-left', 0, 1)");
+    a.kill('SIGKILL');
+    await a.waitExit();
+    await server().leaseExpired(url, 's');
+    const b = await h.startHost(h.tempDir(), nodeArgs(url, 'b', LEASE_SECS));
+    b.send({ type: 'turn.start', sid: 's', request_id: 'r2', text: 'two', on_busy: 'queue' });
+    expect(await b.next('turn.started', { where: (f) => f['turn_id'] === 'turn-left' })).to.include({ request_id: 'rq' });
+    expect(await b.ended('r2')).to.include({ type: 'turn.end' });
+    const users = await server().query<{ content: string }>(url, "SELECT content FROM messages WHERE sid = 's' AND role = 'user' ORDER BY seq");
+    expect(users.map((m) => m.content)).to.deep.equal(['one', 'left behind', 'two']);
+  });
+
   it('turn ids are unique across nodes: two nodes starting turns at the same moments never collide', async () => {
     const url = await server().database();
     const [a, b] = await daemons(url, ['a', 'b']);
