@@ -9,7 +9,7 @@
 // finished, every session named once from a live node, until no turn runs and no queue waits.
 // The checker (chaos/checker.ts) holds the store to what was acknowledged. Prints what was
 // acknowledged, the faults by kind and what was found; writes bench/results/chaos.json (or
-// chaos-<minutes>m.json for a run other than the README's 10 minutes); exits 1 on any violation.
+// chaos-<minutes>m.json for a run other than docs/BENCHMARKS.md's 10 minutes); exits 1 on any violation.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
