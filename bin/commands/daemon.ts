@@ -164,17 +164,8 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   });
   const database = readerOnDemand(location);
   const storeShown = describeLocation(location);
-  const takeovers =
-    options.nodeId === undefined
-      ? null
-      : new TakeoverWatch({
-          lease: async (sid) => (await database.get())?.lease(sid) ?? null,
-          take: (sid) => tell(supervisor, { kind: 'take-over', sid }),
-          leaseSecs: options.leaseSecs ?? DEFAULT_LEASE_SECS,
-          log,
-        });
-  const secret = options.nodeId === undefined ? null : new ClusterSecret(async () => (await (await database.get())?.clusterSecret()) ?? null);
-  const cluster = options.nodeId === undefined ? null : clusterView(options.nodeId, database.get, takeovers!, secret!);
+  const node = options.nodeId === undefined ? null : clusterView(options.nodeId, options.leaseSecs ?? DEFAULT_LEASE_SECS, database.get, supervisor, log);
+  const cluster = node?.cluster ?? null;
   const shared = { supervisor, gateway, reader: database.get, storeShown, nodeId: options.nodeId ?? null, cluster, edgeUrl: () => edge?.url ?? null };
   metrics = daemonMetrics(shared);
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
@@ -216,8 +207,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   await edge?.close();
   await closeServer(server, connections);
   rmSync(paths.socket, { force: true });
-  takeovers?.close();
-  secret?.close();
+  node?.close();
   await database.close();
   stopSystem(system);
   lock.release();
@@ -226,15 +216,27 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   return 0;
 }
 
-/** What this node reads of the cluster to forward and to take sessions over; the secret as the store has it now. */
-function clusterView(nodeId: string, reader: () => Promise<Reader | null>, takeovers: TakeoverWatch, secret: ClusterSecret): Cluster {
+/**
+ * What this node reads of the cluster to forward and to take sessions over, with the secret as the
+ * store has it now; `close` stops the watches and the secret's reads.
+ */
+function clusterView(nodeId: string, leaseSecs: number, reader: () => Promise<Reader | null>, supervisor: Ref<SupervisorMsg>, log: pino.Logger): { cluster: Cluster; close(): void } {
+  const lease = async (sid: string) => (await reader())?.lease(sid) ?? null;
+  const takeovers = new TakeoverWatch({ lease, take: (sid) => tell(supervisor, { kind: 'take-over', sid }), leaseSecs, log });
+  const secret = new ClusterSecret(async () => (await (await reader())?.clusterSecret()) ?? null);
   return {
-    nodeId,
-    liveOwner: async (sid) => (await reader())?.liveOwner(sid, nodeId) ?? null,
-    lease: async (sid) => (await reader())?.lease(sid) ?? null,
-    follow: (sid) => takeovers.watch(sid),
-    secret: () => secret.current(),
-    onSecretRotated: (end) => secret.onRotated(end),
+    cluster: {
+      nodeId,
+      liveOwner: async (sid) => (await reader())?.liveOwner(sid, nodeId) ?? null,
+      lease,
+      follow: (sid) => takeovers.watch(sid),
+      secret: () => secret.current(),
+      onSecretRotated: (end) => secret.onRotated(end),
+    },
+    close: () => {
+      takeovers.close();
+      secret.close();
+    },
   };
 }
 
