@@ -2,7 +2,7 @@
 // persistence and the wire; an agent only sees its turn.
 import type { ChatMessage } from '../protocol/chat.js';
 import type { TurnErrorReason, TurnUsage } from '../protocol/outbound.js';
-import type { ServerRequestMethod } from '../protocol/rpc.js';
+import type { PlanEntry, ServerRequestMethod } from '../protocol/rpc.js';
 
 export type { ChatMessage, TurnUsage };
 
@@ -16,9 +16,9 @@ export interface SessionOverrides {
 export type AgentEvent =
   | { type: 'message.delta'; text: string }
   | { type: 'reasoning.delta'; text: string }
-  | { type: 'tool.start'; id: string; name: string; arguments?: string }
+  | { type: 'tool.start'; id: string; name: string; arguments?: string; title?: string }
   | { type: 'tool.complete'; id: string; ok: boolean; summary?: string }
-  | { type: 'status.update'; kind: string; text: string }
+  | { type: 'status.update'; kind: string; text: string; entries?: PlanEntry[] }
   | { type: 'error'; message: string };
 
 export interface AskOptions {
@@ -34,6 +34,8 @@ export interface TurnContext {
   readonly history: readonly ChatMessage[];
   readonly overrides: Readonly<SessionOverrides>;
   readonly cwd: string | null;
+  /** The id a guest agent gave this session (AGENT.md §6), as stored; null until one was kept. */
+  readonly agentSessionId: string | null;
   /** Aborted when the turn is interrupted; an agent should stop promptly. */
   readonly signal: AbortSignal;
   /** Streams an event to the session's clients. */
@@ -50,6 +52,8 @@ export interface TurnContext {
    * runs, say); otherwise appended messages are committed with the turn's end.
    */
   save(): Promise<void>;
+  /** Stores the guest agent's id for this session, committed before it resolves (AGENT.md §6). */
+  keepAgentSession(agentSessionId: string): Promise<void>;
   /**
    * Replaces the history before this turn's prompt with `summary` (a compression during the
    * turn): committed, and the session gets a new session_key. Rejects when it could not be stored.
@@ -102,6 +106,8 @@ export interface Agent {
   compress?(history: readonly ChatMessage[], focusTopic: string | null, session: SessionView): ChatMessage[] | Promise<ChatMessage[]>;
   /** Reloads the agent's tools (the `reload.mcp` route); what it returns is the route's result. */
   reloadTools?(): unknown;
+  /** Why the agent cannot serve a control route (a guest keeps its own model and context), or null. */
+  refusesRoute?(route: string): string | null;
   /** A reason to refuse a session's new overrides (an unknown personality, say), or null. */
   checkOverrides?(overrides: Readonly<SessionOverrides>): string | null;
   /** Called once when the host stops: end the agent's own processes and connections. */

@@ -18,6 +18,7 @@ export interface AgentSetup extends ModelAgentOptions {}
 const BUILT_IN: Record<string, (setup: AgentSetup) => Agent | Promise<Agent>> = {
   script: () => scriptAgent,
   openai: async (setup) => (await import('./model/model-agent.js')).createModelAgent(setup),
+  acp: async (setup) => (await import('./acp/guest-agent.js')).createGuestAgent(setup),
 };
 
 export { AgentLoadError };
@@ -57,12 +58,12 @@ export async function loadAgent(spec: string, setup: AgentSetup, cwd = process.c
   return agent;
 }
 
-/** What the agent needs from the environment (AGENT.md §1). */
+/** What the agent needs from the environment (AGENT.md §1, §6). */
 export interface AgentEnvironment {
-  /** Variables beyond the host's allowlist: the model agent's base URL and the one its config names for the key. */
+  /** Variables beyond the host's allowlist: the model agent's base URL and key variable, a guest's `pass_env`. */
   names: string[];
-  /** What must never be written anywhere: the model agent's API key; undefined for other agents. */
-  secret: string | undefined;
+  /** What must never be written anywhere: the model agent's API key, a guest's secrets. */
+  secrets: string[];
 }
 
 /**
@@ -70,7 +71,12 @@ export interface AgentEnvironment {
  * refuses a broken one (AgentLoadError) before any host runs.
  */
 export async function agentEnvironment(spec: string, source: ConfigSource): Promise<AgentEnvironment> {
-  if (spec !== 'openai') return { names: [], secret: undefined };
+  if (spec === 'acp') {
+    const guest = (await import('./acp/guest-config.js')).loadGuestConfig(source);
+    return { names: guest.passEnv, secrets: guest.secrets };
+  }
+  if (spec !== 'openai') return { names: [], secrets: [] };
   const keyName = (await import('./model/config.js')).loadModelConfig(source).api_key_env;
-  return { names: ['OPENAI_BASE_URL', keyName], secret: source.env[keyName] || undefined };
+  const key = source.env[keyName];
+  return { names: ['OPENAI_BASE_URL', keyName], secrets: key ? [key] : [] };
 }

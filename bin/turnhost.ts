@@ -79,8 +79,8 @@ const maxUnreadOption = () =>
 function hostOptions(command: Command): Command {
   return command
     // Paths are made absolute here: a daemon and its host run in the home, not where the command ran.
-    .option('--agent <name|path>', 'the agent: a built-in name (script, openai) or a path to an ES module (default: script)', (spec: string) => resolveAgentSpec(spec))
-    .option('--agent-config <file>', "the model agent's config (default: $TURNHOST_AGENT_CONFIG, else <home>/agent.json)", (file: string) => resolve(file))
+    .option('--agent <name|path>', 'the agent: a built-in name (script, openai, acp) or a path to an ES module (default: script)', (spec: string) => resolveAgentSpec(spec))
+    .option('--agent-config <file>', "the agent config (openai, acp) (default: $TURNHOST_AGENT_CONFIG, else <home>/agent.json)", (file: string) => resolve(file))
     .option('--workers <n>', 'turns that may run at once (default: $TURNHOST_WORKERS, else 8)', positiveInteger)
     .option('--heartbeat-secs <s>', 'heartbeat period; <= 0 turns heartbeat and parent guard off (default 5)', seconds)
     .option('--history-cache-mib <n>', "the host's cache of session histories, in MiB: a turn of a cached session reads nothing back (default 64)", positiveInteger)

@@ -496,7 +496,8 @@ export class TurnhostClient {
     const params = { ...request.params, id: request.id } as Record<string, unknown> & { id: string; session_id: string };
     if (request.method === 'approval.request') {
       const approved = await this.approvalHandler!({ ...params, question: String(params['question'] ?? '') }, { signal });
-      return approved === null ? null : { approved: approved === true };
+      if (approved === null) return null;
+      return typeof approved === 'object' ? { option_id: String(approved.option_id) } : { approved: approved === true };
     }
     const answer = await this.clarifyHandler!(params, { signal });
     if (answer === null) return null;

@@ -133,6 +133,20 @@ export interface ApprovalRequest {
   /** The model agent's tool and arguments (AGENT.md §2). */
   tool?: string;
   arguments?: unknown;
+  /** A guest agent's permission options (AGENT.md §6): answer one by its id. */
+  options?: PermissionOption[];
+}
+
+export interface PermissionOption {
+  option_id: string;
+  name: string;
+  /** `allow_once`, `allow_always`, `reject_once` or `reject_always`. */
+  kind: string;
+}
+
+/** A guest's permission option chosen by its id (ApprovalRequest.options). */
+export interface OptionChoice {
+  option_id: string;
 }
 
 export interface HandlerContext {
@@ -142,5 +156,6 @@ export interface HandlerContext {
 
 /** A single question's answer, a batch's answers by question id, or null to decline. */
 export type ClarifyHandler = (request: ClarifyRequest, context: HandlerContext) => Promise<string | Record<string, string> | null> | string | Record<string, string> | null;
-/** true approves, false refuses, null declines to answer. */
-export type ApprovalHandler = (request: ApprovalRequest, context: HandlerContext) => Promise<boolean | null> | boolean | null;
+/** true approves, false refuses, `{option_id}` picks one of a guest's options, null declines to answer. */
+export type ApprovalHandler = (request: ApprovalRequest, context: HandlerContext) => Promise<ApprovalAnswer> | ApprovalAnswer;
+export type ApprovalAnswer = boolean | OptionChoice | null;

@@ -101,6 +101,7 @@ export interface StatementParams {
   deleteQueued: [queueId: string];
   deleteQueue: [sid: string];
   updateQueueRevision: [revision: number, sid: string];
+  updateAgentSession: [agentSessionId: string, sid: string];
   /** The newest record of the id: a repeated one replaces the old and counts as the newest. */
   insertSubmit: [sid: string, clientMessageId: string, turnId: string, queueId: string | null, steered: 0 | 1];
   updateSubmit: [steered: 0 | 1, sid: string, clientMessageId: string];
@@ -168,6 +169,11 @@ export abstract class StoreWriter {
   undoTurn(sid: string, fromSeq: number, turnId: string, error: string, now = Date.now()): void {
     this.truncateHistory(sid, fromSeq);
     this.run('updateTurn', ['failed', now, error, null, null, null, null, turnId]);
+  }
+
+  /** A guest agent's session id for this session (AGENT.md §6): what a later `session/load` names. */
+  setAgentSession(sid: string, agentSessionId: string): void {
+    this.run('updateAgentSession', [agentSessionId, sid]);
   }
 
   startTurn(turnId: string, sid: string, requestId: string, bootId: string, now = Date.now()): void {

@@ -23,6 +23,8 @@ export interface StoredSession {
   queueRevision: number;
   /** How many client_message_ids the session remembers. */
   submitCount: number;
+  /** A guest agent's session id (AGENT.md §6); null until a guest made one. */
+  agentSessionId: string | null;
   /** As a node: this load took the session over from a node that died with it (PROTOCOL.md §6.2). */
   takenOver?: Takeover;
 }
@@ -149,6 +151,7 @@ export interface SessionRowWithCounts {
   overrides: string;
   cwd: string | null;
   queue_revision: number;
+  agent_session_id: string | null;
   message_count: number;
   submit_count: number;
 }
@@ -165,6 +168,7 @@ export function toStoredSession(row: SessionRowWithCounts, queue: QueuedPrompt[]
     queue,
     queueRevision: row.queue_revision,
     submitCount: row.submit_count,
+    agentSessionId: row.agent_session_id,
   };
 }
 

@@ -21,9 +21,9 @@ export type EventPayloads = {
   'message.delta': { text: string };
   'message.complete': { text: string };
   'reasoning.delta': { text: string };
-  'tool.start': { id: string; name: string; arguments?: string };
+  'tool.start': { id: string; name: string; arguments?: string; title?: string };
   'tool.complete': { id: string; ok: boolean; summary?: string };
-  'status.update': { kind: string; text: string };
+  'status.update': { kind: string; text: string; entries?: PlanEntry[] };
   'request.cancel': { id: string; method: string; reason: CancelReason };
   error: { message: string; reason?: string };
   'turn.started': { turn_id: string; queue_id?: string };
@@ -33,6 +33,13 @@ export type EventPayloads = {
 };
 
 export type EventType = keyof EventPayloads;
+
+/** One step of a guest agent's plan (AGENT.md §6), as ACP gives it. */
+export interface PlanEntry {
+  content: string;
+  status: string;
+  priority: string;
+}
 
 /** `node_lost`: the node that asked died, and another took its session over (PROTOCOL.md §6.2). */
 export type CancelReason = 'interrupted' | 'timeout' | 'shutdown' | 'node_lost';

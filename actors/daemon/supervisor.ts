@@ -396,6 +396,9 @@ function onExit(s: SupervisorState, code: number | null, signal: NodeJS.Signals 
   const child = s.child!;
   cancelTimers(s);
   removeRegistry(config.registryPath);
+  // What a dead host leaves in its group (a guest agent, an MCP server) goes with it, at once:
+  // a host killed with -9 could not end them itself (AGENT.md §6).
+  child.signalGroup('SIGKILL');
   s.child = null;
   s.hello = null;
   if (s.phase === 'stopping') {

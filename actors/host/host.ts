@@ -156,8 +156,9 @@ function onFrame(state: HostState, frame: HostInFrame, ctx: ActorContext<HostMsg
       return;
     case 'control': {
       const parsed = parseControl(frame);
-      if (!parsed.ok) {
-        writer.write({ type: 'control.error', sid: frame.sid, request_id: frame.request_id, message: parsed.message });
+      const refusal = parsed.ok ? wiring.services.agent.refusesRoute?.(parsed.request.route) : parsed.message;
+      if (!parsed.ok || refusal) {
+        writer.write({ type: 'control.error', sid: frame.sid, request_id: frame.request_id, message: refusal ?? 'refused' });
         return;
       }
       tell(shardFor(frame.sid, wiring), { kind: 'frame', frame, control: parsed.request });

@@ -125,6 +125,7 @@ export type SessionMsg =
   | { kind: 'admission-refused'; ticketId: number }
   | { kind: 'turn-done'; turnId: string; result: TurnResult | null; error: Error | null }
   | { kind: 'save-tail'; turnId: string; replyTo: Ref<string | null> }
+  | { kind: 'keep-agent-session'; turnId: string; agentSessionId: string; replyTo: Ref<string | null> }
   | { kind: 'compress-history'; turnId: string; summary: ChatMessage[]; replyTo: Ref<string | null> }
   | { kind: 'activity-tick'; turnId: string }
   /** A queue held after its head failed to start may go on (queue-retry.ts). */

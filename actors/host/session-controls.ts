@@ -179,6 +179,19 @@ export async function saveDuringTurn(s: SessionState, turnId: string, env: Sessi
   return null;
 }
 
+/** A guest agent's session id, committed before the turn's agent goes on (AGENT.md §6); null, or why not. */
+export async function keepAgentSession(s: SessionState, turnId: string, agentSessionId: string, env: SessionEnv): Promise<string | null> {
+  if (s.activity.phase !== 'running' || s.activity.turn.turnId !== turnId || s.activity.turn.finished) return 'the turn has ended';
+  try {
+    await env.services.store.commit((w) => w.setAgentSession(s.sid, agentSessionId));
+  } catch (err) {
+    env.services.log.error({ err, sid: s.sid, turnId }, "could not store the guest agent's session id");
+    return `could not store the agent's session id: ${storageProblem(err as Error)}`;
+  }
+  s.agentSessionId = agentSessionId;
+  return null;
+}
+
 /**
  * The running turn's agent compressed the history before its prompt: that part becomes the
  * summary, the prompt and what the turn saved since keep their place after it. Answers null,

@@ -105,6 +105,8 @@ export interface SessionState {
   queueRetry: QueueRetry;
   /** How many accepted client_message_ids the database remembers for the session (at most MAX_SUBMITS). */
   submitCount: number;
+  /** A guest agent's own session id (AGENT.md §6), as committed. */
+  agentSessionId: string | null;
 }
 
 export function newSessionState(sid: string, stored: StoredSession | undefined, nowMs: number): SessionState {
@@ -132,6 +134,7 @@ export function newSessionState(sid: string, stored: StoredSession | undefined, 
     queuePaused: (stored?.queue.length ?? 0) > 0 && stored?.takenOver === undefined,
     queueRetry: new QueueRetry(),
     submitCount: stored?.submitCount ?? 0,
+    agentSessionId: stored?.agentSessionId ?? null,
   };
 }
 

@@ -143,7 +143,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   };
   s.activity = { phase: 'running', turn };
   writer.write({ type: 'turn.started', sid: s.sid, request_id: frame.request_id, turn_id: turnId, ...queueIdOf(turn), started_ns: Nanos.of(turn.startedNs) });
-  const spec = { sid: s.sid, prompt: frame.text, history, overrides: { ...s.overrides }, cwd: s.cwd };
+  const spec = { sid: s.sid, prompt: frame.text, history, overrides: { ...s.overrides }, cwd: s.cwd, agentSessionId: s.agentSessionId };
   // On the next turn of the loop, after the writer's flush: turn.started is on the wire before
   // the agent runs, even an agent that blocks the loop at once.
   setImmediate(() => runAgent(env.services.agent, buildTurnContext(spec, turn, env.services, env.self), env.self));

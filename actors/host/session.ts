@@ -10,7 +10,7 @@ import { nextTicketId } from './turn-admission.js';
 import { actorName, spawnActor, tell, type ActorContext, type AnyRef, type Ref } from '../runtime.js';
 import { spawnServerRequest } from './server-request.js';
 import type { HostServices } from './services.js';
-import { compressDuringTurn, reloadTools, runControl, saveDuringTurn, storeNewSession } from './session-controls.js';
+import { compressDuringTurn, keepAgentSession, reloadTools, runControl, saveDuringTurn, storeNewSession } from './session-controls.js';
 import { newSessionState, type SessionState } from './session-state.js';
 import { interrupt, receiveTurnStart, requeue, runQueueOp, startNextQueued } from './session-queue.js';
 import { retain } from './session-lifecycle.js';
@@ -63,6 +63,9 @@ async function handle(s: SessionState, msg: SessionMsg, env: SessionEnv, ctx: Ac
       return s;
     case 'save-tail':
       tell(msg.replyTo, await saveDuringTurn(s, msg.turnId, env));
+      return s;
+    case 'keep-agent-session':
+      tell(msg.replyTo, await keepAgentSession(s, msg.turnId, msg.agentSessionId, env));
       return s;
     case 'compress-history':
       tell(msg.replyTo, await compressDuringTurn(s, msg.turnId, msg.summary, env));

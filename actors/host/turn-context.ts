@@ -1,7 +1,7 @@
 // What an agent sees of its turn, and how its promise reports back to the session actor.
 import type { Agent, AgentEvent, TurnContext, TurnResult } from '../../agents/agent.js';
 import { sanitizeMessage, type ChatMessage } from '../../protocol/chat.js';
-import { rpcEvent, type RpcEvent, type ServerRequestMethod } from '../../protocol/rpc.js';
+import { rpcEvent, type PlanEntry, type RpcEvent, type ServerRequestMethod } from '../../protocol/rpc.js';
 import type { SessionMsg } from './messages.js';
 import { ask, tell, SECOND_MS, type Ref } from '../runtime.js';
 import type { HostServices } from './services.js';
@@ -15,6 +15,10 @@ const COMMIT_TIMEOUT_MS = 30 * SECOND_MS;
 const TOOL_ARGUMENTS_MAX = 2048;
 /** tool.complete carries the first characters of the result. */
 const TOOL_SUMMARY_MAX = 200;
+/** A guest's tool title (AGENT.md §6) is a line for a person, not a payload. */
+const TOOL_TITLE_MAX = 500;
+/** A plan longer than this is cut: a status.update stays one small frame. */
+const PLAN_ENTRIES_MAX = 100;
 
 export interface TurnSpec {
   sid: string;
@@ -23,6 +27,7 @@ export interface TurnSpec {
   history: readonly ChatMessage[];
   overrides: TurnContext['overrides'];
   cwd: string | null;
+  agentSessionId: string | null;
 }
 
 export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: HostServices, self: Ref<SessionMsg>): TurnContext {
@@ -34,6 +39,7 @@ export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: Ho
     history: spec.history,
     overrides: spec.overrides,
     cwd: spec.cwd,
+    agentSessionId: spec.agentSessionId,
     signal: turn.controller.signal,
     emit(event: AgentEvent): void {
       if (turn.finished) return;
@@ -49,6 +55,15 @@ export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: Ho
     async save(): Promise<void> {
       if (turn.finished) return;
       const failure = await ask(self, (replyTo: Ref<string | null>): SessionMsg => ({ kind: 'save-tail', turnId: turn.turnId, replyTo }), COMMIT_TIMEOUT_MS);
+      if (failure !== null) throw new Error(failure);
+    },
+    async keepAgentSession(agentSessionId: string): Promise<void> {
+      if (turn.finished) throw new Error('the turn has ended');
+      const failure = await ask(
+        self,
+        (replyTo: Ref<string | null>): SessionMsg => ({ kind: 'keep-agent-session', turnId: turn.turnId, agentSessionId: String(agentSessionId), replyTo }),
+        COMMIT_TIMEOUT_MS,
+      );
       if (failure !== null) throw new Error(failure);
     },
     async compressHistory(summary: ChatMessage[]): Promise<void> {
@@ -99,6 +114,7 @@ function toRpcEvent(sid: string, event: AgentEvent): RpcEvent | undefined {
         id: String(event.id),
         name: String(event.name),
         ...(event.arguments === undefined ? {} : { arguments: String(event.arguments).slice(0, TOOL_ARGUMENTS_MAX) }),
+        ...(event.title === undefined ? {} : { title: String(event.title).slice(0, TOOL_TITLE_MAX) }),
       });
     case 'tool.complete':
       return rpcEvent(sid, 'tool.complete', {
@@ -107,12 +123,20 @@ function toRpcEvent(sid: string, event: AgentEvent): RpcEvent | undefined {
         ...(event.summary === undefined ? {} : { summary: String(event.summary).slice(0, TOOL_SUMMARY_MAX) }),
       });
     case 'status.update':
-      return rpcEvent(sid, 'status.update', { kind: String(event.kind), text: String(event.text) });
+      return rpcEvent(sid, 'status.update', {
+        kind: String(event.kind),
+        text: String(event.text),
+        ...(Array.isArray(event.entries) ? { entries: event.entries.slice(0, PLAN_ENTRIES_MAX).map(planEntry) } : {}),
+      });
     case 'error':
       return rpcEvent(sid, 'error', { message: String(event.message) });
     default:
       return undefined;
   }
+}
+
+function planEntry(entry: PlanEntry): PlanEntry {
+  return { content: String(entry?.content ?? '').slice(0, TOOL_TITLE_MAX), status: String(entry?.status ?? ''), priority: String(entry?.priority ?? '') };
 }
 
 /** Runs the agent; its outcome comes back to the session as a `turn-done` message. */

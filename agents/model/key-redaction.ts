@@ -41,3 +41,10 @@ export function keyRedactor(key: string | undefined): Redactor {
 function asciiLower(text: string): string {
   return text.replace(/[A-Z]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 32));
 }
+
+/** Several secrets (a guest's `pass_env` values, AGENT.md §6), each replaced as `keyRedactor` replaces one. */
+export function secretsRedactor(secrets: readonly string[]): Redactor {
+  const each = secrets.map(keyRedactor).filter((redact) => redact !== unchanged);
+  if (each.length === 0) return unchanged;
+  return (text) => each.reduce((out, redact) => redact(out), text);
+}

@@ -17,7 +17,7 @@ import { TakeoverWatch } from '../../actors/daemon/takeover-watch.js';
 import { ClusterSecret } from '../../actors/daemon/cluster-secret.js';
 import type { GatewayMsg, HostStatus, StopReport, SupervisorMsg } from '../../actors/daemon/supervisor-messages.js';
 import { agentEnvironment, AgentLoadError } from '../../agents/loader.js';
-import { keyRedactor, type Redactor } from '../../agents/model/key-redaction.js';
+import { secretsRedactor, type Redactor } from '../../agents/model/key-redaction.js';
 import { ErrorCodes, errorLine, RpcError } from '../../protocol/client-rpc.js';
 import { isRecord } from '../../protocol/fields.js';
 import { LogFile } from '../../persistence/log.js';
@@ -97,7 +97,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     const source = { home, flag: options.agentConfig, env: process.env };
     const needs = await agentEnvironment(options.agent ?? 'script', source);
     agentNames = needs.names;
-    redact = keyRedactor(needs.secret);
+    redact = secretsRedactor(needs.secrets);
   } catch (err) {
     if (!(err instanceof AgentLoadError)) throw err;
     process.stderr.write(`turnhost daemon: ${err.message}\n`);

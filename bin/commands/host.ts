@@ -8,7 +8,7 @@ import { startSystem, stopSystem, SECOND_MS } from '../../actors/runtime.js';
 import type { HostServices } from '../../actors/host/services.js';
 import { fullQueueEvents, queueDeltas } from '../../actors/host/queue-events.js';
 import { agentEnvironment, AgentLoadError, loadAgent } from '../../agents/loader.js';
-import { keyRedactor } from '../../agents/model/key-redaction.js';
+import { secretsRedactor } from '../../agents/model/key-redaction.js';
 import { DEFAULT_LEASE_SECS, type Store } from '../../persistence/store.js';
 import { openStore, storeLocation } from '../../persistence/store-location.js';
 import { FrameWriter, fdSink } from '../../protocol/frame-writer.js';
@@ -59,7 +59,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   let agent;
   let log: Logger;
   try {
-    log = createLogger('host', { ...(options.logFd === undefined ? {} : { fd: options.logFd }), redact: keyRedactor((await agentEnvironment(spec, source)).secret) });
+    log = createLogger('host', { ...(options.logFd === undefined ? {} : { fd: options.logFd }), redact: secretsRedactor((await agentEnvironment(spec, source)).secrets) });
     agent = await loadAgent(spec, { ...source, log });
   } catch (err) {
     if (!(err instanceof AgentLoadError)) throw err;

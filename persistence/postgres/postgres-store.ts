@@ -310,7 +310,7 @@ export class PostgresStore implements Store {
     if (this.node !== undefined) await this.claim(sid, this.node);
     const [rows, queue] = await Promise.all([
       this.read<SessionRowWithCounts>(
-        `SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision,
+        `SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision, agent_session_id,
                 (SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE messages.sid = sessions.sid) AS message_count,
                 (SELECT COUNT(*)::int FROM submits WHERE submits.sid = sessions.sid) AS submit_count
          FROM sessions WHERE sid = $1`,

@@ -37,6 +37,7 @@ const SQL: Record<StatementName, string> = {
   deleteQueued: 'DELETE FROM queue WHERE queue_id = $1',
   deleteQueue: 'DELETE FROM queue WHERE sid = $1',
   updateQueueRevision: 'UPDATE sessions SET queue_revision = $1 WHERE sid = $2',
+  updateAgentSession: 'UPDATE sessions SET agent_session_id = $1 WHERE sid = $2',
   // A repeated id takes a new ord, as SQLite's REPLACE gives it a new rowid: it is the newest.
   insertSubmit: `
     INSERT INTO submits (sid, client_message_id, turn_id, queue_id, steered) VALUES ($1, $2, $3, $4, $5)
@@ -60,6 +61,7 @@ const SID_PARAM: Partial<Record<StatementName, number>> = {
   insertQueued: 1,
   deleteQueue: 0,
   updateQueueRevision: 1,
+  updateAgentSession: 1,
   insertSubmit: 0,
   updateSubmit: 1,
   deleteOldestSubmit: 0,

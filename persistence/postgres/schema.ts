@@ -147,6 +147,10 @@ const MIGRATIONS: readonly string[] = [
   );
   INSERT INTO cluster_secret (secret) VALUES (${NEW_CLUSTER_SECRET});
   `,
+  // A guest agent's own session id (AGENT.md §6), committed before its first prompt is sent.
+  `
+  ALTER TABLE sessions ADD COLUMN agent_session_id text;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -103,6 +103,10 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX submits_by_session ON submits (sid);
   `,
+  // A guest agent's own session id (AGENT.md §6), committed before its first prompt is sent.
+  `
+  ALTER TABLE sessions ADD COLUMN agent_session_id TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -64,7 +64,7 @@ export class SqliteStore implements Store {
     this.walSync = syncWalPeriodically(`${file}-wal`);
     // Positions run 0 … n-1 without holes: the last one gives the count from the key, without a scan.
     this.selectSession = db.prepare(`
-      SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision,
+      SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision, agent_session_id,
              (SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE messages.sid = sessions.sid) AS message_count,
              (SELECT COUNT(*) FROM submits WHERE submits.sid = sessions.sid) AS submit_count
       FROM sessions WHERE sid = ?`);

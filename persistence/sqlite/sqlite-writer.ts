@@ -37,6 +37,7 @@ const SQL: Record<StatementName, string> = {
   deleteQueued: 'DELETE FROM queue WHERE queue_id = ?',
   deleteQueue: 'DELETE FROM queue WHERE sid = ?',
   updateQueueRevision: 'UPDATE sessions SET queue_revision = ? WHERE sid = ?',
+  updateAgentSession: 'UPDATE sessions SET agent_session_id = ? WHERE sid = ?',
   // REPLACE deletes the old row and inserts a new one: the repeated id gets the newest rowid.
   insertSubmit: 'INSERT OR REPLACE INTO submits (sid, client_message_id, turn_id, queue_id, steered) VALUES (?, ?, ?, ?, ?)',
   updateSubmit: 'UPDATE submits SET steered = ? WHERE sid = ? AND client_message_id = ?',

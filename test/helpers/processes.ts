@@ -219,7 +219,20 @@ export class Harness {
  */
 async function killStrays(dirs: readonly string[]): Promise<void> {
   if (dirs.length === 0) return;
-  const strays: number[] = [];
+  const strays = processesNaming(dirs);
+  for (const pid of strays) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+  await Promise.all(strays.map((pid) => waitGone(pid, 5_000)));
+}
+
+/** The live processes (not zombies) whose command line names one of `texts`, counted from /proc. */
+export function processesNaming(texts: readonly string[]): number[] {
+  const found: number[] = [];
   for (const entry of readdirSync('/proc')) {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
@@ -229,16 +242,9 @@ async function killStrays(dirs: readonly string[]): Promise<void> {
     } catch {
       continue;
     }
-    if (dirs.some((dir) => cmdline.includes(dir))) strays.push(pid);
+    if (texts.some((text) => cmdline.includes(text))) found.push(pid);
   }
-  for (const pid of strays) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone already
-    }
-  }
-  await Promise.all(strays.map((pid) => waitGone(pid, 5_000)));
+  return found;
 }
 
 /** Kills the child's whole group (a daemon's host and an agent's own children too), then reaps the child. */

@@ -1,0 +1,97 @@
+// `--agent acp` (AGENT.md §6): any Agent Client Protocol agent as a turnhost agent. turnhost is the
+// ACP client; the guest keeps its own context, tools and model, and turnhost keeps the rest.
+import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { AgentFailure, type Agent, type AgentEvent, type TurnContext, type TurnResult } from '../agent.js';
+import { secretsRedactor, type Redactor } from '../model/key-redaction.js';
+import type { ConfigSource } from '../agent-config.js';
+import { approvalPolicy, type Policy } from '../model/approval.js';
+import { loadGuestConfig, type GuestConfig } from './guest-config.js';
+import type { GuestLog } from './guest-process.js';
+import { runGuestTurn } from './guest-turn.js';
+import { SessionPool } from './session-pool.js';
+
+/** What a guest keeps itself: its model, its prompt and its context (AGENT.md §6). */
+const GUEST_OWNED_ROUTES = new Set(['session.compress', 'slash.compress', 'slash.model', 'slash.personality', 'slash.prompt']);
+
+export interface GuestAgentOptions extends ConfigSource {
+  log: GuestLog;
+}
+
+export function createGuestAgent(options: GuestAgentOptions): Agent {
+  return new GuestAgent(loadGuestConfig(options), options.home, options.log);
+}
+
+class GuestAgent implements Agent {
+  readonly name = 'acp';
+  private readonly pool: SessionPool;
+  private readonly policy: Policy;
+  private readonly redact: Redactor;
+
+  constructor(
+    private readonly config: GuestConfig,
+    private readonly home: string,
+    log: GuestLog,
+  ) {
+    this.pool = new SessionPool(config, log);
+    this.redact = secretsRedactor(config.secrets);
+    this.policy = approvalPolicy(config.approval, Object.keys(config.mcpServers));
+  }
+
+  async runTurn(turn: TurnContext): Promise<TurnResult> {
+    const guarded = this.config.secrets.length === 0 ? turn : withoutSecrets(turn, this.redact);
+    try {
+      const live = await this.pool.acquire(guarded, this.workFolder(turn));
+      let outcome;
+      try {
+        outcome = await runGuestTurn(this.config, live, guarded, this.policy);
+      } catch (err) {
+        // What the guest remembers of a failed turn is unknown: its next turn loads the session again.
+        this.pool.turnFailed(live);
+        throw err;
+      }
+      this.pool.turnEnded(live, turn.history.length + outcome.storedMessages);
+      return { ...outcome.result, reply: this.redact(outcome.result.reply) };
+    } catch (err) {
+      throw err instanceof AgentFailure ? new AgentFailure(err.reason, this.redact(err.message)) : new Error(this.redact((err as Error).message));
+    }
+  }
+
+  refusesRoute(route: string): string | null {
+    return GUEST_OWNED_ROUTES.has(route) ? `${route} is not served by a guest agent: it keeps its own model, prompt and context (AGENT.md §6)` : null;
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+
+  /** The session's own cwd, else acp.cwd, else a folder of its own in the home (made 0700). */
+  private workFolder(turn: TurnContext): string {
+    if (turn.cwd !== null) return turn.cwd;
+    if (this.config.cwd !== undefined) return this.config.cwd;
+    const folder = join(this.home, 'workspaces', folderName(turn.sid));
+    mkdirSync(folder, { recursive: true, mode: 0o700 });
+    return folder;
+  }
+}
+
+/** A session id as one safe path segment; ids with other characters get a digest, so two never share a folder. */
+function folderName(sid: string): string {
+  if (/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(sid)) return sid;
+  return `${sid.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 60)}-${createHash('sha256').update(sid).digest('hex').slice(0, 16)}`;
+}
+
+/**
+ * The turn as the guest's part sees it, with the guest's secrets taken out of everything it
+ * sends on: events, history, questions (AGENT.md §6: never in a frame, an event or a row).
+ */
+function withoutSecrets(turn: TurnContext, redact: Redactor): TurnContext {
+  const clean = <T>(value: T): T => JSON.parse(redact(JSON.stringify(value))) as T;
+  return {
+    ...turn,
+    emit: (event: AgentEvent) => turn.emit(clean(event)),
+    append: (message) => turn.append(clean(message)),
+    ask: (method, params, options) => turn.ask(method, clean(params), options),
+  };
+}

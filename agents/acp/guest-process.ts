@@ -1,0 +1,169 @@
+// One guest agent process (AGENT.md §6): spawned with only the environment its config gives it,
+// spoken to in ACP over its stdin/stdout, its stderr logged quoted, and ended on demand. It stays
+// in the host's process group: a host that dies (kill -9 included) takes it along, because the
+// supervisor ends the whole group of a dead host.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { type AnyMessage, type ClientApp, type ClientConnection, type Stream } from '@agentclientprotocol/sdk';
+import { LineReader } from '../../protocol/line-reader.js';
+import type { GuestConfig } from './guest-config.js';
+
+/** The longest line a guest may send: a transcript replayed by a load is many lines, none this long. */
+const MAX_GUEST_LINE_BYTES = 8 * 1024 * 1024;
+/** Lines of its stderr kept to explain an exit. */
+const STDERR_TAIL = 5;
+/** A logged stderr or garbage line is cut here: a runaway guest must not fill the log. */
+const LOGGED_LINE_MAX = 2000;
+/** After SIGTERM, how long a guest has to exit before SIGKILL. */
+const END_GRACE_MS = 2000;
+
+export interface GuestLog {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+export interface GuestExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The spawn itself failed (no such command, say). */
+  error?: string;
+}
+
+export class GuestProcess {
+  readonly connection: ClientConnection;
+  /** Resolves when the process has exited (or could not be started). */
+  readonly exited: Promise<GuestExit>;
+  private readonly stderrTail: string[] = [];
+  private exit: GuestExit | null = null;
+
+  constructor(
+    private readonly config: GuestConfig,
+    private readonly child: ChildProcess,
+    app: ClientApp,
+    private readonly log: GuestLog,
+    private readonly sid: string,
+  ) {
+    this.exited = new Promise((resolve) => {
+      child.once('error', (err) => {
+        this.exit ??= { code: null, signal: null, error: err.message };
+        resolve(this.exit);
+      });
+      child.once('exit', (code, signal) => {
+        this.exit ??= { code, signal };
+        resolve(this.exit);
+      });
+    });
+    this.readStderr();
+    this.connection = app.connect(this.messageStream());
+    // A guest that exits closes its side: requests waiting on it fail at once, not at their timeouts.
+    void this.exited.then(() => this.connection.close(new Error(this.describeExit())));
+  }
+
+  static start(config: GuestConfig, cwd: string, app: ClientApp, log: GuestLog, sid: string): GuestProcess {
+    const child = spawn(config.command, config.args, { cwd, env: config.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    return new GuestProcess(config, child, app, log, sid);
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get alive(): boolean {
+    return this.exit === null;
+  }
+
+  /** Why the guest is gone: its exit code or signal and the last lines of its stderr, naming the command. */
+  describeExit(): string {
+    const exit = this.exit;
+    const how = exit === null ? 'is running' : exit.error !== undefined ? `could not be started: ${exit.error}` : exit.signal !== null ? `was ended by ${exit.signal}` : `exited with code ${exit.code}`;
+    const tail = this.stderrTail.length === 0 ? '' : `; its stderr ends: ${this.stderrTail.join(' | ')}`;
+    return `the guest agent ${JSON.stringify(this.config.command)} ${how}${tail}`;
+  }
+
+  /** True once the guest has exited, waiting up to `ms` for it. */
+  async exitedWithin(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
+    const exit = await Promise.race([this.exited, late]);
+    clearTimeout(timer);
+    return exit !== null;
+  }
+
+  /** Ends the guest: SIGTERM, then SIGKILL after a grace; resolves once it has exited. */
+  async end(): Promise<void> {
+    if (this.exit !== null) return;
+    this.connection.close();
+    this.signal('SIGTERM');
+    const timer = setTimeout(() => this.signal('SIGKILL'), END_GRACE_MS);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  private signal(signal: NodeJS.Signals): void {
+    if (this.exit !== null) return;
+    try {
+      this.child.kill(signal);
+    } catch {
+      // gone already: its exit event follows
+    }
+  }
+
+  /** stderr is the guest's to write: logged quoted, line by line, never read as a record. */
+  private readStderr(): void {
+    const reader = new LineReader({
+      line: (text) => {
+        const line = text.slice(0, LOGGED_LINE_MAX);
+        this.stderrTail.push(line.slice(0, 300));
+        if (this.stderrTail.length > STDERR_TAIL) this.stderrTail.shift();
+        this.log.info({ name: 'acp-stderr', sid: this.sid, line }, 'guest agent stderr');
+      },
+      oversized: () => this.log.warn({ name: 'acp-stderr', sid: this.sid }, 'a guest stderr line over the bound was skipped'),
+    }, MAX_GUEST_LINE_BYTES);
+    this.child.stderr?.on('data', (chunk: Buffer) => reader.push(chunk));
+  }
+
+  /**
+   * The guest's stdout as JSON-RPC messages, each line parsed once: a line that is not a JSON-RPC
+   * object is logged and skipped, never answered (a guest that prints to stdout by mistake must
+   * not be sent errors it did not ask for).
+   */
+  private messageStream(): Stream {
+    const child = this.child;
+    const log = this.log;
+    const sid = this.sid;
+    const readable = new ReadableStream<AnyMessage>({
+      start(controller) {
+        const reader = new LineReader({
+          line: (text) => {
+            const message = parseMessage(text);
+            if (message !== null) controller.enqueue(message);
+            else if (text.trim() !== '') log.warn({ name: 'acp-garbage', sid, line: text.slice(0, LOGGED_LINE_MAX) }, 'a line from the guest agent is not JSON-RPC: skipped');
+          },
+          oversized: () => log.warn({ name: 'acp-garbage', sid }, `a line from the guest agent over ${MAX_GUEST_LINE_BYTES} bytes was skipped`),
+        }, MAX_GUEST_LINE_BYTES);
+        child.stdout?.on('data', (chunk: Buffer) => reader.push(chunk));
+        child.stdout?.once('end', () => controller.close());
+      },
+    });
+    const writable = new WritableStream<AnyMessage>({
+      write(message) {
+        if (child.stdin?.writable) child.stdin.write(`${JSON.stringify(message)}\n`);
+      },
+    });
+    // A guest that exits while a line is being written must not take the host with an EPIPE.
+    child.stdin?.on('error', () => {});
+    return { readable, writable };
+  }
+}
+
+function parseMessage(text: string): AnyMessage | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || (value as { jsonrpc?: unknown }).jsonrpc !== '2.0') return null;
+  return value as AnyMessage;
+}
+
+

@@ -1,0 +1,182 @@
+// One turn of a guest agent (AGENT.md §6): the prompt sent as `session/prompt`, the guest's
+// updates streamed as events, its tool calls kept in the history in the Chat Completions shape,
+// its questions asked through the approval policy, an interrupt sent as `session/cancel`.
+import { RequestError, type CreateElicitationRequest, type RequestPermissionRequest, type RequestPermissionResponse, type SessionUpdate, type StopReason } from '@agentclientprotocol/sdk';
+import { AgentFailure, type TurnContext, type TurnResult, type TurnUsage } from '../agent.js';
+import type { Policy } from '../model/approval.js';
+import type { GuestConfig } from './guest-config.js';
+import {
+  approvalParams,
+  argumentsText,
+  chooseKind,
+  clarifyParams,
+  elicitationAnswer,
+  permissionOutcome,
+  STOP_WORDS,
+  toolName,
+  toolResultText,
+  turnStop,
+  updateEvent,
+} from './guest-mapping.js';
+import type { LiveSession, TurnSink } from './live-session.js';
+
+/** A tool call the guest made in this turn, until its result is in. */
+interface OpenToolCall {
+  name: string;
+  arguments: string;
+  /** The reply text the guest wrote before it: the assistant message that carries the call. */
+  textBefore: string;
+}
+
+/** A guest whose connection closed has this long to be seen exiting, so its exit code and stderr explain the failure. */
+const EXIT_WAIT_MS = 2000;
+
+const CANCELLED: RequestPermissionResponse = { outcome: { outcome: 'cancelled' } };
+
+export interface GuestTurnOutcome {
+  result: TurnResult;
+  /** The messages the session stores for this turn (the prompt, the tool calls and results, the reply): the history the guest has seen. */
+  storedMessages: number;
+}
+
+export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn: TurnContext, policy: Policy): Promise<GuestTurnOutcome> {
+  const record = new TurnRecord(turn);
+  live.sink = turnSink(record, turn, policy);
+  const cancel = cancelOnInterrupt(config, live, turn);
+  let stopReason: StopReason;
+  try {
+    stopReason = await prompt(config, live, turn);
+  } catch (err) {
+    // An interrupt that ended the guest (no answer within cancel_timeout_s) still ends the turn interrupted.
+    if (!turn.signal.aborted) throw err;
+    stopReason = 'cancelled';
+  } finally {
+    cancel.dispose();
+    live.sink = null;
+  }
+  const stop = turnStop(stopReason);
+  if (stop.status !== undefined) turn.emit({ type: 'status.update', kind: stop.status, text: STOP_WORDS[stop.status] });
+  const reply = record.finish();
+  const result: TurnResult = { reply, ...(record.usage ? { usage: record.usage } : {}), ...(stop.finishReason ? { finishReason: stop.finishReason } : {}) };
+  // The host stores an interrupted turn's reply only when it has text.
+  const replyStored = !turn.signal.aborted || reply !== '';
+  return { result, storedMessages: 1 + record.appended + (replyStored ? 1 : 0) };
+}
+
+/** session/prompt, failing clearly when the guest exits or answers with an error. */
+async function prompt(config: GuestConfig, live: LiveSession, turn: TurnContext): Promise<StopReason> {
+  const exited = live.process.exited.then((): never => {
+    throw new AgentFailure('upstream', `${live.process.describeExit()} during the turn`);
+  });
+  try {
+    const response = await Promise.race([
+      live.process.connection.agent.request('session/prompt', { sessionId: live.sessionId, prompt: [{ type: 'text', text: turn.prompt }] }),
+      exited,
+    ]);
+    return response.stopReason;
+  } catch (err) {
+    if (err instanceof AgentFailure) throw err;
+    // The guest's stdout closed before its exit was seen: the exit says more than the closed connection.
+    if (live.process.connection.signal.aborted && (await live.process.exitedWithin(EXIT_WAIT_MS))) {
+      throw new AgentFailure('upstream', `${live.process.describeExit()} during the turn`);
+    }
+    const message = err instanceof RequestError ? err.message : (err as Error).message;
+    throw new AgentFailure('upstream', `the guest agent ${JSON.stringify(config.command)} answered session/prompt with an error: ${message}`);
+  }
+}
+
+/**
+ * An interrupt sends session/cancel; a guest whose prompt has not returned within
+ * cancel_timeout_s is ended (its pending prompt then fails, and the turn ends interrupted).
+ */
+function cancelOnInterrupt(config: GuestConfig, live: LiveSession, turn: TurnContext): { dispose(): void } {
+  let timer: NodeJS.Timeout | null = null;
+  const onAbort = (): void => {
+    void live.process.connection.agent.notify('session/cancel', { sessionId: live.sessionId }).catch(() => {});
+    timer = setTimeout(() => void live.process.end(), config.cancelTimeoutMs);
+  };
+  if (turn.signal.aborted) onAbort();
+  else turn.signal.addEventListener('abort', onAbort, { once: true });
+  return {
+    dispose() {
+      turn.signal.removeEventListener('abort', onAbort);
+      if (timer !== null) clearTimeout(timer);
+    },
+  };
+}
+
+function turnSink(record: TurnRecord, turn: TurnContext, policy: Policy): TurnSink {
+  return {
+    update: (update) => record.update(update),
+    async permission(request: RequestPermissionRequest): Promise<RequestPermissionResponse> {
+      const tool = toolName(request.toolCall.kind);
+      const decision = policy({ name: tool });
+      if (decision === 'allow') return chooseKind(request.options, 'allow_once');
+      if (decision === 'deny') return chooseKind(request.options, 'reject_once');
+      const answer = await turn.ask('approval.request', approvalParams(request));
+      if (turn.signal.aborted) return CANCELLED;
+      return permissionOutcome(request.options, answer);
+    },
+    async elicitation(request: CreateElicitationRequest) {
+      const answer = await turn.ask('clarify.request', clarifyParams(request));
+      return elicitationAnswer(request, answer);
+    },
+  };
+}
+
+/** What the turn adds to the session: its events, and its tool calls and reply for the history. */
+class TurnRecord {
+  private text = '';
+  private readonly open = new Map<string, OpenToolCall>();
+  usage: TurnUsage | undefined;
+  appended = 0;
+
+  constructor(private readonly turn: TurnContext) {}
+
+  update(update: SessionUpdate): void {
+    switch (update.sessionUpdate) {
+      case 'tool_call':
+        this.startTool(update.toolCallId, update.kind, update.title, update.rawInput);
+        if (update.status === 'completed' || update.status === 'failed') this.completeTool(update.toolCallId, update.status === 'completed', toolResultText(update.content, update.rawOutput));
+        return;
+      case 'tool_call_update': {
+        const call = this.open.get(update.toolCallId);
+        if (call !== undefined && update.rawInput !== undefined) call.arguments = argumentsText(update.rawInput);
+        if (update.status === 'completed' || update.status === 'failed') this.completeTool(update.toolCallId, update.status === 'completed', toolResultText(update.content, update.rawOutput));
+        return;
+      }
+      case 'usage_update':
+        // ACP reports the tokens in the guest's context, not a turn's own: the last report is the turn's.
+        this.usage = { prompt_tokens: update.used, completion_tokens: 0, calls: 1 };
+        return;
+    }
+    const event = updateEvent(update);
+    if (event === null) return;
+    if (event.type === 'message.delta') this.text += event.text;
+    this.turn.emit(event);
+  }
+
+  /** The reply: what the guest wrote after its last tool call. Calls without a result are kept as such. */
+  finish(): string {
+    for (const id of [...this.open.keys()]) this.completeTool(id, false, '(no result: the turn ended first)', false);
+    return this.text;
+  }
+
+  private startTool(id: string, kind: string | null | undefined, title: string | null | undefined, rawInput: unknown): void {
+    if (this.open.has(id)) return;
+    const call: OpenToolCall = { name: toolName(kind), arguments: argumentsText(rawInput), textBefore: this.text };
+    this.text = '';
+    this.open.set(id, call);
+    this.turn.emit({ type: 'tool.start', id, name: call.name, arguments: call.arguments, ...(title ? { title } : {}) });
+  }
+
+  private completeTool(id: string, ok: boolean, result: string, announce = true): void {
+    const call = this.open.get(id);
+    if (call === undefined) return;
+    this.open.delete(id);
+    if (announce) this.turn.emit({ type: 'tool.complete', id, ok, summary: result });
+    this.turn.append({ role: 'assistant', content: call.textBefore, tool_calls: [{ id, type: 'function', function: { name: call.name, arguments: call.arguments } }] });
+    this.turn.append({ role: 'tool', tool_call_id: id, content: result });
+    this.appended += 2;
+  }
+}

@@ -1,0 +1,145 @@
+// A live guest session (AGENT.md §6): one guest process holding one ACP session of one turnhost
+// session. Made live at a turn: the process started, `initialize`, then `session/load` with the
+// stored id when the guest can load, else `session/new` (whose id is committed before any prompt).
+// While a turn runs, the guest's updates and questions go to that turn; at other times (a load
+// replaying its transcript) they make nothing.
+import {
+  client,
+  PROTOCOL_VERSION,
+  RequestError,
+  type CreateElicitationRequest,
+  type CreateElicitationResponse,
+  type McpServer,
+  type RequestPermissionRequest,
+  type RequestPermissionResponse,
+  type SessionUpdate,
+} from '@agentclientprotocol/sdk';
+import { AgentFailure, type TurnContext } from '../agent.js';
+import { packageVersion } from '../../bin/build-info.js';
+import type { McpServerConfig } from '../agent-config.js';
+import type { GuestConfig } from './guest-config.js';
+import { GuestProcess, type GuestLog } from './guest-process.js';
+
+/** ACP's "authentication required" (AGENT.md §6: a turn error of reason `auth`). */
+const AUTH_REQUIRED = -32000;
+
+/** Where a running turn hears from its guest. */
+export interface TurnSink {
+  update(update: SessionUpdate): void;
+  permission(request: RequestPermissionRequest, signal: AbortSignal): Promise<RequestPermissionResponse>;
+  elicitation(request: CreateElicitationRequest, signal: AbortSignal): Promise<CreateElicitationResponse>;
+}
+
+export class LiveSession {
+  /** The running turn's sink; null between turns. */
+  sink: TurnSink | null = null;
+  busy = false;
+  lastUsedMs = Date.now();
+  /** How many history messages the guest has seen: a session changed elsewhere (another node's turns) is loaded again. */
+  knownHistory = 0;
+  idleTimer: NodeJS.Timeout | null = null;
+
+  private constructor(
+    readonly sid: string,
+    readonly process: GuestProcess,
+    readonly sessionId: string,
+  ) {}
+
+  get healthy(): boolean {
+    return this.process.alive;
+  }
+
+  /** Makes a session live for its turn; throws AgentFailure (the process ended) when the guest cannot. */
+  static async open(config: GuestConfig, turn: TurnContext, cwd: string, log: GuestLog): Promise<LiveSession> {
+    let live: LiveSession | null = null;
+    const app = client({ name: 'turnhost' })
+      .onNotification('session/update', ({ params }) => {
+        if (params.sessionId === live?.sessionId) live.sink?.update(params.update);
+      })
+      .onRequest('session/request_permission', ({ params, signal }) => live?.sink?.permission(params, signal) ?? { outcome: { outcome: 'cancelled' } })
+      .onRequest('elicitation/create', ({ params, signal }) => live?.sink?.elicitation(params, signal) ?? ({ action: 'decline' } as CreateElicitationResponse));
+    const guest = GuestProcess.start(config, cwd, app, log, turn.sid);
+    const deadline = AbortSignal.timeout(config.startTimeoutMs);
+    try {
+      const sessionId = await withinStart(config, guest, deadline, () => startSession(config, guest, turn, cwd));
+      live = new LiveSession(turn.sid, guest, sessionId);
+      return live;
+    } catch (err) {
+      await guest.end();
+      throw err;
+    }
+  }
+
+  async end(): Promise<void> {
+    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
+    await this.process.end();
+  }
+}
+
+/** initialize, then load or new: the session id the prompt goes to. */
+async function startSession(config: GuestConfig, guest: GuestProcess, turn: TurnContext, cwd: string): Promise<string> {
+  const agent = guest.connection.agent;
+  const init = await agent.request('initialize', {
+    protocolVersion: PROTOCOL_VERSION,
+    // No fs or terminal: a guest uses its own tools. Elicitations are asked as clarify questions.
+    clientCapabilities: { elicitation: { form: {} } },
+    clientInfo: { name: 'turnhost', version: packageVersion() },
+  });
+  const mcpServers = stdioServers(config.mcpServers);
+  const stored = turn.agentSessionId;
+  if (stored !== null && init.agentCapabilities?.loadSession === true) {
+    try {
+      await agent.request('session/load', { sessionId: stored, cwd, mcpServers });
+      return stored;
+    } catch (err) {
+      if (!(err instanceof RequestError)) throw err;
+      // Its memory is not where this guest keeps it (another node's folder, a cleared one): start anew, and say so.
+      turn.emit({ type: 'status.update', kind: 'context', text: `the agent could not load its session (${err.message}): it starts without its memory of the ${turn.history.length} earlier messages` });
+    }
+  } else if (turn.history.length > 0) {
+    const why = stored === null ? 'it has no session of this conversation' : 'it cannot load a session';
+    turn.emit({ type: 'status.update', kind: 'context', text: `the agent starts without its memory of the ${turn.history.length} earlier messages: ${why}` });
+  }
+  let created;
+  try {
+    created = await agent.request('session/new', { cwd, mcpServers });
+  } catch (err) {
+    if (err instanceof RequestError && err.code === AUTH_REQUIRED) throw new AgentFailure('auth', `the guest agent ${JSON.stringify(config.command)} needs authentication: ${err.message}`);
+    throw err;
+  }
+  // Committed before the first prompt: a crash after it loads this session, never a lost one.
+  await turn.keepAgentSession(created.sessionId);
+  return created.sessionId;
+}
+
+/** The start's steps within start_timeout_s, and a guest that exits or errs during them, as one clear failure. */
+async function withinStart<T>(config: GuestConfig, guest: GuestProcess, deadline: AbortSignal, step: () => Promise<T>): Promise<T> {
+  const command = JSON.stringify(config.command);
+  let onTimeout!: () => void;
+  const timedOut = new Promise<never>((_, reject) => {
+    onTimeout = () => reject(new AgentFailure('upstream', `the guest agent ${command} did not start its session within ${config.startTimeoutMs / 1000} s (initialize, then session/new or session/load)`));
+    deadline.addEventListener('abort', onTimeout, { once: true });
+  });
+  const exited = guest.exited.then((): never => {
+    throw new AgentFailure('upstream', guest.describeExit());
+  });
+  try {
+    return await Promise.race([step(), timedOut, exited]);
+  } catch (err) {
+    if (err instanceof AgentFailure) throw err;
+    if (!guest.alive) throw new AgentFailure('upstream', guest.describeExit());
+    throw new AgentFailure('upstream', `the guest agent ${command} failed to start its session: ${(err as Error).message}`);
+  } finally {
+    deadline.removeEventListener('abort', onTimeout);
+  }
+}
+
+/** The config's MCP servers, given to the guest as stdio servers (AGENT.md §6). */
+function stdioServers(servers: Readonly<Record<string, McpServerConfig>>): McpServer[] {
+  return Object.entries(servers).map(([name, server]) => ({
+    name,
+    command: server.command,
+    args: server.args,
+    env: Object.entries(server.env).map(([key, value]) => ({ name: key, value })),
+  }));
+}

@@ -1,0 +1,93 @@
+// The live guest sessions (AGENT.md §6): at most `max_live_sessions` at once, the least recently
+// used released first; one idle for `idle_secs` released; a released session loads again at its
+// next turn. A session's turns never overlap (its session actor runs one at a time), so a live
+// session belongs to one turn at a time.
+import type { TurnContext } from '../agent.js';
+import type { GuestConfig } from './guest-config.js';
+import type { GuestLog } from './guest-process.js';
+import { LiveSession } from './live-session.js';
+
+export class SessionPool {
+  /** In use order: the first is the least recently used. */
+  private readonly live = new Map<string, LiveSession>();
+  private closed = false;
+
+  constructor(
+    private readonly config: GuestConfig,
+    private readonly log: GuestLog,
+  ) {}
+
+  get size(): number {
+    return this.live.size;
+  }
+
+  /**
+   * The session's live guest for this turn, made live when it is not (or when its guest died, or
+   * its history moved on without it). The caller gives it back with `turnEnded`.
+   */
+  async acquire(turn: TurnContext, cwd: string): Promise<LiveSession> {
+    if (this.closed) throw new Error('the guest agents are closing');
+    let session = this.live.get(turn.sid);
+    if (session !== undefined && (!session.healthy || session.knownHistory !== turn.history.length)) {
+      await this.release(turn.sid);
+      session = undefined;
+    }
+    if (session === undefined) {
+      session = await LiveSession.open(this.config, turn, cwd, this.log);
+      this.log.info({ sid: turn.sid, pid: session.process.pid, acp_session: session.sessionId }, 'guest session live');
+    }
+    this.live.delete(turn.sid);
+    this.live.set(turn.sid, session);
+    session.busy = true;
+    if (session.idleTimer !== null) clearTimeout(session.idleTimer);
+    session.idleTimer = null;
+    this.releaseOverBound();
+    return session;
+  }
+
+  /** The turn is over: the session is idle from now, and counted against the bound again. */
+  turnEnded(session: LiveSession, historyLength: number): void {
+    session.busy = false;
+    session.sink = null;
+    session.knownHistory = historyLength;
+    session.lastUsedMs = Date.now();
+    if (this.live.get(session.sid) !== session) return;
+    if (!session.healthy) {
+      void this.release(session.sid);
+      return;
+    }
+    session.idleTimer = setTimeout(() => void this.release(session.sid), this.config.idleMs);
+    session.idleTimer.unref();
+    this.releaseOverBound();
+  }
+
+  turnFailed(session: LiveSession): void {
+    session.busy = false;
+    session.sink = null;
+    if (this.live.get(session.sid) === session) void this.release(session.sid);
+  }
+
+  async release(sid: string): Promise<void> {
+    const session = this.live.get(sid);
+    if (session === undefined) return;
+    this.live.delete(sid);
+    await session.end();
+    this.log.info({ sid, pid: session.process.pid }, 'guest session released');
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.live.keys()].map((sid) => this.release(sid)));
+  }
+
+  /** Past the bound, idle sessions go, least recently used first; busy ones wait for their turns to end. */
+  private releaseOverBound(): void {
+    let over = this.live.size - this.config.maxLiveSessions;
+    for (const [sid, session] of this.live) {
+      if (over <= 0) return;
+      if (session.busy) continue;
+      over--;
+      void this.release(sid);
+    }
+  }
+}

@@ -1,0 +1,71 @@
+// Guest agents (AGENT.md §6) for the tests: an agent config naming a guest, and the guest
+// processes counted from /proc. Every guest's command line names its scene's temp folder, so the
+// harness's cleanup ends any a test left, and a count sees only this scene's guests.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { waitGone } from '../../persistence/proc.js';
+import { Harness, processesNaming, REPO_ROOT } from './processes.js';
+
+export const TS_GUEST = join(REPO_ROOT, 'test', 'fixtures', 'acp-guest.mjs');
+export const PYTHON_GUEST = join(REPO_ROOT, 'examples', 'acp-guest.py');
+
+export interface GuestScene {
+  dir: string;
+  home: string;
+  /** Where the guests keep their sessions: on every guest's command line. */
+  state: string;
+  config: string;
+  /** Writes the agent config: `acp` merged over the scene's guest, and any top-level keys. */
+  write(acp?: Record<string, unknown>, top?: Record<string, unknown>): void;
+  /** The scene's live guest processes. */
+  guests(): number[];
+  /** True once every one of `pids` is gone, false after `ms`. */
+  gone(pids: readonly number[], ms: number): Promise<boolean>;
+}
+
+export function guestScene(h: Harness, guest: 'ts' | 'python' = 'ts', flags: string[] = []): GuestScene {
+  const dir = h.tempDir('turnhost-guest-');
+  const state = join(dir, 'guest-state');
+  const config = join(dir, 'agent.json');
+  const base =
+    guest === 'ts'
+      ? { command: process.execPath, args: [TS_GUEST, '--state', state, ...flags] }
+      : { command: 'python3', args: [PYTHON_GUEST, state], env: { GUEST_STATE_DIR: state } };
+  const scene: GuestScene = {
+    dir,
+    home: join(dir, 'home'),
+    state,
+    config,
+    write(acp = {}, top = {}) {
+      writeFileSync(config, JSON.stringify({ ...top, acp: { ...base, ...acp } }));
+    },
+    guests: () => processesNaming([state]),
+    async gone(pids, ms) {
+      const results = await Promise.all(pids.map((pid) => waitGone(pid, ms)));
+      return results.every(Boolean);
+    },
+  };
+  scene.write();
+  return scene;
+}
+
+/**
+ * Resolves once the home's log file has a line matching `pattern`. The host's records reach the
+ * file through the daemon, on a pipe of their own: no frame says when, so the file is read again
+ * every 50 ms, for at most `ms`.
+ */
+export async function logged(home: string, pattern: RegExp, ms = 5_000): Promise<string> {
+  const file = join(home, 'logs', 'turnhost.log');
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const line = existsSync(file) ? readFileSync(file, 'utf8').split('\n').find((l) => pattern.test(l)) : undefined;
+    if (line !== undefined) return line;
+    if (Date.now() > deadline) throw new Error(`no line matching ${pattern} in ${file} within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The daemon's arguments for a scene's guest. */
+export function guestArgs(scene: GuestScene): string[] {
+  return ['--agent', 'acp', '--agent-config', scene.config];
+}
