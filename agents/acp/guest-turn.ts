@@ -1,7 +1,16 @@
 // One turn of a guest agent (AGENT.md §6): the prompt sent as `session/prompt`, the guest's
 // updates streamed as events, its tool calls kept in the history in the Chat Completions shape,
 // its questions asked through the approval policy, an interrupt sent as `session/cancel`.
-import { RequestError, type CreateElicitationRequest, type RequestPermissionRequest, type RequestPermissionResponse, type SessionUpdate, type StopReason } from '@agentclientprotocol/sdk';
+import {
+  RequestError,
+  type CreateElicitationRequest,
+  type RequestPermissionRequest,
+  type RequestPermissionResponse,
+  type SessionUpdate,
+  type StopReason,
+  type ToolCallContent,
+  type ToolKind,
+} from '@agentclientprotocol/sdk';
 import { AgentFailure, type TurnContext, type TurnResult, type TurnUsage } from '../agent.js';
 import type { Policy } from '../model/approval.js';
 import type { GuestConfig } from './guest-config.js';
@@ -22,10 +31,13 @@ import type { LiveSession, TurnSink } from './live-session.js';
 
 /** A tool call the guest made in this turn, until its result is in. */
 interface OpenToolCall {
-  name: string;
-  arguments: string;
+  kind: ToolKind | null | undefined;
+  title: string | null | undefined;
+  rawInput: unknown;
   /** The reply text the guest wrote before it: the assistant message that carries the call. */
   textBefore: string;
+  /** tool.start was sent: once its input is known (a guest may send the call before its input), or asked about, or done. */
+  announced: boolean;
 }
 
 /** A guest whose connection closed has this long to be seen exiting, so its exit code and stderr explain the failure. */
@@ -109,11 +121,12 @@ function turnSink(record: TurnRecord, turn: TurnContext, policy: Policy): TurnSi
   return {
     update: (update) => record.update(update),
     async permission(request: RequestPermissionRequest): Promise<RequestPermissionResponse> {
-      const tool = toolName(request.toolCall.kind);
-      const decision = policy({ name: tool });
+      // The request may name the call without its kind: the call as the turn knows it has it.
+      const asked = record.toolCallAsked(request);
+      const decision = policy({ name: toolName(asked.toolCall.kind) });
       if (decision === 'allow') return chooseKind(request.options, 'allow_once');
       if (decision === 'deny') return chooseKind(request.options, 'reject_once');
-      const answer = await turn.ask('approval.request', approvalParams(request));
+      const answer = await turn.ask('approval.request', approvalParams(asked));
       if (turn.signal.aborted) return CANCELLED;
       return permissionOutcome(request.options, answer);
     },
@@ -128,6 +141,8 @@ function turnSink(record: TurnRecord, turn: TurnContext, policy: Policy): TurnSi
 class TurnRecord {
   private text = '';
   private readonly open = new Map<string, OpenToolCall>();
+  /** Calls already completed: a late repeat of one is not a new call. */
+  private readonly done = new Set<string>();
   usage: TurnUsage | undefined;
   appended = 0;
 
@@ -136,15 +151,9 @@ class TurnRecord {
   update(update: SessionUpdate): void {
     switch (update.sessionUpdate) {
       case 'tool_call':
-        this.startTool(update.toolCallId, update.kind, update.title, update.rawInput);
-        if (update.status === 'completed' || update.status === 'failed') this.completeTool(update.toolCallId, update.status === 'completed', toolResultText(update.content, update.rawOutput));
+      case 'tool_call_update':
+        this.toolUpdate(update.toolCallId, update);
         return;
-      case 'tool_call_update': {
-        const call = this.open.get(update.toolCallId);
-        if (call !== undefined && update.rawInput !== undefined) call.arguments = argumentsText(update.rawInput);
-        if (update.status === 'completed' || update.status === 'failed') this.completeTool(update.toolCallId, update.status === 'completed', toolResultText(update.content, update.rawOutput));
-        return;
-      }
       case 'usage_update':
         // ACP reports the tokens in the guest's context, not a turn's own: the last report is the turn's.
         this.usage = { prompt_tokens: update.used, completion_tokens: 0, calls: 1 };
@@ -156,27 +165,75 @@ class TurnRecord {
     this.turn.emit(event);
   }
 
+  /** A permission request completed with what the turn knows of its call (its kind, its input), which is then announced. */
+  toolCallAsked(request: RequestPermissionRequest): RequestPermissionRequest {
+    const id = request.toolCall.toolCallId;
+    const call = this.toolUpdate(id, request.toolCall);
+    if (call === undefined) return request;
+    if (!call.announced) this.announce(id, call);
+    return { ...request, toolCall: { ...request.toolCall, kind: call.kind ?? null, title: call.title ?? null, rawInput: call.rawInput } };
+  }
+
   /** The reply: what the guest wrote after its last tool call. Calls without a result are kept as such. */
   finish(): string {
     for (const id of [...this.open.keys()]) this.completeTool(id, false, '(no result: the turn ended first)', false);
     return this.text;
   }
 
-  private startTool(id: string, kind: string | null | undefined, title: string | null | undefined, rawInput: unknown): void {
-    if (this.open.has(id)) return;
-    const call: OpenToolCall = { name: toolName(kind), arguments: argumentsText(rawInput), textBefore: this.text };
-    this.text = '';
-    this.open.set(id, call);
-    this.turn.emit({ type: 'tool.start', id, name: call.name, arguments: call.arguments, ...(title ? { title } : {}) });
+  /**
+   * A tool call's news: its first sight opens it; later ones (the same call sent again with its
+   * input, an update) fill in its kind, title and input; a final status completes it.
+   */
+  private toolUpdate(id: string, news: ToolCallNews): OpenToolCall | undefined {
+    let call = this.open.get(id);
+    if (call === undefined) {
+      if (this.done.has(id)) return undefined;
+      call = { kind: null, title: null, rawInput: undefined, textBefore: this.text, announced: false };
+      this.text = '';
+      this.open.set(id, call);
+    }
+    if (news.kind) call.kind = news.kind;
+    if (news.title) call.title = news.title;
+    if (hasInput(news.rawInput)) call.rawInput = news.rawInput;
+    const final = news.status === 'completed' || news.status === 'failed';
+    if (!call.announced && (hasInput(call.rawInput) || final || news.status === 'in_progress')) this.announce(id, call);
+    if (final) this.completeTool(id, news.status === 'completed', toolResultText(news.content, news.rawOutput));
+    return call;
+  }
+
+  private announce(id: string, call: OpenToolCall): void {
+    call.announced = true;
+    this.turn.emit({ type: 'tool.start', id, name: toolName(call.kind), arguments: argumentsText(call.rawInput), ...(call.title ? { title: call.title } : {}) });
   }
 
   private completeTool(id: string, ok: boolean, result: string, announce = true): void {
     const call = this.open.get(id);
     if (call === undefined) return;
     this.open.delete(id);
-    if (announce) this.turn.emit({ type: 'tool.complete', id, ok, summary: result });
-    this.turn.append({ role: 'assistant', content: call.textBefore, tool_calls: [{ id, type: 'function', function: { name: call.name, arguments: call.arguments } }] });
+    this.done.add(id);
+    if (announce) {
+      if (!call.announced) this.announce(id, call);
+      this.turn.emit({ type: 'tool.complete', id, ok, summary: result });
+    }
+    const name = toolName(call.kind);
+    this.turn.append({ role: 'assistant', content: call.textBefore, tool_calls: [{ id, type: 'function', function: { name, arguments: argumentsText(call.rawInput) } }] });
     this.turn.append({ role: 'tool', tool_call_id: id, content: result });
     this.appended += 2;
   }
+}
+
+/** What a tool_call, a tool_call_update or a permission request's call may say of a call. */
+interface ToolCallNews {
+  kind?: ToolKind | null;
+  title?: string | null;
+  status?: string | null;
+  rawInput?: unknown;
+  rawOutput?: unknown;
+  content?: ToolCallContent[] | null;
+}
+
+/** A guest that sends a call before its input sends `{}` (or nothing) first. */
+function hasInput(rawInput: unknown): boolean {
+  if (rawInput === undefined || rawInput === null) return false;
+  return typeof rawInput !== 'object' || Object.keys(rawInput).length > 0;
 }

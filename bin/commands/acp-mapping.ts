@@ -9,8 +9,9 @@ import type {
   RequestPermissionRequest,
   RequestPermissionResponse,
   SessionUpdate,
+  ToolKind,
 } from '@agentclientprotocol/sdk';
-import type { ApprovalRequest, ClarifyRequest, HistoryMessage, SessionEvent } from '../../client/types.js';
+import type { ApprovalAnswer, ApprovalRequest, ClarifyRequest, HistoryMessage, SessionEvent } from '../../client/types.js';
 
 /** The model's context window when the agent does not say (AGENT.md's `context_tokens` default). */
 const DEFAULT_CONTEXT_TOKENS = 128_000;
@@ -44,7 +45,14 @@ export function updateOf(event: SessionEvent): SessionUpdate | null {
     case 'reasoning.delta':
       return event.payload.text === '' ? null : { sessionUpdate: 'agent_thought_chunk', content: text(event.payload.text) };
     case 'tool.start':
-      return { sessionUpdate: 'tool_call', toolCallId: event.payload.id, title: event.payload.name, status: 'in_progress', kind: 'other', ...(event.payload.arguments === undefined ? {} : { rawInput: event.payload.arguments }) };
+      return {
+        sessionUpdate: 'tool_call',
+        toolCallId: event.payload.id,
+        title: event.payload.title ?? event.payload.name,
+        status: 'in_progress',
+        kind: kindOf(event.payload.name),
+        ...(event.payload.arguments === undefined ? {} : { rawInput: event.payload.arguments }),
+      };
     case 'tool.complete': {
       const { summary } = event.payload as { summary?: string };
       return {
@@ -74,7 +82,7 @@ export function historyUpdates(messages: readonly HistoryMessage[]): SessionUpda
       case 'assistant':
         if (message.content !== '') updates.push({ sessionUpdate: 'agent_message_chunk', content: text(message.content) });
         for (const call of message.tool_calls ?? []) {
-          updates.push({ sessionUpdate: 'tool_call', toolCallId: call.id, title: call.function.name, status: 'in_progress', kind: 'other', rawInput: call.function.arguments });
+          updates.push({ sessionUpdate: 'tool_call', toolCallId: call.id, title: call.function.name, status: 'in_progress', kind: kindOf(call.function.name), rawInput: call.function.arguments });
         }
         break;
       case 'tool':
@@ -90,20 +98,41 @@ export function historyUpdates(messages: readonly HistoryMessage[]): SessionUpda
 const ALLOW = 'allow';
 const REJECT = 'reject';
 
+/** A guest agent's tools are named for their ACP kind (AGENT.md §6): an editor sees that kind again. */
+function kindOf(tool: string | undefined): ToolKind {
+  const kind = tool?.startsWith('acp_') ? tool.slice('acp_'.length) : '';
+  return (TOOL_KINDS as readonly string[]).includes(kind) ? (kind as ToolKind) : 'other';
+}
+
+const TOOL_KINDS = ['read', 'edit', 'delete', 'move', 'search', 'execute', 'think', 'fetch', 'switch_mode', 'other'] as const satisfies readonly ToolKind[];
+
+/** The editor is offered a guest agent's own options when it has them (Claude Code's "Always Allow"), else allow and reject. */
 export function approvalPermission(sessionId: string, request: ApprovalRequest): RequestPermissionRequest {
+  const options: PermissionOption[] = request.options?.length
+    ? request.options.map((option) => ({ optionId: option.option_id, name: option.name, kind: option.kind as PermissionOption['kind'] }))
+    : [
+        { optionId: ALLOW, name: 'Allow', kind: 'allow_once' },
+        { optionId: REJECT, name: 'Reject', kind: 'reject_once' },
+      ];
   return {
     sessionId,
-    toolCall: { toolCallId: request.id, title: request.question, status: 'pending', ...(request.tool ? { name: request.tool } : {}), ...(request.arguments === undefined ? {} : { rawInput: request.arguments }) },
-    options: [
-      { optionId: ALLOW, name: 'Allow', kind: 'allow_once' },
-      { optionId: REJECT, name: 'Reject', kind: 'reject_once' },
-    ],
+    toolCall: {
+      toolCallId: request.id,
+      title: request.question,
+      status: 'pending',
+      ...(request.tool ? { name: request.tool, kind: kindOf(request.tool) } : {}),
+      ...(request.arguments === undefined ? {} : { rawInput: request.arguments }),
+    },
+    options,
   };
 }
 
-/** true approves, false refuses, null: the editor cancelled (the agent reads a declined answer). */
-export function approvalAnswer(response: RequestPermissionResponse): boolean | null {
-  return response.outcome.outcome === 'selected' ? response.outcome.optionId === ALLOW : null;
+/** The editor's choice: a guest's option by its id, else true approves and false refuses; null: the editor cancelled. */
+export function approvalAnswer(request: ApprovalRequest, response: RequestPermissionResponse): ApprovalAnswer {
+  if (response.outcome.outcome !== 'selected') return null;
+  const chosen = response.outcome.optionId;
+  if (request.options?.some((option) => option.option_id === chosen)) return { option_id: chosen };
+  return chosen === ALLOW;
 }
 
 /** The questions of a clarify, one or a batch, each with its id and choices. */

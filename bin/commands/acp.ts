@@ -87,7 +87,7 @@ class AcpBridge {
 
   /** The agent's questions, asked of the editor as its capabilities allow: a form, permission options, or not at all. */
   answerQuestionsThrough(editor: AgentContext): void {
-    this.client.onApproval(async (request, { signal }) => approvalAnswer(await editor.request('session/request_permission', approvalPermission(request.session_id, request), withdrawnBy(signal))));
+    this.client.onApproval(async (request, { signal }) => approvalAnswer(request, await editor.request('session/request_permission', approvalPermission(request.session_id, request), withdrawnBy(signal))));
     this.client.onClarify(async (request, { signal }) => {
       if (this.editorCapabilities.elicitation?.form) {
         return clarifyFromElicitation(request, await editor.request('elicitation/create', clarifyElicitation(request.session_id, request), withdrawnBy(signal)));

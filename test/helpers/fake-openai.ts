@@ -2,8 +2,8 @@
 // SSE in the API's chunk shapes. Each request takes the next scripted reply (or the default
 // one); every request is kept so a test can read what the agent sent. Like the real API, it
 // answers 400 to a request whose tool calls and tool results do not pair up.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { LoopbackServer } from './loopback-server.js';
 import { Waiters } from './waiters.js';
 
 export interface Usage {
@@ -60,27 +60,18 @@ export class FakeOpenAI {
   fallback: (body: ChatBody) => Reply = () => ({ text: ['ok'] });
   /** Off for benchmarks: no request is kept. */
   keepRequests = true;
-  private readonly server: Server;
-  private readonly sockets = new Set<Socket>();
+  private server!: LoopbackServer;
   private readonly arrivals = new Waiters<number>();
   private nextId = 0;
 
-  private constructor() {
-    this.server = createServer((req, res) => void this.handle(req, res));
-    this.server.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.once('close', () => this.sockets.delete(socket));
-    });
-  }
-
   static async start(): Promise<FakeOpenAI> {
     const fake = new FakeOpenAI();
-    await new Promise<void>((resolve) => fake.server.listen(0, '127.0.0.1', resolve));
+    fake.server = await LoopbackServer.start((req, body, res) => fake.handle(req, body, res));
     return fake;
   }
 
   get baseUrl(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+    return `${this.server.origin}/v1`;
   }
 
   reply(...replies: Reply[]): this {
@@ -94,21 +85,18 @@ export class FakeOpenAI {
     await this.arrivals.wait((n) => n >= count, timeoutMs, () => `only ${this.requests.length} of ${count} requests arrived within ${timeoutMs} ms`);
   }
 
-  async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  close(): Promise<void> {
+    return this.server.close();
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
+  private async handle(req: IncomingMessage, raw: Buffer, res: ServerResponse): Promise<void> {
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
       sendError(res, { status: 404, message: `no route ${req.method} ${req.url}` });
       return;
     }
     let body: ChatBody;
     try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatBody;
+      body = JSON.parse(raw.toString('utf8')) as ChatBody;
     } catch {
       sendError(res, { status: 400, message: 'body is not JSON' });
       return;

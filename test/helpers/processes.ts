@@ -221,10 +221,13 @@ async function killStrays(dirs: readonly string[]): Promise<void> {
   if (dirs.length === 0) return;
   const strays = processesNaming(dirs);
   for (const pid of strays) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone already
+    // Its group too: a host leads one, with the guest agents it started in it.
+    for (const target of [-pid, pid]) {
+      try {
+        process.kill(target, 'SIGKILL');
+      } catch {
+        // not a group leader, or gone already
+      }
     }
   }
   await Promise.all(strays.map((pid) => waitGone(pid, 5_000)));

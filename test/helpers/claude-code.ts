@@ -1,0 +1,123 @@
+// Claude Code as a guest (AGENT.md §6), offline: `@zed-industries/claude-code-acp` from the
+// project's node_modules, its HOME a temp folder (it keeps its sessions in ~/.claude there), its
+// model the fake Anthropic API on 127.0.0.1. The fake answers by what the last user message says:
+//   BASH:<command>   a Bash tool_use (then, given the tool's result, `done: <result>`)
+//   SLOW             100 words, 100 ms apart
+//   (anything else)  `Hello from Claude`
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { waitGone } from '../../persistence/proc.js';
+import { filesUnder } from './files.js';
+import { FakeAnthropic, type AnthropicReply, type MessagesBody } from './fake-anthropic.js';
+import { Harness, REPO_ROOT } from './processes.js';
+
+export const CLAUDE_CODE_ACP = join(REPO_ROOT, 'node_modules', '.bin', 'claude-code-acp');
+
+export interface ClaudeScene {
+  fake: FakeAnthropic;
+  dir: string;
+  home: string;
+  /** The session's folder: where Bash runs. */
+  work: string;
+  claudeHome: string;
+  config: string;
+  args: string[];
+  /** The live processes of this scene's Claude Code (the ACP adapter and its CLI), found by their HOME. */
+  processes(): number[];
+  gone(pids: readonly number[], ms: number): Promise<boolean>;
+  /** Resolves once Claude Code's own transcript (under its HOME) holds `text`; it writes it after a turn ends. */
+  transcriptHas(text: string, ms: number): Promise<void>;
+}
+
+export async function claudeScene(h: Harness, top: Record<string, unknown> = {}): Promise<ClaudeScene> {
+  const fake = await FakeAnthropic.start();
+  fake.fallback = modelBehaviour;
+  const dir = h.tempDir('turnhost-claude-');
+  const claudeHome = join(dir, 'claude-home');
+  const work = join(dir, 'work');
+  mkdirSync(claudeHome);
+  mkdirSync(work);
+  const config = join(dir, 'agent.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      ...top,
+      acp: {
+        command: CLAUDE_CODE_ACP,
+        env: {
+          HOME: claudeHome,
+          ANTHROPIC_BASE_URL: fake.baseUrl,
+          DISABLE_TELEMETRY: '1',
+          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+          DISABLE_AUTOUPDATER: '1',
+        },
+        pass_env: ['ANTHROPIC_API_KEY'],
+      },
+    }),
+  );
+  return {
+    fake,
+    dir,
+    home: join(dir, 'home'),
+    work,
+    claudeHome,
+    config,
+    args: ['--agent', 'acp', '--agent-config', config],
+    processes: () => processesWithEnv(`HOME=${claudeHome}`),
+    async gone(pids, ms) {
+      return (await Promise.all(pids.map((pid) => waitGone(pid, ms)))).every(Boolean);
+    },
+    async transcriptHas(text, ms) {
+      // No event says when a guest's own file is written: read again every 50 ms, for at most `ms`.
+      const deadline = Date.now() + ms;
+      const projects = join(claudeHome, '.claude', 'projects');
+      while (!(existsSync(projects) ? filesUnder(projects) : []).some((file) => file.endsWith('.jsonl') && readFileSync(file, 'utf8').includes(text))) {
+        if (Date.now() > deadline) throw new Error(`Claude Code's transcript did not hold ${JSON.stringify(text)} within ${ms} ms`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+  };
+}
+
+/**
+ * The user's newest words in a request: the last text block of the last user message. Claude Code
+ * puts a new prompt in the same message as the previous turn's tool result, or its interrupted
+ * prompt, so only the last block is this turn's.
+ */
+export function lastUserText(body: MessagesBody): string {
+  const last = [...body.messages].reverse().find((m) => m.role === 'user');
+  if (last === undefined) return '';
+  if (typeof last.content === 'string') return last.content;
+  return [...last.content].reverse().find((block) => block.type === 'text')?.text ?? '';
+}
+
+/** Everything a request carried of the conversation, as text: what the model was given to remember. */
+export function conversationText(body: MessagesBody): string {
+  return JSON.stringify(body.messages);
+}
+
+function modelBehaviour(body: MessagesBody): AnthropicReply {
+  const last = body.messages.at(-1);
+  const result = Array.isArray(last?.content) ? last.content.at(-1) : undefined;
+  if (result?.type === 'tool_result') return { text: [`done: ${JSON.stringify(result.content ?? '')}`] };
+  const said = lastUserText(body);
+  const bash = /BASH:(.+)$/m.exec(said);
+  if (bash) return { text: ['Running it. '], tool: { id: `toolu_${Date.now()}`, name: 'Bash', input: { command: bash[1]!.trim(), description: 'run what the user asked' } } };
+  if (said.includes('SLOW')) return { text: Array.from({ length: 100 }, (_, i) => `word${i} `), gapMs: 100 };
+  return { text: ['Hello ', 'from ', 'Claude'] };
+}
+
+/** Live (not zombie) processes whose environment holds `entry` (NAME=value), from /proc. */
+function processesWithEnv(entry: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(entry) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z')) found.push(pid);
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return found;
+}
