@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { readToken } from '../../edge/http-token.js';
 import { startDaemon, TestClient } from '../helpers/daemon.js';
+import { guestArgs, guestScene } from '../helpers/guests.js';
 import { Harness } from '../helpers/processes.js';
 
 const CHROMIUM = '/usr/bin/chromium-headless-shell';
@@ -98,6 +99,20 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await itemCount(page, 'Queue', 1);
     await page.getByRole('button', { name: 'Stop' }).click();
     await transcript.getByText('(interrupted)').waitFor();
+    await page.close();
+  });
+
+  it('a guest agent (AGENT.md §6) on the page: its reply streamed, its permission request asked and approved', async () => {
+    const edge = await pageDaemon(h, guestArgs(guestScene(h)));
+    const page = await loggedIn(browser, edge);
+    await newSession(page);
+    const transcript = page.getByRole('log', { name: 'Transcript' });
+    await send(page, 'hello guest');
+    await transcript.getByText('guest: hello guest', { exact: true }).waitFor();
+    await send(page, 'tool make check');
+    await page.getByRole('dialog', { name: 'make check' }).getByRole('button', { name: 'Approve' }).click();
+    await transcript.getByText('← acp_execute: output of make check (once)').waitFor();
+    await transcript.getByText('ran make check', { exact: true }).waitFor();
     await page.close();
   });
 
