@@ -12,6 +12,9 @@ export interface Throughput {
   seconds: number;
   turnsPerSec: number;
   ended: number;
+  /** The turns counted, each from its submit to its end read. */
+  p50Ms: number;
+  p99Ms: number;
 }
 
 export interface Latency {
@@ -95,19 +98,24 @@ export async function closedLoop(target: TurnTarget, sids: readonly string[], wa
   let inFlight = 0;
   let drained: () => void = () => {};
   let ended = 0;
+  const sentAt = new Map<string, number>();
+  const samples: number[] = [];
+  const send = (sid: string): void => {
+    inFlight++;
+    sentAt.set(sid, performance.now());
+    target.submit(sid);
+  };
   target.onEnd((sid) => {
     inFlight--;
     ended++;
-    if (counting) counted++;
-    if (sending) {
-      inFlight++;
-      target.submit(sid);
-    } else if (inFlight === 0) drained();
+    if (counting) {
+      counted++;
+      samples.push(performance.now() - sentAt.get(sid)!);
+    }
+    if (sending) send(sid);
+    else if (inFlight === 0) drained();
   });
-  for (const sid of sids) {
-    inFlight++;
-    target.submit(sid);
-  }
+  for (const sid of sids) send(sid);
   await sleep(warmupMs);
   counting = true;
   const started = performance.now();
@@ -121,7 +129,7 @@ export async function closedLoop(target: TurnTarget, sids: readonly string[], wa
       if (inFlight === 0) resolve();
     }),
   );
-  return { sessions: sids.length, turns: counted, seconds, turnsPerSec: counted / seconds, ended };
+  return { sessions: sids.length, turns: counted, seconds, turnsPerSec: counted / seconds, ended, p50Ms: quantile(samples, 0.5), p99Ms: quantile(samples, 0.99) };
 }
 
 /** One session, turns back to back: from the turn sent to its end read. */

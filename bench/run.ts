@@ -1,8 +1,9 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, guests, or all.
 import { benchAgent } from './agent.js';
 import { benchCluster } from './cluster.js';
 import { benchDaemon } from './daemon.js';
 import { benchEdge } from './edge.js';
+import { benchGuests } from './guests.js';
 import { benchHost } from './host.js';
 import { benchProtocols } from './protocols.js';
 import { benchQueue } from './queue.js';
@@ -21,6 +22,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   store: benchStore,
   cluster: benchCluster,
   protocols: benchProtocols,
+  guests: benchGuests,
 };
 
 const names = process.argv.slice(2);

@@ -1,5 +1,6 @@
 // The real process probe: /proc on Linux, signals for liveness.
-import { readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { ProcessProbe } from './registry.js';
 
 export function processAlive(pid: number): boolean {
@@ -40,6 +41,60 @@ export function isZombie(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** A process as /proc names it: its pid and its start time, so a reused pid is never taken for it. */
+export interface ProcessIdentity {
+  pid: number;
+  startTime: number;
+}
+
+/** The process's descendants now, from /proc's parent links (children before grandchildren). */
+export function descendants(root: number): ProcessIdentity[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(parent, [...(children.get(parent) ?? []), pid]);
+    } catch {
+      // gone while the table was read
+    }
+  }
+  const found: ProcessIdentity[] = [];
+  for (let queue = [...(children.get(root) ?? [])]; queue.length > 0; ) {
+    const pid = queue.shift()!;
+    const startTime = readStartTime(pid);
+    if (startTime !== null) found.push({ pid, startTime });
+    queue = [...queue, ...(children.get(pid) ?? [])];
+  }
+  return found;
+}
+
+/** Signals the process only while it is still the one that was found. */
+function signalIdentity(process_: ProcessIdentity, name: NodeJS.Signals): void {
+  if (readStartTime(process_.pid) === process_.startTime) signal(process_.pid, name);
+}
+
+/**
+ * Ends a child and what it started (a guest agent's own children): SIGTERM to all of them, SIGKILL
+ * to what remains after `graceMs`; resolves once all are gone. Its children are found before it
+ * dies: an orphan's parent link no longer leads to it.
+ */
+export async function endTree(child: ChildProcess, graceMs: number): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const tree = descendants(child.pid);
+  const deadline = Date.now() + graceMs;
+  child.kill('SIGTERM');
+  for (const member of tree) signalIdentity(member, 'SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+  await Promise.all(tree.map((member) => waitGone(member.pid, Math.max(0, deadline - Date.now()))));
+  for (const member of tree) signalIdentity(member, 'SIGKILL');
 }
 
 const POLL_MS = 50;

@@ -4,6 +4,7 @@
 // supervisor ends the whole group of a dead host.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { type AnyMessage, type ClientApp, type ClientConnection, type Stream } from '@agentclientprotocol/sdk';
+import { endTree } from '../../persistence/proc.js';
 import { LineReader } from '../../protocol/line-reader.js';
 import type { GuestConfig } from './guest-config.js';
 
@@ -14,7 +15,7 @@ const STDERR_TAIL = 5;
 /** A logged stderr or garbage line is cut here: a runaway guest must not fill the log. */
 const LOGGED_LINE_MAX = 2000;
 /** After SIGTERM, how long a guest has to exit before SIGKILL. */
-const END_GRACE_MS = 2000;
+export const END_GRACE_MS = 2000;
 
 export interface GuestLog {
   info(fields: object, message: string): void;
@@ -88,23 +89,11 @@ export class GuestProcess {
     return exit !== null;
   }
 
-  /** Ends the guest: SIGTERM, then SIGKILL after a grace; resolves once it has exited. */
+  /** Ends the guest and what it started (Claude Code's CLI is a child of its adapter); resolves once all are gone. */
   async end(): Promise<void> {
     if (this.exit !== null) return;
     this.connection.close();
-    this.signal('SIGTERM');
-    const timer = setTimeout(() => this.signal('SIGKILL'), END_GRACE_MS);
-    await this.exited;
-    clearTimeout(timer);
-  }
-
-  private signal(signal: NodeJS.Signals): void {
-    if (this.exit !== null) return;
-    try {
-      this.child.kill(signal);
-    } catch {
-      // gone already: its exit event follows
-    }
+    await endTree(this.child, END_GRACE_MS);
   }
 
   /** stderr is the guest's to write: logged quoted, line by line, never read as a record. */
