@@ -46,6 +46,24 @@ export interface TurnTarget {
   guarded<T>(promise: Promise<T>): Promise<T>;
 }
 
+/** A target whose turns end by callback, and whose first failure rejects the loop that waits on it. */
+export abstract class CallbackTarget implements TurnTarget {
+  protected endListener: (sid: string) => void = () => {};
+  protected failure: Error | null = null;
+
+  abstract submit(sid: string): void;
+
+  onEnd(listener: (sid: string) => void): void {
+    this.endListener = listener;
+  }
+
+  async guarded<T>(promise: Promise<T>): Promise<T> {
+    const value = await promise;
+    if (this.failure !== null) throw this.failure;
+    return value;
+  }
+}
+
 /** The daemon's and the edge's path measures: closed-loop throughput at 64 sessions, then one session back to back, in rounds. */
 export const PATH_PLAN = { sessions: 64, warmupMs: 500, measureMs: 3000, latencyWarmup: 300, latencyTurns: 3000, rounds: ROUNDS } as const;
 

@@ -18,7 +18,7 @@ import { descendants, endTree } from '../persistence/proc.js';
 import { FakeAnthropic } from '../test/helpers/fake-anthropic.js';
 import { median, printTable, range, ROOT, round, ROUNDS, withTempDir, writeResult } from './common.js';
 import { startDaemon, stopDaemon } from './daemon.js';
-import { backToBack, closedLoop, sessionIds, type TurnTarget } from './driver.js';
+import { backToBack, CallbackTarget, closedLoop, sessionIds } from './driver.js';
 import { RpcDriver } from './rpc-driver.js';
 
 const SESSIONS = 64;
@@ -95,10 +95,8 @@ class DirectGuest {
 }
 
 /** The floor: each session a guest process of its own, prompted directly. */
-class DirectTarget implements TurnTarget {
+class DirectTarget extends CallbackTarget {
   private readonly guests = new Map<string, DirectGuest>();
-  private endListener: (sid: string) => void = () => {};
-  private failure: Error | null = null;
 
   static async open(spec: GuestSpec, sids: readonly string[], cwd: string): Promise<DirectTarget> {
     const target = new DirectTarget();
@@ -119,16 +117,6 @@ class DirectTarget implements TurnTarget {
       () => this.endListener(sid),
       (err: Error) => (this.failure = err),
     );
-  }
-
-  onEnd(listener: (sid: string) => void): void {
-    this.endListener = listener;
-  }
-
-  async guarded<T>(promise: Promise<T>): Promise<T> {
-    const value = await promise;
-    if (this.failure !== null) throw this.failure;
-    return value;
   }
 
   async close(): Promise<void> {

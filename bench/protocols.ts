@@ -10,7 +10,7 @@ import { readToken } from '../edge/http-token.js';
 import { LineReader } from '../protocol/line-reader.js';
 import { CLI, median, printTable, range, round, ROUNDS, withTempDir, writeResult } from './common.js';
 import { startDaemon, stopDaemon } from './daemon.js';
-import { backToBack, closedLoop, PATH_PLAN, sessionIds, type TurnTarget } from './driver.js';
+import { backToBack, CallbackTarget, closedLoop, PATH_PLAN, sessionIds, type TurnTarget } from './driver.js';
 import { RpcDriver } from './rpc-driver.js';
 
 const { sessions: SESSIONS, warmupMs: WARMUP_MS, measureMs: MEASURE_MS } = PATH_PLAN;
@@ -27,16 +27,16 @@ interface DoorRun {
 }
 
 /** AG-UI runs, one POST per turn on kept-alive connections, each read only to its RUN_FINISHED. */
-class AgUiDriver implements TurnTarget {
+class AgUiDriver extends CallbackTarget {
   private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity });
-  private endListener: (sid: string) => void = () => {};
-  private failure: Error | null = null;
   private runs = 0;
 
   constructor(
     private readonly url: string,
     private readonly token: string,
-  ) {}
+  ) {
+    super();
+  }
 
   submit(sid: string): void {
     const body = JSON.stringify({ threadId: sid, runId: `run-${++this.runs}`, messages: [{ id: `m-${this.runs}`, role: 'user', content: 'hello' }], tools: [], context: [], state: {} });
@@ -52,16 +52,6 @@ class AgUiDriver implements TurnTarget {
     });
     req.on('error', (err) => (this.failure = err));
     req.end(body);
-  }
-
-  onEnd(listener: (sid: string) => void): void {
-    this.endListener = listener;
-  }
-
-  async guarded<T>(promise: Promise<T>): Promise<T> {
-    const value = await promise;
-    if (this.failure !== null) throw this.failure;
-    return value;
   }
 
   close(): void {
