@@ -85,6 +85,8 @@ async function startSession(config: GuestConfig, guest: GuestProcess, turn: Turn
     clientCapabilities: { elicitation: { form: {} } },
     clientInfo: { name: 'turnhost', version: packageVersion() },
   });
+  const method = envAuthMethod(init.authMethods, config.env);
+  if (method !== null) await agent.request('authenticate', { methodId: method });
   const mcpServers = stdioServers(config.mcpServers);
   const stored = turn.agentSessionId;
   if (stored !== null && init.agentCapabilities?.loadSession === true) {
@@ -132,6 +134,20 @@ async function withinStart<T>(config: GuestConfig, guest: GuestProcess, deadline
   } finally {
     deadline.removeEventListener('abort', onTimeout);
   }
+}
+
+/**
+ * A guest may offer to authenticate from its environment (Codex: `openai-api-key`, which reads
+ * OPENAI_API_KEY): its first such method whose variables the guest has (`pass_env`), or null. A
+ * login in a terminal or a browser is not turnhost's to do: the guest must be logged in already.
+ */
+function envAuthMethod(methods: unknown, env: Readonly<Record<string, string>>): string | null {
+  if (!Array.isArray(methods)) return null;
+  for (const method of methods as { type?: unknown; id?: unknown; vars?: unknown }[]) {
+    if (method?.type !== 'env_var' || typeof method.id !== 'string' || !Array.isArray(method.vars)) continue;
+    if ((method.vars as { name?: unknown }[]).every((v) => typeof v?.name === 'string' && env[v.name] !== undefined && env[v.name] !== '')) return method.id;
+  }
+  return null;
 }
 
 /** The config's MCP servers, given to the guest as stdio servers (AGENT.md §6). */

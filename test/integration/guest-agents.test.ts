@@ -197,7 +197,7 @@ describe('guest agents over ACP (--agent acp, AGENT.md §6): a guest written wit
     expect(replyOf(await run(client, 'f', 'after all that'))).to.equal('guest: after all that');
   });
 
-  it('a guest that cannot start, never answers initialize, or needs authentication: a clear turn error, and the next turn tries again', async () => {
+  it('a guest that cannot start, never answers initialize, or needs authentication: a clear turn error; one that authenticates from its environment is authenticated so', async () => {
     const missing = guestScene(h);
     missing.write({ command: join(missing.dir, 'no-such-agent') });
     const { client } = await daemonFor(missing);
@@ -224,6 +224,14 @@ describe('guest agents over ACP (--agent acp, AGENT.md §6): a guest written wit
     const auth = endOf(await run(third.client, 'z', 'hello'));
     expect(auth.payload).to.deep.include({ reason: 'auth' });
     expect(String(auth.payload['message'])).to.match(/needs authentication: .*log in first/);
+    await h.runCli(['stop', '--home', locked.home]);
+
+    // A guest that offers to authenticate from a variable it was given (Codex's openai-api-key) is authenticated so.
+    const keyed = guestScene(h, 'ts', ['--env-auth']);
+    keyed.write({ pass_env: ['GUEST_API_KEY'] });
+    const fourth = await daemonFor(keyed, { GUEST_API_KEY: SECRET });
+    await fourth.client.call('session.create', { session_id: 'k' });
+    expect(replyOf(await run(fourth.client, 'k', 'hello'))).to.equal('guest: hello');
   });
 
   it('an interrupt is session/cancel; a guest that ignores it is ended after cancel_timeout_s; both turns end interrupted', async () => {
