@@ -16,13 +16,22 @@ export function escapeControls(text: string): string {
 
 /** The arguments as JSON, safe for a terminal: whole when `max` is Infinity. */
 export function shownArguments(args: unknown, max = SHOWN_ARGUMENTS_MAX): { text: string; omitted: number } {
-  const whole = [...escapeControls(JSON.stringify(args) ?? 'null')];
+  return cutForTerminal(JSON.stringify(args) ?? 'null', max);
+}
+
+function cutForTerminal(text: string, max: number): { text: string; omitted: number } {
+  const whole = [...escapeControls(text)];
   if (whole.length <= max) return { text: whole.join(''), omitted: 0 };
   return { text: whole.slice(0, max).join(''), omitted: whole.length - max };
 }
 
+/** A text safe for a terminal, cut at 500 characters with a note of how many were left out. */
+export function shownText(text: string): string {
+  const cut = cutForTerminal(text, SHOWN_ARGUMENTS_MAX);
+  return cut.omitted > 0 ? `${cut.text}… [${cut.omitted} more characters not shown]` : cut.text;
+}
+
 /** `tool(arguments)`, the arguments cut at 500 characters with a note of how many were left out. */
 export function approvalQuestion(tool: string, args: unknown): string {
-  const { text, omitted } = shownArguments(args);
-  return `${escapeControls(tool)}(${text}${omitted > 0 ? `… [${omitted} more characters not shown]` : ''})`;
+  return `${escapeControls(tool)}(${shownText(JSON.stringify(args) ?? 'null')})`;
 }

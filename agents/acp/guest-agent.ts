@@ -43,6 +43,11 @@ class GuestAgent implements Agent {
     const guarded = this.config.secrets.length === 0 ? turn : withoutSecrets(turn, this.redact);
     try {
       const live = await this.pool.acquire(guarded, this.workFolder(turn));
+      if (turn.signal.aborted) {
+        // Interrupted while the guest started: it never saw the prompt, which is stored without a reply.
+        this.pool.turnEnded(live, turn.history.length + 1);
+        return { reply: '' };
+      }
       let outcome;
       try {
         outcome = await runGuestTurn(this.config, live, guarded, this.policy);

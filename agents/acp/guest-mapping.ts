@@ -1,7 +1,7 @@
 // What turnhost says for what a guest agent says in ACP (AGENT.md §6): its `session/update`s as
 // turn events, its stop reasons as a turn's end, its permission requests as approvals and its
 // elicitations as clarify questions. Pure functions; the other direction (turnhost as an editor's
-// agent, PROTOCOL.md §7.2) is bin/commands/acp-mapping.ts, in the same vocabulary.
+// agent, PROTOCOL.md §7.2) is editor-mapping.ts beside it, in the same vocabulary.
 import type {
   ContentBlock,
   CreateElicitationRequest,
@@ -16,6 +16,7 @@ import type {
 } from '@agentclientprotocol/sdk';
 import type { AgentEvent } from '../agent.js';
 import type { PlanEntry } from '../../protocol/rpc.js';
+import { shownText } from '../../protocol/tool-arguments.js';
 
 /** A guest's tool as the approval policy and the history name it: its ACP kind. */
 export function toolName(kind: string | null | undefined): string {
@@ -119,11 +120,15 @@ export const STOP_WORDS: Record<'refusal' | 'max_turn_requests', string> = {
   max_turn_requests: 'the agent reached its limit of model requests for one turn',
 };
 
-/** The approval question asked of turnhost's clients for a guest's permission request. */
+/**
+ * The approval question asked of turnhost's clients for a guest's permission request: its title,
+ * safe for a terminal (a guest's `\r` must not rewrite the line a person reads) and cut as §2 cuts
+ * arguments; the arguments whole, as the guest will use them.
+ */
 export function approvalParams(request: RequestPermissionRequest): Record<string, unknown> {
   const call = request.toolCall;
   return {
-    question: call.title || `the agent asks to use ${toolName(call.kind)}`,
+    question: shownText(call.title || `the agent asks to use ${toolName(call.kind)}`),
     tool: toolName(call.kind),
     arguments: call.rawInput ?? {},
     options: request.options.map((option) => ({ option_id: option.optionId, name: option.name, kind: option.kind })),

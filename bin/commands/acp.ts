@@ -20,7 +20,7 @@ import {
   historyUpdates,
   promptText,
   updateOf,
-} from './acp-mapping.js';
+} from '../../agents/acp/editor-mapping.js';
 
 export interface AcpOptions {
   hostArgs: string[];

@@ -61,6 +61,8 @@ describe('guest agents over ACP (--agent acp, AGENT.md §6): a guest written wit
 
     const leaked = await run(client, 'g', 'secret');
     expect(replyOf(leaked)).to.equal('my key is [key]');
+    const crashed = String(endOf(await run(client, 'g', 'crash-secret')).payload['message']);
+    expect(crashed).to.include('fixture: my key was [key]').and.not.include(SECRET);
 
     const history = await client.call<{ messages: { role: string; content: string }[] }>('session.history', { session_id: 'g' });
     expect(history.messages.slice(0, 2).map(({ role, content }) => ({ role, content }))).to.deep.equal([
@@ -146,6 +148,19 @@ describe('guest agents over ACP (--agent acp, AGENT.md §6): a guest written wit
     client.rpc.respond(clarify.id, { result: { answers: { color: 'blue', name: 'Ada' } } });
     await client.until(() => lastTurn(client, 'm').some((e) => e.type === 'turn.end'), 'the end of the clarify turn');
     expect(replyOf(lastTurn(client, 'm'))).to.equal('color=blue name=Ada');
+
+    // A declined question rejects; an interrupt while one is open answers it cancelled, and the turn ends interrupted.
+    await client.call('prompt.submit', { session_id: 'm', text: 'tool make x' });
+    await client.until(() => client.requests.length === 4, 'the question to decline');
+    client.rpc.respond(client.requests[3]!.id, { error: { code: 4000, message: 'declined' } });
+    await client.until(() => lastTurn(client, 'm').some((e) => e.type === 'turn.end'), 'the declined turn');
+    expect(replyOf(lastTurn(client, 'm'))).to.equal('let me run it. denied make x');
+    const open = await client.call<{ turn_id: string }>('prompt.submit', { session_id: 'm', text: 'tool make y' });
+    await client.until(() => client.requests.length === 5, 'the question left open');
+    await client.call('session.interrupt', { session_id: 'm', turn_id: open.turn_id });
+    const interrupted = await client.nextEvent('turn.end', 'm', (e) => e.payload['turn_id'] === open.turn_id);
+    expect(interrupted.payload['interrupted']).to.equal(true);
+    expect(lastTurn(client, 'm').find((e) => e.type === 'request.cancel')!.payload).to.deep.include({ id: client.requests[4]!.id, reason: 'interrupted' });
 
     for (const route of ['slash.model', 'session.compress']) {
       const refused = await client.call(route, { session_id: 'm', model: 'x' }).then(

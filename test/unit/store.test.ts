@@ -44,7 +44,7 @@ describe('store', () => {
       const [table, name] = column.split('.');
       raw.exec(`ALTER TABLE ${table} DROP COLUMN ${name}`);
     }
-    raw.exec('DROP TABLE queue; DROP TABLE submits; ALTER TABLE sessions DROP COLUMN queue_revision');
+    raw.exec('DROP TABLE queue; DROP TABLE submits; ALTER TABLE sessions DROP COLUMN queue_revision; ALTER TABLE sessions DROP COLUMN agent_session_id');
     raw.pragma('user_version = 1');
     raw.close();
     store = SqliteStore.open(file);

@@ -1,6 +1,8 @@
 // What `turnhost acp` says in ACP for what turnhost says (PROTOCOL.md §7.2): a session's events as
 // `session/update`s, its history as the updates a `session/load` replays, and the agent's
-// questions as the editor's permission or elicitation requests. Pure functions: acp.ts sends them.
+// questions as the editor's permission or elicitation requests. Pure functions:
+// bin/commands/acp.ts sends them. The other direction (turnhost as a guest's client, AGENT.md §6) is
+// guest-mapping.ts beside it, in the same vocabulary.
 import type {
   ContentBlock,
   CreateElicitationRequest,

@@ -1,7 +1,7 @@
 // What `turnhost acp` asks an editor that has no forms: a single question with choices as one
 // permission option per choice; the option chosen is the answer, a cancel is no answer.
 import { expect } from 'chai';
-import { clarifyFromPermission, clarifyPermission, historyUpdates, promptText } from '../../bin/commands/acp-mapping.js';
+import { clarifyFromPermission, clarifyPermission, historyUpdates, promptText } from '../../agents/acp/editor-mapping.js';
 
 describe('ACP mapping', () => {
   it('a clarify with choices becomes permission options, and the chosen option is the answer', () => {
