@@ -19,9 +19,10 @@ const FILES = [
   'test/integration/host-turns.test.ts',
   'test/integration/shutdown-triggers.test.ts',
   'test/integration/repl-and-recovered.test.ts',
+  'test/integration/guest-agents.test.ts',
 ];
-/** More than the homes those tests make (about 60). */
-const DATABASES = 90;
+/** More than the homes those tests make (about 75). */
+const DATABASES = 100;
 
 function mocha(files: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<number> {
   const child = spawn(process.execPath, ['node_modules/mocha/bin/mocha.js', '--no-config', '--node-option', 'import=tsx', '--timeout', '20000', '--reporter', './test/summary-reporter.cjs', ...files], {
