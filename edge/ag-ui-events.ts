@@ -130,11 +130,16 @@ function usageOf(payload: UnknownRecord): TokenUsage[] | undefined {
 function toInterrupt(question: Question): Interrupt {
   const { params } = question;
   if (question.method === 'approval.request') {
+    // A guest agent's own options (AGENT.md §6) may be chosen by id instead.
+    const options = Array.isArray(params['options']) ? (params['options'] as UnknownRecord[]).map((o) => String(o['option_id'])) : [];
     return {
       id: question.id,
       reason: 'approval',
       message: String(params['question'] ?? ''),
-      responseSchema: { type: 'object', properties: { approved: { type: 'boolean' } }, required: ['approved'] },
+      responseSchema:
+        options.length > 0
+          ? { type: 'object', properties: { approved: { type: 'boolean' }, option_id: { type: 'string', enum: options } }, oneOf: [{ required: ['approved'] }, { required: ['option_id'] }] }
+          : { type: 'object', properties: { approved: { type: 'boolean' } }, required: ['approved'] },
     };
   }
   const batch = Array.isArray(params['questions']) ? (params['questions'] as UnknownRecord[]) : null;
@@ -158,6 +163,7 @@ function answerSchema(question: UnknownRecord): Record<string, unknown> {
 export function answerFrom(question: Question, status: 'resolved' | 'cancelled', payload: unknown): { result: unknown } | { error: unknown } {
   if (status === 'cancelled') return { error: { code: 4000, message: 'declined' } };
   if (question.method === 'approval.request') {
+    if (isRecord(payload) && typeof payload['option_id'] === 'string') return { result: { option_id: payload['option_id'] } };
     const approved = isRecord(payload) ? payload['approved'] === true : payload === true;
     return { result: { approved } };
   }

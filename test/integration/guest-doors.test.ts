@@ -65,5 +65,21 @@ describe('a guest agent through every door: chat, turnhost/client over WebSocket
     await agUi.runAgent({ runId: 'run-guest' }, { onEvent: ({ event }) => void (event.type === 'TEXT_MESSAGE_CONTENT' && deltas.push((event as unknown as { delta: string }).delta)) });
     expect(deltas.join('')).to.equal('guest: hello from ag-ui');
     expect(agUi.messages.at(-1)).to.include({ role: 'assistant', content: 'guest: hello from ag-ui' });
+
+    // A guest's permission as an AG-UI interrupt, resumed with one of the guest's own options.
+    agUi.addMessage({ id: 'u2', role: 'user', content: 'tool make ag' });
+    const seen: { type: string; [key: string]: unknown }[] = [];
+    await agUi.runAgent({ runId: 'run-ask' }, { onEvent: ({ event }) => void seen.push(event as unknown as { type: string }) });
+    const interrupt = (seen.at(-1) as { outcome?: { interrupts?: { id: string; reason: string; responseSchema: { properties: { option_id: { enum: string[] } } } }[] } }).outcome!.interrupts![0]!;
+    expect(interrupt.reason).to.equal('approval');
+    expect(interrupt.responseSchema.properties.option_id.enum).to.deep.equal(['always', 'once', 'no']);
+    const resumed: string[] = [];
+    await agUi.runAgent(
+      { runId: 'run-resume', resume: [{ interruptId: interrupt.id, status: 'resolved', payload: { option_id: 'always' } }] } as Parameters<HttpAgent['runAgent']>[0],
+      { onEvent: ({ event }) => void (event.type === 'TEXT_MESSAGE_CONTENT' && resumed.push((event as unknown as { delta: string }).delta)) },
+    );
+    expect(resumed.join('')).to.include('ran make ag');
+    const agHistory = (await httpRequest(port, { path: '/v1/sessions/ag/history', headers: auth })).json() as { messages: { role: string; content: string }[] };
+    expect(agHistory.messages.find((m) => m.role === 'tool')!.content).to.equal('output of make ag (always)');
   });
 });
