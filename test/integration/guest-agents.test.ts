@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostPid, hostReady, startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
 import { filesUnder } from '../helpers/files.js';
@@ -52,6 +52,9 @@ describe('guest agents over ACP (--agent acp, AGENT.md §6): a guest written wit
     expect(endOf(first).payload).to.deep.include({ interrupted: false, usage: { prompt_tokens: 43, completion_tokens: 0, calls: 1 } });
     const pid = replyOf(await run(client, 'g', 'pid'));
     expect(scene.guests()).to.deep.equal([Number(pid)]);
+    // A session created without cwd works in a folder of its own in the home, made 0700.
+    expect(readlinkSync(`/proc/${pid}/cwd`)).to.equal(join(scene.home, 'workspaces', 'g'));
+    expect(statSync(join(scene.home, 'workspaces', 'g')).mode & 0o777).to.equal(0o700);
     expect(replyOf(await run(client, 'g', 'pid'))).to.equal(pid); // the same live session: no second process
 
     const names = replyOf(await run(client, 'g', 'env')).split(' ');
