@@ -48,7 +48,11 @@ export function statusOf(code: number): number {
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', ...headers });
+  // A body still coming is drained after this answer (lingerOnRefusedBody): the connection must
+  // stay open for it even when the client asked to close (Python's urllib does), or the client's
+  // write fails before it reads the answer. The client closes it once it has read.
+  const draining = res.req.complete ? {} : { connection: 'keep-alive' };
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', ...draining, ...headers });
   res.end(text);
 }
 
@@ -64,26 +68,59 @@ export function sendError(res: ServerResponse, err: unknown): void {
   sendJson(res, status, { error: rpc.toJson() }, status === 503 ? { 'retry-after': '1' } : {});
 }
 
-/** The body as a JSON object: 413 past 1 MiB, 400 when it is not a JSON object; `{}` when empty. */
+/**
+ * The body as a JSON object: 413 past 1 MiB, 400 when it is not a JSON object; `{}` when empty.
+ * A body past the bound is not read further here, and the request is not destroyed: the error's
+ * answer goes out at once, and `lingerOnRefusedBody` drains the rest, so the client reads it.
+ */
 export async function readJsonBody(req: IncomingMessage): Promise<UnknownRecord> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > BODY_MAX_BYTES) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  for await (const chunk of req) {
-    bytes += (chunk as Buffer).length;
-    if (bytes > BODY_MAX_BYTES) throw tooLarge();
-    chunks.push(chunk as Buffer);
-  }
-  if (bytes === 0) return {};
+  const body = await new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    const onData = (chunk: Buffer): void => {
+      bytes += chunk.length;
+      if (bytes <= BODY_MAX_BYTES) return void chunks.push(chunk);
+      req.off('data', onData).off('end', onEnd).pause();
+      reject(tooLarge());
+    };
+    const onEnd = (): void => resolve(Buffer.concat(chunks));
+    req.on('data', onData).once('end', onEnd).once('error', reject);
+  });
+  if (body.length === 0) return {};
   let value: unknown;
   try {
-    value = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    value = JSON.parse(body.toString('utf8'));
   } catch (err) {
     throw new HttpFailure(400, ErrorCodes.parseError, `the body is not JSON: ${(err as Error).message}`);
   }
   if (!isRecord(value)) throw new HttpFailure(400, ErrorCodes.invalidRequest, 'the body must be a JSON object');
   return value;
+}
+
+/** A refused body is read and dropped up to this much, as nginx's lingering close does; past it the connection is closed. */
+const LINGER_MAX_BYTES = 64 * 1024 * 1024;
+const LINGER_MAX_MS = 10_000;
+
+/**
+ * After an answer to a request whose body was not read to its end (a 413, a 401 before the body, a
+ * 404): the rest is read and dropped, so that a client still writing it (Node's fetch, which
+ * reports EPIPE instead of the answer when the connection closes under it) reads the answer, and
+ * the connection serves its next request. Bounded: 64 MiB or 10 s, then it is closed.
+ */
+export function lingerOnRefusedBody(req: IncomingMessage): void {
+  if (req.complete) return;
+  let dropped = 0;
+  const close = (): void => void req.socket.destroy();
+  const timer = setTimeout(close, LINGER_MAX_MS);
+  timer.unref();
+  req.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > LINGER_MAX_BYTES) close();
+  });
+  req.once('end', () => clearTimeout(timer)).once('close', () => clearTimeout(timer));
+  req.resume();
 }
 
 function tooLarge(): HttpFailure {
