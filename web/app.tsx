@@ -1,10 +1,11 @@
 // The page (PROTOCOL.md §5.5): watches and drives the sessions through the client protocol over
 // the edge's WebSocket, like any other front-end. Its parts carry the roles and names of the
 // table, so that people and tests find them the same way.
-import { render } from 'preact';
+import { Component, render } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { markdownHtml } from './markdown.js';
 import { PageRpc, type EventMessage, type ServerRequest } from './rpc.js';
-import { newLiveTurn, transcriptLines, type HistoryEntry, type LiveTurn } from './transcript.js';
+import { historyLines, liveLines, newLiveTurn, type HistoryEntry, type Line, type LiveTurn } from './transcript.js';
 
 interface SessionItem {
   session_id: string;
@@ -33,6 +34,8 @@ class SessionView {
   lastSeq = 0;
   live = new Map<string, LiveTurn>();
   current: LiveTurn | null = null;
+  /** A turn was running when the page (re)opened the session: Stop stops it, whatever its id. */
+  runningAtOpen = false;
 
   constructor(readonly sid: string) {}
 }
@@ -50,7 +53,15 @@ function App() {
   const view = useRef<SessionView | null>(null);
   const selectedRef = useRef(selected);
   selectedRef.current = selected;
-  const redraw = () => setTick((n) => n + 1);
+  // One render per frame, however many events arrived in it: a fast stream costs frames, not events.
+  const frame = useRef<number | null>(null);
+  const redraw = () => {
+    if (frame.current !== null) return;
+    frame.current = requestAnimationFrame(() => {
+      frame.current = null;
+      setTick((n) => n + 1);
+    });
+  };
 
   const rpc = useMemo(
     () =>
@@ -93,7 +104,8 @@ function App() {
     }
     const afterSeq = view.current!.lastSeq;
     try {
-      await rpc.call('session.resume', { session_id: sid, after_seq: afterSeq });
+      const resumed = await rpc.call<{ running?: boolean }>('session.resume', { session_id: sid, after_seq: afterSeq });
+      if (view.current?.sid === sid) view.current.runningAtOpen = resumed.running === true;
       await loadHistory(sid);
       const q = await rpc.call<{ items: QueueItem[] }>('session.queue.get', { session_id: sid });
       setQueue(q.items);
@@ -119,7 +131,7 @@ function App() {
         break;
       }
       case 'message.delta':
-        if (turn) turn.reply += String(p['text'] ?? '');
+        turn?.reply.push(String(p['text'] ?? ''));
         break;
       case 'reasoning.delta':
         if (turn) turn.reasoning += String(p['text'] ?? '');
@@ -158,6 +170,7 @@ function App() {
       if (p['usage']) turn.usage = p['usage'] as LiveTurn['usage'];
     }
     if (current.current?.turnId === turnId) current.current = null;
+    current.runningAtOpen = false;
     setRequests((open) => open.filter((r) => r.params['session_id'] !== current.sid));
     void loadHistory(current.sid);
   }
@@ -186,8 +199,10 @@ function App() {
   }
 
   const sid = selected;
-  const live = view.current?.sid === sid ? [...view.current.live.values()] : [];
-  const runningTurn = view.current?.sid === sid ? view.current.current : null;
+  const shown = view.current?.sid === sid ? view.current : null;
+  const live = shown ? [...shown.live.values()] : [];
+  const runningTurn = shown?.current ?? null;
+  const past = useMemo(() => historyLines(history), [history]);
   const request = requests.find((r) => sid === null || r.params['session_id'] === undefined || r.params['session_id'] === sid) ?? null;
 
   return (
@@ -225,9 +240,9 @@ function App() {
         ) : (
           <SessionPane
             sid={sid}
-            lines={transcriptLines(history, live)}
+            lines={[...past.lines, ...liveLines(live, past.replied)]}
             queue={queue}
-            running={runningTurn !== null}
+            running={runningTurn !== null || shown?.runningAtOpen === true}
             onSend={(text, steer) => act(() => rpc.call('prompt.submit', { session_id: sid, text, ...(steer ? { on_busy: 'steer' } : {}) }))}
             onStop={() => act(() => rpc.call('session.interrupt', { session_id: sid, ...(runningTurn ? { turn_id: runningTurn.turnId } : {}) }))}
             onQueue={(queueId, action, text) => act(() => rpc.call('session.queue.update', { session_id: sid, queue_id: queueId, action, ...(text === undefined ? {} : { text }) }))}
@@ -273,7 +288,7 @@ function HostRegion({ host }: { host: HostView | null }) {
 
 interface SessionPaneProps {
   sid: string;
-  lines: ReturnType<typeof transcriptLines>;
+  lines: Line[];
   queue: QueueItem[];
   running: boolean;
   onSend(text: string, steer: boolean): Promise<void>;
@@ -296,11 +311,9 @@ function SessionPane(props: SessionPaneProps) {
   return (
     <>
       <h2>{props.sid}</h2>
-      <div role="log" aria-label="Transcript" class="transcript" ref={log}>
+      <div role="log" aria-label="Transcript" class="transcript" ref={log} onClick={copyCode}>
         {props.lines.map((line) => (
-          <p key={line.key} class={line.kind}>
-            {line.text}
-          </p>
+          <TranscriptLine key={line.key} line={line} />
         ))}
       </div>
       <div class="writing">
@@ -323,6 +336,32 @@ function SessionPane(props: SessionPaneProps) {
       <QueueList items={props.queue} onQueue={props.onQueue} />
     </>
   );
+}
+
+/**
+ * One line of the transcript, drawn again only when its text changes: a past turn's lines are
+ * drawn once, and a fragment redraws the one block it lands in. A reply is Markdown (markdown.ts
+ * makes it safe); every other line is text.
+ */
+class TranscriptLine extends Component<{ line: Line }> {
+  override shouldComponentUpdate(next: { line: Line }): boolean {
+    return next.line.text !== this.props.line.text || next.line.kind !== this.props.line.kind;
+  }
+
+  override render() {
+    const { line } = this.props;
+    if (line.kind === 'reply') return <div class="reply" dangerouslySetInnerHTML={{ __html: markdownHtml(line.text) }} />;
+    return <p class={line.kind}>{line.text}</p>;
+  }
+}
+
+/** A fenced code block's Copy button copies the code beside it. */
+function copyCode(event: MouseEvent): void {
+  const button = (event.target as Element).closest('button.copy');
+  const code = button?.parentElement?.querySelector('code')?.textContent;
+  if (button && code !== undefined && code !== null) {
+    void navigator.clipboard.writeText(code).then(() => (button.textContent = 'Copied'));
+  }
 }
 
 function QueueList({ items, onQueue }: { items: QueueItem[]; onQueue: SessionPaneProps['onQueue'] }) {

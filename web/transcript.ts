@@ -1,6 +1,9 @@
 // What the transcript shows: the stored history, then, for each turn whose reply is not stored
 // yet, what streamed of it. A turn is drawn from one source at a time, so a reload in the middle
 // of a turn shows its reply once: streamed until the turn's end is stored, then from the history.
+// The history's lines are made once per history; a streaming reply is one line per Markdown block
+// (blocks.ts), so that a fragment changes one line, never the reply or the transcript.
+import { ReplyBlocks } from './blocks.js';
 
 export interface HistoryEntry {
   seq: number;
@@ -28,7 +31,7 @@ export interface LiveTool {
 /** A turn as its events told it. */
 export interface LiveTurn {
   turnId: string;
-  reply: string;
+  reply: ReplyBlocks;
   reasoning: string;
   tools: LiveTool[];
   notes: string[];
@@ -45,10 +48,16 @@ export interface Line {
 }
 
 export function newLiveTurn(turnId: string): LiveTurn {
-  return { turnId, reply: '', reasoning: '', tools: [], notes: [], ended: false };
+  return { turnId, reply: new ReplyBlocks(), reasoning: '', tools: [], notes: [], ended: false };
 }
 
-export function transcriptLines(history: readonly HistoryEntry[], live: readonly LiveTurn[]): Line[] {
+/** The stored history's lines, and the turns whose reply it holds (their streamed copy is not shown). */
+export interface HistoryLines {
+  lines: Line[];
+  replied: Set<string>;
+}
+
+export function historyLines(history: readonly HistoryEntry[]): HistoryLines {
   const lines: Line[] = [];
   const toolNames = new Map<string, string>();
   const replied = new Set<string>();
@@ -66,6 +75,12 @@ export function transcriptLines(history: readonly HistoryEntry[], live: readonly
       if (entry.usage) lines.push({ key: `${key}-usage`, kind: 'usage', text: usageText(entry.usage) });
     } else lines.push({ key, kind: 'note', text: entry.content });
   }
+  return { lines, replied };
+}
+
+/** The lines of the turns still streaming (or ended and not yet in the history). */
+export function liveLines(live: readonly LiveTurn[], replied: ReadonlySet<string>): Line[] {
+  const lines: Line[] = [];
   for (const turn of live) {
     if (replied.has(turn.turnId)) continue;
     const key = `l${turn.turnId}`;
@@ -74,7 +89,8 @@ export function transcriptLines(history: readonly HistoryEntry[], live: readonly
       lines.push({ key: `${key}-${tool.id}`, kind: 'tool', text: `→ ${tool.name}(${tool.args})` });
       if (tool.outcome) lines.push({ key: `${key}-${tool.id}-done`, kind: 'result', text: `← ${tool.name} ${tool.outcome.ok ? 'ok' : 'failed'}: ${tool.outcome.summary}` });
     }
-    if (turn.reply !== '') lines.push({ key: `${key}-reply`, kind: 'reply', text: turn.reply });
+    turn.reply.done.forEach((block, i) => lines.push({ key: `${key}-reply${i}`, kind: 'reply', text: block }));
+    if (turn.reply.tail !== '') lines.push({ key: `${key}-reply-open`, kind: 'reply', text: turn.reply.tail });
     turn.notes.forEach((note, i) => lines.push({ key: `${key}-note${i}`, kind: 'note', text: note }));
     if (turn.usage) lines.push({ key: `${key}-usage`, kind: 'usage', text: usageText(turn.usage) });
   }

@@ -116,6 +116,85 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await page.close();
   });
 
+  it('a reply is Markdown: a heading, a list, a table, links that open in a new tab, fenced code with a Copy button that copies it', async () => {
+    const edge = await pageDaemon(h);
+    const context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'] });
+    const page = await context.newPage();
+    page.setDefaultTimeout(WAIT_MS);
+    await page.goto(`${edge.url}/login?token=${encodeURIComponent(edge.token)}`);
+    await newSession(page);
+    const transcript = page.getByRole('log', { name: 'Transcript' });
+    await send(page, ['# Plan', '', '- one', '- two', '', '| a | b |', '|---|---|', '| 1 | 2 |', '', '```js', 'let x = 1;', '```', '', '[site](https://example.com/) and [mail](mailto:a@example.com)'].join('\n'));
+    await transcript.getByRole('heading', { name: 'Plan' }).waitFor();
+    await transcript.getByRole('link', { name: 'mail' }).waitFor();
+    expect(await transcript.locator('.reply li').allTextContents()).to.deep.equal(['one', 'two']);
+    expect(await transcript.getByRole('table').locator('td').allTextContents()).to.deep.equal(['1', '2']);
+    expect(await transcript.locator('pre > code').textContent()).to.equal('let x = 1;\n');
+    const site = transcript.getByRole('link', { name: 'site' });
+    expect([await site.getAttribute('href'), await site.getAttribute('target'), await site.getAttribute('rel')]).to.deep.equal(['https://example.com/', '_blank', 'noopener noreferrer']);
+    await transcript.getByRole('button', { name: 'Copy js' }).click();
+    await transcript.getByRole('button', { name: 'Copy js' }).getByText('Copied').waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).to.equal('let x = 1;\n');
+    await context.close();
+  });
+
+  it('no markup, handler or script URL from a session reaches the DOM: the payloads a red team tries, in a prompt and in its reply', async () => {
+    const edge = await pageDaemon(h);
+    const page = await loggedIn(browser, edge);
+    await page.evaluate(() => ((window as unknown as { xss: number }).xss = 0));
+    await newSession(page);
+    const payloads = [
+      '<img src=x onerror="window.xss=1">',
+      '<script>window.xss=2</script>',
+      '[click](javascript:window.xss=3)',
+      '[data](data:text/html,<script>window.xss=4</script>)',
+      '<svg onload="window.xss=5"><circle r=1 /></svg>',
+      '[tricky](JaVaScRiPt:window.xss=6)',
+      '[entity](&#106;avascript:window.xss=7)',
+      '<javascript:window.xss=8>',
+      '![img](https://example.com/x.png" onerror="window.xss=9)',
+      '[quote](https://ok.example" onmouseover="window.xss=10)',
+      '<a href="javascript:window.xss=11">anchor</a>',
+      '<iframe src="javascript:window.xss=12"></iframe>',
+      '[ref][r]\n\n[r]: javascript:window.xss=13',
+      '<details open ontoggle="window.xss=14">x</details>',
+      'end of payloads',
+    ];
+    await send(page, payloads.join('\n\n'));
+    const transcript = page.getByRole('log', { name: 'Transcript' });
+    await transcript.locator('.reply').getByText('end of payloads', { exact: true }).waitFor();
+    for (const link of await transcript.getByRole('link').all()) await link.hover();
+    const found = await page.evaluate(() => {
+      const log = document.querySelector('[aria-label="Transcript"]')!;
+      const elements = [...log.querySelectorAll('*')];
+      return {
+        xss: (window as unknown as { xss: number }).xss,
+        dangerous: elements.filter((e) => ['SCRIPT', 'IMG', 'SVG', 'IFRAME', 'OBJECT', 'EMBED', 'DETAILS', 'STYLE'].includes(e.tagName.toUpperCase())).map((e) => e.tagName),
+        handlers: elements.flatMap((e) => [...e.attributes].filter((a) => a.name.toLowerCase().startsWith('on')).map((a) => `${e.tagName} ${a.name}`)),
+        hrefs: [...log.querySelectorAll('a')].map((a) => a.getAttribute('href') ?? ''),
+        shown: log.textContent ?? '',
+      };
+    });
+    expect(found.xss).to.equal(0);
+    expect(found.dangerous).to.deep.equal([]);
+    expect(found.handlers).to.deep.equal([]);
+    for (const href of found.hrefs) expect(href).to.match(/^(https?:|mailto:)/);
+    expect(found.shown).to.include('<img src=x onerror="window.xss=1">').and.include('<script>window.xss=2</script>');
+    await page.close();
+  });
+
+  it('Stop stops a turn that was running before the page was loaded', async () => {
+    const edge = await pageDaemon(h);
+    const page = await loggedIn(browser, edge);
+    await newSession(page);
+    await send(page, '/sleep 30');
+    await page.getByRole('button', { name: 'Stop' }).and(page.locator(':enabled')).waitFor();
+    await page.reload();
+    await page.getByRole('button', { name: 'Stop' }).and(page.locator(':enabled')).click();
+    await page.getByRole('log', { name: 'Transcript' }).getByText('(interrupted)').waitFor();
+    await page.close();
+  });
+
   it('a reload in the middle of a long turn shows its reply once, whole; a screenshot of the page mid-turn is saved', async () => {
     const edge = await pageDaemon(h, ['--agent', 'test/fixtures/slow-reply-agent.mjs']);
     const page = await loggedIn(browser, edge);
