@@ -1,10 +1,11 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, guests, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, guests, page, or all.
 import { benchAgent } from './agent.js';
 import { benchCluster } from './cluster.js';
 import { benchDaemon } from './daemon.js';
 import { benchEdge } from './edge.js';
 import { benchGuests } from './guests.js';
 import { benchHost } from './host.js';
+import { benchPage } from './page.js';
 import { benchProtocols } from './protocols.js';
 import { benchQueue } from './queue.js';
 import { benchRecovery } from './recovery.js';
@@ -23,6 +24,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   cluster: benchCluster,
   protocols: benchProtocols,
   guests: benchGuests,
+  page: benchPage,
 };
 
 const names = process.argv.slice(2);
