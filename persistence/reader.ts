@@ -14,6 +14,8 @@ export interface SessionSummary {
   message_count: number;
   history_version: number;
   updated_at: string;
+  /** The session's first message when it is a prompt: what a list names the session by (PROTOCOL.md §5.5). */
+  first_prompt: string | null;
 }
 
 /** One row of `turnhost history ID --json`; the tool fields only on messages that have them. */
@@ -50,7 +52,8 @@ export const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_ca
 export const SESSION_STATUSES: readonly SessionStatus[] = ['active', 'finalized', 'retained'];
 
 export const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_reason, history_version, updated_at,
-  (SELECT count(*) FROM messages WHERE messages.sid = sessions.sid) AS message_count`;
+  (SELECT count(*) FROM messages WHERE messages.sid = sessions.sid) AS message_count,
+  (SELECT content FROM messages WHERE messages.sid = sessions.sid AND messages.seq = 0 AND messages.role = 'user') AS first_prompt`;
 
 /** A summary as stored: the sid and the time in their column form. */
 export type SessionRow = Omit<SessionSummary, 'session_id' | 'updated_at'> & { sid: string; updated_at: number };
@@ -142,5 +145,6 @@ export function toSummary(row: SessionRow): SessionSummary {
     message_count: row.message_count,
     history_version: row.history_version,
     updated_at: new Date(row.updated_at).toISOString(),
+    first_prompt: row.first_prompt ?? null,
   };
 }

@@ -12,6 +12,9 @@ interface SessionItem {
   status: string;
   running: boolean;
   queued: number;
+  /** Its first prompt's first line; null before it has one. */
+  title: string | null;
+  updated_at: string;
 }
 
 interface QueueItem {
@@ -79,7 +82,9 @@ function App() {
   );
 
   async function refreshSessions(): Promise<void> {
-    const list = await rpc.call<{ sessions: { session_id: string; status: string; running: boolean }[] }>('session.list');
+    const list = await rpc.call<{ sessions: Omit<SessionItem, 'queued'>[] }>('session.list');
+    // Most recently active first.
+    list.sessions.sort((a, b) => b.updated_at.localeCompare(a.updated_at) || a.session_id.localeCompare(b.session_id));
     const withQueues = await Promise.all(
       list.sessions.map(async (s) => {
         const q = await rpc.call<{ items: unknown[] }>('session.queue.get', { session_id: s.session_id }).catch(() => ({ items: [] }));
@@ -227,7 +232,10 @@ function App() {
           {sessions.map((s) => (
             <li key={s.session_id} aria-current={s.session_id === sid ? 'true' : undefined}>
               <button type="button" onClick={() => choose(s.session_id)}>
-                {s.session_id} · {s.status} · {s.running ? 'running' : 'idle'} · {s.queued} queued
+                <span class="title">{s.title ?? s.session_id}</span>
+                <small>
+                  {s.session_id} · {s.status} · {s.running ? 'running' : 'idle'} · {s.queued} queued
+                </small>
               </button>
             </li>
           ))}
@@ -339,19 +347,48 @@ function SessionPane(props: SessionPaneProps) {
 }
 
 /**
- * One line of the transcript, drawn again only when its text changes: a past turn's lines are
- * drawn once, and a fragment redraws the one block it lands in. A reply is Markdown (markdown.ts
- * makes it safe); every other line is text.
+ * One line of the transcript, drawn again only when its text changes (or it is opened or closed):
+ * a past turn's lines are drawn once, and a fragment redraws the one block it lands in. A prompt
+ * and a reply are Markdown (markdown.ts makes it safe); a tool call and reasoning are disclosures;
+ * the rest is text.
  */
-class TranscriptLine extends Component<{ line: Line }> {
-  override shouldComponentUpdate(next: { line: Line }): boolean {
-    return next.line.text !== this.props.line.text || next.line.kind !== this.props.line.kind;
+class TranscriptLine extends Component<{ line: Line }, { open: boolean }> {
+  override state = { open: false };
+
+  override shouldComponentUpdate(next: { line: Line }, nextState: { open: boolean }): boolean {
+    return next.line.text !== this.props.line.text || next.line.kind !== this.props.line.kind || nextState.open !== this.state.open;
   }
 
   override render() {
     const { line } = this.props;
-    if (line.kind === 'reply') return <div class="reply" dangerouslySetInnerHTML={{ __html: markdownHtml(line.text) }} />;
-    return <p class={line.kind}>{line.text}</p>;
+    const open = this.state.open;
+    const toggle = () => this.setState({ open: !open });
+    switch (line.kind) {
+      case 'prompt':
+      case 'reply':
+        return <div class={line.kind} dangerouslySetInnerHTML={{ __html: markdownHtml(line.text) }} />;
+      case 'tool':
+        return (
+          <div class="tool">
+            <button type="button" aria-expanded={open} onClick={toggle}>
+              {line.tool!.name}
+            </button>{' '}
+            <span class="state">{line.tool!.state}</span>
+            {open && <pre class="detail">{line.tool!.detail}</pre>}
+          </div>
+        );
+      case 'reasoning':
+        return (
+          <div class="reasoning">
+            <button type="button" aria-expanded={open} onClick={toggle}>
+              Reasoning
+            </button>
+            {open && <p>{line.text}</p>}
+          </div>
+        );
+      default:
+        return <p class={line.kind}>{line.text}</p>;
+    }
   }
 }
 

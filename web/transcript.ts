@@ -39,12 +39,23 @@ export interface LiveTurn {
   ended: boolean;
 }
 
-export type LineKind = 'prompt' | 'reply' | 'reasoning' | 'tool' | 'result' | 'usage' | 'note';
+export type LineKind = 'prompt' | 'reply' | 'reasoning' | 'tool' | 'usage' | 'note';
+
+/** A tool call as a disclosure: its name and state on the button, its arguments and result inside. */
+export interface ToolView {
+  id: string;
+  name: string;
+  state: 'running' | 'ok' | 'failed' | 'called' | 'done';
+  /** `→ name(args)`, then `← name …: result` once it is in. */
+  detail: string;
+}
 
 export interface Line {
   key: string;
   kind: LineKind;
+  /** What the line shows; for a tool, its detail. A line is drawn again only when this changes. */
   text: string;
+  tool?: ToolView;
 }
 
 export function newLiveTurn(turnId: string): LiveTurn {
@@ -57,19 +68,27 @@ export interface HistoryLines {
   replied: Set<string>;
 }
 
+function toolLine(key: string, tool: ToolView): Line {
+  return { key, kind: 'tool', text: `${tool.state}\n${tool.detail}`, tool };
+}
+
 export function historyLines(history: readonly HistoryEntry[]): HistoryLines {
   const lines: Line[] = [];
-  const toolNames = new Map<string, string>();
+  const calls = new Map<string, number>();
   const replied = new Set<string>();
   for (const entry of history) {
     const key = `h${entry.seq}`;
-    if (entry.role === 'user') lines.push({ key, kind: 'prompt', text: `> ${entry.content}` });
-    else if (entry.role === 'tool') lines.push({ key, kind: 'result', text: `← ${toolNames.get(entry.tool_call_id ?? '') ?? 'tool'}: ${entry.content}` });
-    else if (entry.role === 'assistant') {
+    if (entry.role === 'user') lines.push({ key, kind: 'prompt', text: entry.content });
+    else if (entry.role === 'tool') {
+      const at = calls.get(entry.tool_call_id ?? '');
+      const call = at === undefined ? undefined : lines[at]!.tool!;
+      if (call === undefined) lines.push({ key, kind: 'note', text: `← tool: ${entry.content}` });
+      else lines[at!] = toolLine(lines[at!]!.key, { ...call, state: 'done', detail: `${call.detail}\n← ${call.name}: ${entry.content}` });
+    } else if (entry.role === 'assistant') {
       if (entry.content !== '') lines.push({ key, kind: 'reply', text: entry.content });
       for (const call of entry.tool_calls ?? []) {
-        toolNames.set(call.id, call.function.name);
-        lines.push({ key: `${key}-${call.id}`, kind: 'tool', text: `→ ${call.function.name}(${call.function.arguments})` });
+        calls.set(call.id, lines.length);
+        lines.push(toolLine(`t${call.id}`, { id: call.id, name: call.function.name, state: 'called', detail: `→ ${call.function.name}(${call.function.arguments})` }));
       }
       if ((entry.tool_calls ?? []).length === 0 && entry.turn_id !== null) replied.add(entry.turn_id);
       if (entry.usage) lines.push({ key: `${key}-usage`, kind: 'usage', text: usageText(entry.usage) });
@@ -86,8 +105,10 @@ export function liveLines(live: readonly LiveTurn[], replied: ReadonlySet<string
     const key = `l${turn.turnId}`;
     if (turn.reasoning !== '') lines.push({ key: `${key}-reasoning`, kind: 'reasoning', text: turn.reasoning });
     for (const tool of turn.tools) {
-      lines.push({ key: `${key}-${tool.id}`, kind: 'tool', text: `→ ${tool.name}(${tool.args})` });
-      if (tool.outcome) lines.push({ key: `${key}-${tool.id}-done`, kind: 'result', text: `← ${tool.name} ${tool.outcome.ok ? 'ok' : 'failed'}: ${tool.outcome.summary}` });
+      const call = `→ ${tool.name}(${tool.args})`;
+      const outcome = tool.outcome;
+      const state = outcome === undefined ? 'running' : outcome.ok ? 'ok' : 'failed';
+      lines.push(toolLine(`t${tool.id}`, { id: tool.id, name: tool.name, state, detail: outcome === undefined ? call : `${call}\n← ${tool.name} ${state}: ${outcome.summary}` }));
     }
     turn.reply.done.forEach((block, i) => lines.push({ key: `${key}-reply${i}`, kind: 'reply', text: block }));
     if (turn.reply.tail !== '') lines.push({ key: `${key}-reply-open`, kind: 'reply', text: turn.reply.tail });

@@ -159,6 +159,14 @@ export async function answerServerRequest(ctx: ClientContext, requestId: string,
   return outcome;
 }
 
+/** A session's name in a list: its first prompt's first line, cut; null when it has none (PROTOCOL.md §5.5). */
+const TITLE_MAX = 80;
+function titleOf(prompt: string | null): string | null {
+  const line = prompt?.split('\n').find((l) => l.trim() !== '')?.trim();
+  if (line === undefined) return null;
+  return line.length <= TITLE_MAX ? line : `${line.slice(0, TITLE_MAX - 1)}…`;
+}
+
 const METHODS: Record<string, Method> = {
   /** The session is stored before the answer: from then on it is listed, resumable and survives a restart. */
   async 'session.create'(p, ctx) {
@@ -203,6 +211,7 @@ const METHODS: Record<string, Method> = {
         running: running.has(s.session_id),
         message_count: s.message_count,
         updated_at: s.updated_at,
+        title: titleOf(s.first_prompt),
       })),
     };
   },

@@ -76,8 +76,8 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await page.getByRole('region', { name: 'Host' }).getByText('running').waitFor();
     const transcript = page.getByRole('log', { name: 'Transcript' });
     await send(page, 'hello from the page');
-    await transcript.getByText('> hello from the page').waitFor();
-    await transcript.getByText('hello from the page', { exact: true }).waitFor();
+    await transcript.locator('.prompt').getByText('hello from the page', { exact: true }).waitFor();
+    await transcript.locator('.reply').getByText('hello from the page', { exact: true }).waitFor();
 
     await send(page, '/ask which colour?');
     const clarify = page.getByRole('dialog', { name: 'which colour?' });
@@ -111,8 +111,16 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await transcript.getByText('guest: hello guest', { exact: true }).waitFor();
     await send(page, 'tool make check');
     await page.getByRole('dialog', { name: 'make check' }).getByRole('button', { name: 'Approve' }).click();
-    await transcript.getByText('← acp_execute: output of make check (once)').waitFor();
     await transcript.getByText('ran make check', { exact: true }).waitFor();
+    // The tool call is a disclosure named by the tool: its arguments and result inside.
+    const tool = transcript.getByRole('button', { name: 'acp_execute' });
+    expect(await tool.getAttribute('aria-expanded')).to.equal('false');
+    await tool.click();
+    expect(await tool.getAttribute('aria-expanded')).to.equal('true');
+    await transcript.getByText(/→ acp_execute\(\{"command":"make check"\}\)/).waitFor();
+    await transcript.getByText(/← acp_execute( ok)?: output of make check \(once\)/).waitFor();
+    await tool.click();
+    expect(await transcript.getByText(/← acp_execute/).count()).to.equal(0);
     await page.close();
   });
 
@@ -125,15 +133,18 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await newSession(page);
     const transcript = page.getByRole('log', { name: 'Transcript' });
     await send(page, ['# Plan', '', '- one', '- two', '', '| a | b |', '|---|---|', '| 1 | 2 |', '', '```js', 'let x = 1;', '```', '', '[site](https://example.com/) and [mail](mailto:a@example.com)'].join('\n'));
-    await transcript.getByRole('heading', { name: 'Plan' }).waitFor();
-    await transcript.getByRole('link', { name: 'mail' }).waitFor();
-    expect(await transcript.locator('.reply li').allTextContents()).to.deep.equal(['one', 'two']);
-    expect(await transcript.getByRole('table').locator('td').allTextContents()).to.deep.equal(['1', '2']);
-    expect(await transcript.locator('pre > code').textContent()).to.equal('let x = 1;\n');
-    const site = transcript.getByRole('link', { name: 'site' });
+    // The prompt is Markdown too; the reply is checked here.
+    const reply = transcript.locator('.reply');
+    await reply.getByRole('heading', { name: 'Plan' }).waitFor();
+    await reply.getByRole('link', { name: 'mail' }).waitFor();
+    expect(await transcript.locator('.prompt').getByRole('heading', { name: 'Plan' }).count()).to.equal(1);
+    expect(await reply.locator('li').allTextContents()).to.deep.equal(['one', 'two']);
+    expect(await reply.getByRole('table').locator('td').allTextContents()).to.deep.equal(['1', '2']);
+    expect(await reply.locator('pre > code').textContent()).to.equal('let x = 1;\n');
+    const site = reply.getByRole('link', { name: 'site' });
     expect([await site.getAttribute('href'), await site.getAttribute('target'), await site.getAttribute('rel')]).to.deep.equal(['https://example.com/', '_blank', 'noopener noreferrer']);
-    await transcript.getByRole('button', { name: 'Copy js' }).click();
-    await transcript.getByRole('button', { name: 'Copy js' }).getByText('Copied').waitFor();
+    await reply.getByRole('button', { name: 'Copy js' }).click();
+    await reply.getByRole('button', { name: 'Copy js' }).getByText('Copied').waitFor();
     expect(await page.evaluate(() => navigator.clipboard.readText())).to.equal('let x = 1;\n');
     await context.close();
   });
@@ -216,6 +227,22 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await page.close();
   });
 
+  it('sessions are named by their first prompt\'s first line, most recently active first', async () => {
+    const edge = await pageDaemon(h);
+    const page = await loggedIn(browser, edge);
+    const sessions = page.getByRole('list', { name: 'Sessions' }).getByRole('listitem');
+    await newSession(page);
+    await send(page, 'plan the garden\nwith roses');
+    await page.getByRole('log', { name: 'Transcript' }).locator('.reply').getByText('with roses', { exact: false }).waitFor();
+    await sessions.first().getByText('plan the garden', { exact: true }).waitFor();
+    await newSession(page);
+    await send(page, 'fix the fence');
+    await page.getByRole('log', { name: 'Transcript' }).locator('.reply').getByText('fix the fence', { exact: true }).waitFor();
+    await sessions.first().getByText('fix the fence', { exact: true }).waitFor();
+    expect(await sessions.nth(1).locator('.title').textContent()).to.equal('plan the garden');
+    await page.close();
+  });
+
   it('works at 360 px wide, with the keyboard alone', async () => {
     const edge = await pageDaemon(h);
     const page = await loggedIn(browser, edge, 360);
@@ -230,7 +257,7 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).to.equal('Prompt');
     await page.keyboard.type('typed with keys');
     await page.keyboard.press('Enter');
-    await page.getByRole('log', { name: 'Transcript' }).getByText('typed with keys', { exact: true }).waitFor();
+    await page.getByRole('log', { name: 'Transcript' }).locator('.reply').getByText('typed with keys', { exact: true }).waitFor();
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     expect(overflow, 'no sideways scrolling at 360 px').to.be.at.most(0);
     await page.close();
