@@ -126,7 +126,7 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
 
   it('a reply is Markdown: a heading, a list, a table, links that open in a new tab, fenced code with a Copy button that copies it', async () => {
     const edge = await pageDaemon(h);
-    const context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'] });
+    const context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'], viewport: { width: 1100, height: 700 } });
     const page = await context.newPage();
     page.setDefaultTimeout(WAIT_MS);
     await page.goto(`${edge.url}/login?token=${encodeURIComponent(edge.token)}`);
@@ -146,6 +146,9 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await reply.getByRole('button', { name: 'Copy js' }).click();
     await reply.getByRole('button', { name: 'Copy js' }).getByText('Copied').waitFor();
     expect(await page.evaluate(() => navigator.clipboard.readText())).to.equal('let x = 1;\n');
+    // The README's picture of the page is this one: TURNHOST_PAGE_SCREENSHOT=docs/page.png makes it again.
+    const picture = process.env['TURNHOST_PAGE_SCREENSHOT'];
+    if (picture) await page.screenshot({ path: picture });
     await context.close();
   });
 
