@@ -14,7 +14,10 @@ export interface SessionSummary {
   message_count: number;
   history_version: number;
   updated_at: string;
-  /** The session's first message when it is a prompt: what a list names the session by (PROTOCOL.md §5.5). */
+}
+
+/** A summary with what a list names the session by (PROTOCOL.md §5.5): its first message, when it is a prompt. */
+export interface ListedSession extends SessionSummary {
   first_prompt: string | null;
 }
 
@@ -56,7 +59,7 @@ export const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_r
   (SELECT content FROM messages WHERE messages.sid = sessions.sid AND messages.seq = 0 AND messages.role = 'user') AS first_prompt`;
 
 /** A summary as stored: the sid and the time in their column form. */
-export type SessionRow = Omit<SessionSummary, 'session_id' | 'updated_at'> & { sid: string; updated_at: number };
+export type SessionRow = Omit<ListedSession, 'session_id' | 'updated_at'> & { sid: string; updated_at: number };
 
 /** A node of the cluster, as its heartbeat left it (PROTOCOL.md §6.2). */
 export interface ClusterNode {
@@ -92,7 +95,7 @@ export interface QueryResult {
 export interface Reader {
   /** `sqlite <file>`, or the PostgreSQL URL with its password as `***`. */
   readonly description: string;
-  sessions(status?: SessionStatus): Promise<SessionSummary[]>;
+  sessions(status?: SessionStatus): Promise<ListedSession[]>;
   session(sid: string): Promise<SessionSummary | undefined>;
   /** Sessions with prompts waiting in their queue: how many, and since when (the oldest). */
   queues(): Promise<{ session_id: string; queued: number; oldest: string }[]>;
@@ -135,6 +138,11 @@ export function toHistoryEntry(row: HistoryRow): HistoryEntry {
   return entry;
 }
 
+/** The summary (`sessions --json`, PROTOCOL.md §3: exactly these keys), and the first prompt beside it. */
+export function toListed(row: SessionRow): ListedSession {
+  return { ...toSummary(row), first_prompt: row.first_prompt ?? null };
+}
+
 export function toSummary(row: SessionRow): SessionSummary {
   return {
     session_id: row.sid,
@@ -145,6 +153,5 @@ export function toSummary(row: SessionRow): SessionSummary {
     message_count: row.message_count,
     history_version: row.history_version,
     updated_at: new Date(row.updated_at).toISOString(),
-    first_prompt: row.first_prompt ?? null,
   };
 }

@@ -36,6 +36,9 @@ export interface LiveTurn {
   tools: LiveTool[];
   notes: string[];
   usage?: Usage;
+  /** When the page saw it start (Date.now()), and how long it took once it ended. */
+  startedAt: number;
+  durationMs?: number;
   ended: boolean;
 }
 
@@ -59,7 +62,7 @@ export interface Line {
 }
 
 export function newLiveTurn(turnId: string): LiveTurn {
-  return { turnId, reply: new ReplyBlocks(), reasoning: '', tools: [], notes: [], ended: false };
+  return { turnId, reply: new ReplyBlocks(), reasoning: '', tools: [], notes: [], startedAt: Date.now(), ended: false };
 }
 
 /** The stored history's lines, and the turns whose reply it holds (their streamed copy is not shown). */
@@ -72,7 +75,8 @@ function toolLine(key: string, tool: ToolView): Line {
   return { key, kind: 'tool', text: `${tool.state}\n${tool.detail}`, tool };
 }
 
-export function historyLines(history: readonly HistoryEntry[]): HistoryLines {
+/** `durations`: how long the turns this page saw end took (the history does not say, PROTOCOL.md §3). */
+export function historyLines(history: readonly HistoryEntry[], durations: ReadonlyMap<string, number>): HistoryLines {
   const lines: Line[] = [];
   const calls = new Map<string, number>();
   const replied = new Set<string>();
@@ -90,8 +94,10 @@ export function historyLines(history: readonly HistoryEntry[]): HistoryLines {
         calls.set(call.id, lines.length);
         lines.push(toolLine(`t${call.id}`, { id: call.id, name: call.function.name, state: 'called', detail: `→ ${call.function.name}(${call.function.arguments})` }));
       }
-      if ((entry.tool_calls ?? []).length === 0 && entry.turn_id !== null) replied.add(entry.turn_id);
-      if (entry.usage) lines.push({ key: `${key}-usage`, kind: 'usage', text: usageText(entry.usage) });
+      const final = (entry.tool_calls ?? []).length === 0 && entry.turn_id !== null;
+      if (final) replied.add(entry.turn_id!);
+      const spent = turnText(entry.usage, final ? durations.get(entry.turn_id!) : undefined);
+      if (spent !== null) lines.push({ key: `${key}-usage`, kind: 'usage', text: spent });
     } else lines.push({ key, kind: 'note', text: entry.content });
   }
   return { lines, replied };
@@ -113,11 +119,16 @@ export function liveLines(live: readonly LiveTurn[], replied: ReadonlySet<string
     turn.reply.done.forEach((block, i) => lines.push({ key: `${key}-reply${i}`, kind: 'reply', text: block }));
     if (turn.reply.tail !== '') lines.push({ key: `${key}-reply-open`, kind: 'reply', text: turn.reply.tail });
     turn.notes.forEach((note, i) => lines.push({ key: `${key}-note${i}`, kind: 'note', text: note }));
-    if (turn.usage) lines.push({ key: `${key}-usage`, kind: 'usage', text: usageText(turn.usage) });
+    const spent = turnText(turn.usage, turn.durationMs);
+    if (spent !== null) lines.push({ key: `${key}-usage`, kind: 'usage', text: spent });
   }
   return lines;
 }
 
-function usageText(usage: Usage): string {
-  return `[usage] ${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion tokens, ${usage.calls} model call${usage.calls === 1 ? '' : 's'}`;
+/** A turn's usage and time, on one line; null when it has neither. */
+function turnText(usage: Usage | undefined, durationMs: number | undefined): string | null {
+  const time = durationMs === undefined ? '' : `${(durationMs / 1000).toFixed(1)} s`;
+  if (usage === undefined) return time === '' ? null : `[time] ${time}`;
+  const tokens = `${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion tokens, ${usage.calls} model call${usage.calls === 1 ? '' : 's'}`;
+  return `[usage] ${tokens}${time === '' ? '' : ` · ${time}`}`;
 }

@@ -15,7 +15,9 @@ export async function sessionsCommand(home: string, options: { json?: boolean; s
   const sessions = await readStore('sessions', home, options.store, (reader) => reader.sessions(options.status as SessionStatus | undefined));
   if (sessions instanceof Error) return 1;
   if (options.json) {
-    process.stdout.write(`${JSON.stringify(sessions ?? [])}\n`);
+    // PROTOCOL.md §3's keys, and no others: a list's first prompts are the page's, not this format's.
+    const summaries = (sessions ?? []).map(({ first_prompt: _, ...summary }) => summary);
+    process.stdout.write(`${JSON.stringify(summaries)}\n`);
     return 0;
   }
   printTable(

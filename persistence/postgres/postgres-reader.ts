@@ -5,11 +5,13 @@ import {
   HISTORY_COLUMNS,
   SUMMARY_COLUMNS,
   toHistoryEntry,
+  toListed,
   toSummary,
   withTurnUsage,
   type ClusterNode,
   type HistoryEntry,
   type HistoryRow,
+  type ListedSession,
   type LeaseView,
   type PeerNode,
   type QueryResult,
@@ -55,12 +57,12 @@ export class PostgresReader implements Reader {
     }
   }
 
-  async sessions(status?: SessionStatus): Promise<SessionSummary[]> {
+  async sessions(status?: SessionStatus): Promise<ListedSession[]> {
     const rows = await this.rows<SessionRow>(
       `SELECT ${SUMMARY_COLUMNS} FROM sessions ${status ? 'WHERE status = $1' : ''} ORDER BY updated_at, sid`,
       status ? [status] : [],
     );
-    return rows.map(toSummary);
+    return rows.map(toListed);
   }
 
   async session(sid: string): Promise<SessionSummary | undefined> {

@@ -6,11 +6,13 @@ import {
   HISTORY_COLUMNS,
   SUMMARY_COLUMNS,
   toHistoryEntry,
+  toListed,
   toSummary,
   withTurnUsage,
   type ClusterNode,
   type HistoryEntry,
   type HistoryRow,
+  type ListedSession,
   type LeaseView,
   type PeerNode,
   type QueryResult,
@@ -39,10 +41,10 @@ export class SqliteReader implements Reader {
     return new SqliteReader(db, `sqlite ${file}`);
   }
 
-  async sessions(status?: SessionStatus): Promise<SessionSummary[]> {
+  async sessions(status?: SessionStatus): Promise<ListedSession[]> {
     const sql = `SELECT ${SUMMARY_COLUMNS} FROM sessions ${status ? 'WHERE status = ?' : ''} ORDER BY updated_at, sid`;
     const rows = (status ? this.db.prepare(sql).all(status) : this.db.prepare(sql).all()) as SessionRow[];
-    return rows.map(toSummary);
+    return rows.map(toListed);
   }
 
   async session(sid: string): Promise<SessionSummary | undefined> {

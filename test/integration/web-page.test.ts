@@ -78,6 +78,7 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await send(page, 'hello from the page');
     await transcript.locator('.prompt').getByText('hello from the page', { exact: true }).waitFor();
     await transcript.locator('.reply').getByText('hello from the page', { exact: true }).waitFor();
+    await transcript.getByText(/^\[time\] \d+\.\d s$/).first().waitFor(); // each turn's time (the script agent reports no usage)
 
     await send(page, '/ask which colour?');
     const clarify = page.getByRole('dialog', { name: 'which colour?' });
