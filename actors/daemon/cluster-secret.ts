@@ -17,9 +17,14 @@ export class ClusterSecret {
     this.timer.unref();
   }
 
-  /** Null until the store has one (the host makes it at its first start). */
-  async current(): Promise<string | null> {
-    if (this.value === null) await this.refresh();
+  /**
+   * The secret as the store has it now, for a link about to prove it: links are made rarely, and
+   * both nodes of a new link must prove the same secret even in the seconds after a rotation, when
+   * one of them would otherwise still hold the old one.
+   */
+  async fresh(): Promise<string | null> {
+    // Null until the store has one (the host makes it at its first start).
+    await this.refresh();
     return this.value;
   }
 

@@ -154,8 +154,12 @@ export class PeerLinks {
     }
     const known = this.links.get(owner.node_id);
     if (known !== undefined && known.url === owner.url) return known;
-    known?.close();
-    const link = new PeerLink(owner.node_id, owner.url, this.cluster.nodeId, this.cluster.secret(), {
+    // Read before the new link is registered: a rotation this read discovers ends the older links, not this one.
+    const secret = await this.cluster.secret();
+    const raced = this.links.get(owner.node_id);
+    if (raced !== undefined && raced.url === owner.url) return raced;
+    raced?.close();
+    const link = new PeerLink(owner.node_id, owner.url, this.cluster.nodeId, Promise.resolve(secret), {
       message: (text) => this.fromOwner(link, text),
       closed: (pending, why) => this.linkClosed(link, pending, why),
     });

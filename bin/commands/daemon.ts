@@ -230,7 +230,7 @@ function clusterView(nodeId: string, leaseSecs: number, reader: () => Promise<Re
       liveOwner: async (sid) => (await reader())?.liveOwner(sid, nodeId) ?? null,
       lease,
       follow: (sid) => takeovers.watch(sid),
-      secret: () => secret.current(),
+      secret: () => secret.fresh(),
       onSecretRotated: (end) => secret.onRotated(end),
     },
     close: () => {
