@@ -17,7 +17,7 @@ import { MAX_FRAME_BYTES } from '../protocol/line-reader.js';
 import { PEER_HEADER } from '../protocol/peer-handshake.js';
 import { Access, DEFAULT_LOGIN_DAYS, type Refusal } from './access.js';
 import { EventStream } from './event-stream.js';
-import { HttpFailure, lingerOnRefusedBody, notFound, sendError, sendJson, wrongMethod } from './http-answers.js';
+import { HttpFailure, notFound, sendError, sendJson, wrongMethod } from './http-answers.js';
 import { TokenSource } from './http-token.js';
 import { CredentialWatch } from './credential-watch.js';
 import { agUiRun, MAX_OPEN_RUNS } from './ag-ui.js';
@@ -87,8 +87,6 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
   const page = new PageFiles();
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
   const server = createServer({ keepAlive: true }, (req, res) => {
-    // After Node's own handler, which drops an unread body without a bound: this one bounds it.
-    res.once('finish', () => lingerOnRefusedBody(req));
     serve(req, res, { options, access, restClient, page, credentials, agUiRuns }).catch((err: unknown) => {
       if (!(err instanceof HttpFailure) && !(err instanceof RpcError)) log.error({ err, path: pathOf(req) }, 'edge request failed');
       sendError(res, err);

@@ -48,10 +48,12 @@ export function statusOf(code: number): number {
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  // A body still coming is drained after this answer (lingerOnRefusedBody): the connection must
-  // stay open for it even when the client asked to close (Python's urllib does), or the client's
-  // write fails before it reads the answer. The client closes it once it has read.
+  // A body still coming is drained from now on (lingerOnRefusedBody), before the answer finishes:
+  // Node ends an unread request once its answer is sent, and stops reading the connection, so a
+  // client still writing a large body would block. The connection stays open for the drain even
+  // when the client asked to close (Python's urllib does); the client closes it once it has read.
   const draining = res.req.complete ? {} : { connection: 'keep-alive' };
+  if (!res.req.complete) lingerOnRefusedBody(res.req);
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', ...draining, ...headers });
   res.end(text);
 }
@@ -104,13 +106,12 @@ const LINGER_MAX_BYTES = 64 * 1024 * 1024;
 const LINGER_MAX_MS = 10_000;
 
 /**
- * After an answer to a request whose body was not read to its end (a 413, a 401 before the body, a
+ * For an answer to a request whose body was not read to its end (a 413, a 401 before the body, a
  * 404): the rest is read and dropped, so that a client still writing it (Node's fetch, which
  * reports EPIPE instead of the answer when the connection closes under it) reads the answer, and
  * the connection serves its next request. Bounded: 64 MiB or 10 s, then it is closed.
  */
-export function lingerOnRefusedBody(req: IncomingMessage): void {
-  if (req.complete) return;
+function lingerOnRefusedBody(req: IncomingMessage): void {
   let dropped = 0;
   const close = (): void => void req.socket.destroy();
   const timer = setTimeout(close, LINGER_MAX_MS);
@@ -119,7 +120,7 @@ export function lingerOnRefusedBody(req: IncomingMessage): void {
     dropped += chunk.length;
     if (dropped > LINGER_MAX_BYTES) close();
   });
-  req.once('end', () => clearTimeout(timer)).once('close', () => clearTimeout(timer));
+  req.once('end', () => clearTimeout(timer));
   req.resume();
 }
 

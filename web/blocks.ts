@@ -26,11 +26,6 @@ export class ReplyBlocks {
     return this.open + this.partial;
   }
 
-  /** Everything: the reply as it streamed. */
-  get text(): string {
-    return this.done.join('') + this.tail;
-  }
-
   private line(line: string): void {
     const fence = FENCE.exec(line)?.[1];
     if (fence !== undefined) {

@@ -33,6 +33,9 @@ export class GuestProcess {
   readonly connection: ClientConnection;
   /** Resolves when the process has exited (or could not be started). */
   readonly exited: Promise<GuestExit>;
+  /** Aborted when the process has exited: what a wait on the guest races against (`untilAborted`). */
+  readonly gone: AbortSignal;
+  private readonly goneController = new AbortController();
   private readonly stderrTail: string[] = [];
   private exit: GuestExit | null = null;
 
@@ -53,6 +56,8 @@ export class GuestProcess {
         resolve(this.exit);
       });
     });
+    this.gone = this.goneController.signal;
+    void this.exited.then(() => this.goneController.abort());
     this.readStderr();
     this.connection = app.connect(this.messageStream());
     // A guest that exits closes its side: requests waiting on it fail at once, not at their timeouts.
@@ -155,4 +160,20 @@ function parseMessage(text: string): AnyMessage | null {
   return value as AnyMessage;
 }
 
-
+/**
+ * `work`, or `failure()` as soon as `signal` aborts (a guest's exit, a deadline). Its listener goes
+ * with the race: a live session's many turns leave nothing behind on a long-lived signal.
+ */
+export async function untilAborted<T>(work: Promise<T>, signal: AbortSignal, failure: () => Error): Promise<T> {
+  if (signal.aborted) throw failure();
+  let onAbort!: () => void;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(failure());
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}

@@ -27,6 +27,7 @@ import {
   turnStop,
   updateEvent,
 } from './guest-mapping.js';
+import { untilAborted } from './guest-process.js';
 import type { LiveSession, TurnSink } from './live-session.js';
 
 /** A tool call the guest made in this turn, until its result is in. */
@@ -77,21 +78,14 @@ export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn:
 
 /** session/prompt, failing clearly when the guest exits or answers with an error. */
 async function prompt(config: GuestConfig, live: LiveSession, turn: TurnContext): Promise<StopReason> {
-  const exited = live.process.exited.then((): never => {
-    throw new AgentFailure('upstream', `${live.process.describeExit()} during the turn`);
-  });
+  const exitFailure = () => new AgentFailure('upstream', `${live.process.describeExit()} during the turn`);
   try {
-    const response = await Promise.race([
-      live.process.connection.agent.request('session/prompt', { sessionId: live.sessionId, prompt: [{ type: 'text', text: turn.prompt }] }),
-      exited,
-    ]);
-    return response.stopReason;
+    const request = live.process.connection.agent.request('session/prompt', { sessionId: live.sessionId, prompt: [{ type: 'text', text: turn.prompt }] });
+    return (await untilAborted(request, live.process.gone, exitFailure)).stopReason;
   } catch (err) {
     if (err instanceof AgentFailure) throw err;
     // The guest's stdout closed before its exit was seen: the exit says more than the closed connection.
-    if (live.process.connection.signal.aborted && (await live.process.exitedWithin(EXIT_WAIT_MS))) {
-      throw new AgentFailure('upstream', `${live.process.describeExit()} during the turn`);
-    }
+    if (live.process.connection.signal.aborted && (await live.process.exitedWithin(EXIT_WAIT_MS))) throw exitFailure();
     const message = err instanceof RequestError ? err.message : (err as Error).message;
     throw new AgentFailure('upstream', `the guest agent ${JSON.stringify(config.command)} answered session/prompt with an error: ${message}`);
   }

@@ -18,7 +18,7 @@ import { AgentFailure, type TurnContext } from '../agent.js';
 import { packageVersion } from '../../bin/build-info.js';
 import type { McpServerConfig } from '../agent-config.js';
 import type { GuestConfig } from './guest-config.js';
-import { GuestProcess, type GuestLog } from './guest-process.js';
+import { GuestProcess, untilAborted, type GuestLog } from './guest-process.js';
 
 /** ACP's "authentication required" (AGENT.md §6: a turn error of reason `auth`). */
 const AUTH_REQUIRED = -32000;
@@ -34,7 +34,6 @@ export class LiveSession {
   /** The running turn's sink; null between turns. */
   sink: TurnSink | null = null;
   busy = false;
-  lastUsedMs = Date.now();
   /** How many history messages the guest has seen: a session changed elsewhere (another node's turns) is loaded again. */
   knownHistory = 0;
   idleTimer: NodeJS.Timeout | null = null;
@@ -117,22 +116,14 @@ async function startSession(config: GuestConfig, guest: GuestProcess, turn: Turn
 /** The start's steps within start_timeout_s, and a guest that exits or errs during them, as one clear failure. */
 async function withinStart<T>(config: GuestConfig, guest: GuestProcess, deadline: AbortSignal, step: () => Promise<T>): Promise<T> {
   const command = JSON.stringify(config.command);
-  let onTimeout!: () => void;
-  const timedOut = new Promise<never>((_, reject) => {
-    onTimeout = () => reject(new AgentFailure('upstream', `the guest agent ${command} did not start its session within ${config.startTimeoutMs / 1000} s (initialize, then session/new or session/load)`));
-    deadline.addEventListener('abort', onTimeout, { once: true });
-  });
-  const exited = guest.exited.then((): never => {
-    throw new AgentFailure('upstream', guest.describeExit());
-  });
+  const timedOut = () => new AgentFailure('upstream', `the guest agent ${command} did not start its session within ${config.startTimeoutMs / 1000} s (initialize, then session/new or session/load)`);
+  const exited = () => new AgentFailure('upstream', guest.describeExit());
   try {
-    return await Promise.race([step(), timedOut, exited]);
+    return await untilAborted(untilAborted(step(), deadline, timedOut), guest.gone, exited);
   } catch (err) {
     if (err instanceof AgentFailure) throw err;
-    if (!guest.alive) throw new AgentFailure('upstream', guest.describeExit());
+    if (!guest.alive) throw exited();
     throw new AgentFailure('upstream', `the guest agent ${command} failed to start its session: ${(err as Error).message}`);
-  } finally {
-    deadline.removeEventListener('abort', onTimeout);
   }
 }
 

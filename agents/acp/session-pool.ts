@@ -17,10 +17,6 @@ export class SessionPool {
     private readonly log: GuestLog,
   ) {}
 
-  get size(): number {
-    return this.live.size;
-  }
-
   /**
    * The session's live guest for this turn, made live when it is not (or when its guest died, or
    * its history moved on without it). The caller gives it back with `turnEnded`.
@@ -50,7 +46,6 @@ export class SessionPool {
     session.busy = false;
     session.sink = null;
     session.knownHistory = historyLength;
-    session.lastUsedMs = Date.now();
     if (this.live.get(session.sid) !== session) return;
     if (!session.healthy) {
       void this.release(session.sid);

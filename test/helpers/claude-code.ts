@@ -4,12 +4,12 @@
 //   BASH:<command>   a Bash tool_use (then, given the tool's result, `done: <result>`)
 //   SLOW             100 words, 100 ms apart
 //   (anything else)  `Hello from Claude`
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { waitGone } from '../../persistence/proc.js';
+import { isZombie, waitGone } from '../../persistence/proc.js';
 import { filesUnder } from './files.js';
 import { FakeAnthropic, type AnthropicReply, type MessagesBody } from './fake-anthropic.js';
-import { Harness, REPO_ROOT } from './processes.js';
+import { Harness, processesWhere, REPO_ROOT } from './processes.js';
 
 export const CLAUDE_CODE_ACP = join(REPO_ROOT, 'node_modules', '.bin', 'claude-code-acp');
 
@@ -63,7 +63,8 @@ export async function claudeScene(h: Harness, top: Record<string, unknown> = {})
     claudeHome,
     config,
     args: ['--agent', 'acp', '--agent-config', config],
-    processes: () => processesWithEnv(`HOME=${claudeHome}`),
+    // Zombies keep their environ: only live processes count.
+    processes: () => processesWhere('environ', (environ) => environ.split('\0').includes(`HOME=${claudeHome}`)).filter((pid) => !isZombie(pid)),
     async gone(pids, ms) {
       return (await Promise.all(pids.map((pid) => waitGone(pid, ms)))).every(Boolean);
     },
@@ -105,19 +106,4 @@ function modelBehaviour(body: MessagesBody): AnthropicReply {
   if (bash) return { text: ['Running it. '], tool: { id: `toolu_${Date.now()}`, name: 'Bash', input: { command: bash[1]!.trim(), description: 'run what the user asked' } } };
   if (said.includes('SLOW')) return { text: Array.from({ length: 100 }, (_, i) => `word${i} `), gapMs: 100 };
   return { text: ['Hello ', 'from ', 'Claude'] };
-}
-
-/** Live (not zombie) processes whose environment holds `entry` (NAME=value), from /proc. */
-function processesWithEnv(entry: string): number[] {
-  const found: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(entry) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z')) found.push(pid);
-    } catch {
-      // gone, or not ours to read
-    }
-  }
-  return found;
 }

@@ -22,7 +22,6 @@ export interface MessagesBody {
 
 export class FakeAnthropic {
   readonly requests: MessagesBody[] = [];
-  readonly paths: string[] = [];
   readonly script: AnthropicReply[] = [];
   fallback: (body: MessagesBody) => AnthropicReply = () => ({ text: ['ok'] });
   private server!: LoopbackServer;
@@ -48,7 +47,6 @@ export class FakeAnthropic {
 
   private async handle(req: IncomingMessage, raw: Buffer, res: ServerResponse): Promise<void> {
     const path = req.url ?? '';
-    this.paths.push(`${req.method} ${path}`);
     if (req.method !== 'POST' || !path.startsWith('/v1/messages') || path.startsWith('/v1/messages/count_tokens')) {
       res.writeHead(200, { 'content-type': 'application/json' }).end(path.startsWith('/v1/messages/count_tokens') ? '{"input_tokens":100}' : '{}');
       return;

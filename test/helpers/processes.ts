@@ -233,21 +233,24 @@ async function killStrays(dirs: readonly string[]): Promise<void> {
   await Promise.all(strays.map((pid) => waitGone(pid, 5_000)));
 }
 
-/** The live processes (not zombies) whose command line names one of `texts`, counted from /proc. */
-export function processesNaming(texts: readonly string[]): number[] {
+/** The processes (but this one) whose /proc/<pid>/<file> matches, counted from /proc. */
+export function processesWhere(file: 'cmdline' | 'environ', match: (content: string) => boolean): number[] {
   const found: number[] = [];
   for (const entry of readdirSync('/proc')) {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
-    let cmdline: string;
     try {
-      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (match(readFileSync(`/proc/${pid}/${file}`, 'utf8'))) found.push(pid);
     } catch {
-      continue;
+      // gone, or not ours to read
     }
-    if (texts.some((text) => cmdline.includes(text))) found.push(pid);
   }
   return found;
+}
+
+/** The live processes (a zombie's command line is empty) whose command line names one of `texts`. */
+export function processesNaming(texts: readonly string[]): number[] {
+  return processesWhere('cmdline', (cmdline) => texts.some((text) => cmdline.includes(text)));
 }
 
 /** Kills the child's whole group (a daemon's host and an agent's own children too), then reaps the child. */
