@@ -29,9 +29,10 @@ export interface HistoryEntry {
   turn_id: string | null;
   tool_calls?: ToolCall[];
   tool_call_id?: string;
-  /** On a turn's last assistant message: the model that answered and the turn's usage. */
+  /** On a turn's last assistant message: the model that answered, the turn's usage, and how long it ran (in `session.history`, not in `history --json`). */
   model?: string;
   usage?: TurnUsage;
+  duration_ms?: number;
 }
 
 export interface HistoryRow {
@@ -43,12 +44,17 @@ export interface HistoryRow {
   tool_call_id: string | null;
 }
 
+/** What a history shows of a turn on its last message: its usage and its time. */
 export interface TurnUsageRow {
+  started_at: number;
+  ended_at: number | null;
   model: string | null;
   prompt_tokens: number | null;
   completion_tokens: number | null;
   model_calls: number | null;
 }
+
+export const TURN_USAGE_COLUMNS = 'started_at, ended_at, model, prompt_tokens, completion_tokens, model_calls';
 
 export const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_call_id';
 
@@ -127,6 +133,7 @@ export async function withTurnUsage(entries: HistoryEntry[], usageOf: (turnIds: 
     if (turn?.model_calls !== null && turn?.model_calls !== undefined) {
       entry.usage = { prompt_tokens: turn.prompt_tokens ?? 0, completion_tokens: turn.completion_tokens ?? 0, calls: turn.model_calls };
     }
+    if (turn?.ended_at !== null && turn?.ended_at !== undefined) entry.duration_ms = turn.ended_at - turn.started_at;
   }
   return entries;
 }

@@ -39,8 +39,6 @@ class SessionView {
   current: LiveTurn | null = null;
   /** A turn was running when the page (re)opened the session: Stop stops it, whatever its id. */
   runningAtOpen = false;
-  /** How long the turns this page saw end took, by turn id. */
-  durations = new Map<string, number>();
 
   constructor(readonly sid: string) {}
 }
@@ -173,7 +171,6 @@ function App() {
     if (turn) {
       turn.ended = true;
       turn.durationMs = Date.now() - turn.startedAt;
-      current.durations.set(turnId, turn.durationMs);
       if (failed) turn.notes.push(`turn failed: ${String(p['message'])} (${String(p['reason'])})`);
       if (p['interrupted'] === true) turn.notes.push('(interrupted)');
       if (p['usage']) turn.usage = p['usage'] as LiveTurn['usage'];
@@ -211,7 +208,7 @@ function App() {
   const shown = view.current?.sid === sid ? view.current : null;
   const live = shown ? [...shown.live.values()] : [];
   const runningTurn = shown?.current ?? null;
-  const past = useMemo(() => historyLines(history, shown?.durations ?? new Map()), [history, shown]);
+  const past = useMemo(() => historyLines(history), [history]);
   const request = requests.find((r) => sid === null || r.params['session_id'] === undefined || r.params['session_id'] === sid) ?? null;
 
   return (

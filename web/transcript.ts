@@ -13,6 +13,8 @@ export interface HistoryEntry {
   tool_calls?: { id: string; function: { name: string; arguments: string } }[];
   tool_call_id?: string;
   usage?: Usage;
+  /** On a turn's last message: how long the turn ran, as its stored row says. */
+  duration_ms?: number;
 }
 
 export interface Usage {
@@ -75,8 +77,7 @@ function toolLine(key: string, tool: ToolView): Line {
   return { key, kind: 'tool', text: `${tool.state}\n${tool.detail}`, tool };
 }
 
-/** `durations`: how long the turns this page saw end took (the history does not say, PROTOCOL.md §3). */
-export function historyLines(history: readonly HistoryEntry[], durations: ReadonlyMap<string, number>): HistoryLines {
+export function historyLines(history: readonly HistoryEntry[]): HistoryLines {
   const lines: Line[] = [];
   const calls = new Map<string, number>();
   const replied = new Set<string>();
@@ -96,7 +97,7 @@ export function historyLines(history: readonly HistoryEntry[], durations: Readon
       }
       const final = (entry.tool_calls ?? []).length === 0 && entry.turn_id !== null;
       if (final) replied.add(entry.turn_id!);
-      const spent = turnText(entry.usage, final ? durations.get(entry.turn_id!) : undefined);
+      const spent = turnText(entry.usage, final ? entry.duration_ms : undefined);
       if (spent !== null) lines.push({ key: `${key}-usage`, kind: 'usage', text: spent });
     } else lines.push({ key, kind: 'note', text: entry.content });
   }

@@ -3,6 +3,7 @@
 import pg from 'pg';
 import {
   HISTORY_COLUMNS,
+  TURN_USAGE_COLUMNS,
   SUMMARY_COLUMNS,
   toHistoryEntry,
   toListed,
@@ -93,7 +94,7 @@ export class PostgresReader implements Reader {
         : (await this.rows<HistoryRow>(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = $1 ORDER BY seq DESC LIMIT $2`, [sid, limit])).reverse();
     return withTurnUsage(rows.map(toHistoryEntry), async (turnIds) => {
       const usage = await this.rows<TurnUsageRow & { turn_id: string }>(
-        'SELECT turn_id, model, prompt_tokens, completion_tokens, model_calls FROM turns WHERE turn_id = ANY($1)',
+        `SELECT turn_id, ${TURN_USAGE_COLUMNS} FROM turns WHERE turn_id = ANY($1)`,
         [turnIds],
       );
       return new Map(usage.map((row) => [row.turn_id, row]));

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import {
   HISTORY_COLUMNS,
+  TURN_USAGE_COLUMNS,
   SUMMARY_COLUMNS,
   toHistoryEntry,
   toListed,
@@ -73,7 +74,7 @@ export class SqliteReader implements Reader {
         ? (this.db.prepare(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = ? ORDER BY seq`).all(sid) as HistoryRow[])
         : (this.db.prepare(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = ? ORDER BY seq DESC LIMIT ?`).all(sid, limit) as HistoryRow[]).reverse();
     return withTurnUsage(rows.map(toHistoryEntry), async (turnIds) => {
-      const select = this.db.prepare('SELECT model, prompt_tokens, completion_tokens, model_calls FROM turns WHERE turn_id = ?');
+      const select = this.db.prepare(`SELECT ${TURN_USAGE_COLUMNS} FROM turns WHERE turn_id = ?`);
       return new Map(turnIds.map((id) => [id, select.get(id) as TurnUsageRow | undefined]).filter((e): e is [string, TurnUsageRow] => e[1] !== undefined));
     });
   }

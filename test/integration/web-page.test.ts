@@ -228,6 +228,9 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     const text = await transcript.innerText();
     expect(text.split('word1 ').length - 1, 'the reply once').to.equal(1);
     expect(text).to.include(whole);
+    // The turn's time is the stored one (60 words 50 ms apart), not the part this page saw.
+    const seconds = Number(/\[time\] (\d+\.\d) s/.exec(text)?.[1]);
+    expect(seconds, 'the turn\'s time from its stored row').to.be.at.least(2.9);
     await page.close();
   });
 
