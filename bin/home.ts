@@ -45,5 +45,6 @@ export function homePaths(home: string) {
     replSocket: join(home, 'repl.sock'),
     registry: join(home, 'state', 'compute-host.json'),
     log: join(home, 'logs', 'turnhost.log'),
+    audit: join(home, 'logs', 'audit.log'),
   };
 }

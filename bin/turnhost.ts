@@ -9,6 +9,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { resolve } from 'node:path';
 import { agentEnvironment, AgentLoadError, resolveAgentSpec } from '../agents/loader.js';
 import type { HttpOptions } from './commands/daemon.js';
+import type { JwtOptions } from '../edge/jwt-verifier.js';
 import { parseListenAddress } from '../edge/listen-address.js';
 import { packageVersion } from './build-info.js';
 import { homeFrom } from './home.js';
@@ -32,13 +33,56 @@ const maxClientsOption = () =>
   new Option('--max-clients <n>', 'open client connections past which a new one is refused (default 1024)').argParser(positiveInteger);
 /** The HTTP edge's options (PROTOCOL.md §5), on `daemon` and `start`. */
 function httpOptions(command: Command): Command {
-  return command
+  return jwtOptions(command)
     .option('--listen <host:port>', 'also serve HTTP (REST, SSE, WebSocket, the page) here; port 0 picks one (default: $TURNHOST_LISTEN, else none)')
     .option('--allow-host <name>', 'a Host name besides localhost to serve on a loopback address (a reverse proxy); repeatable', collect, [])
     .option('--cors-origin <origin>', 'an origin whose pages may call the edge; repeatable', collect, [])
     .option('--metrics-public', 'serve /metrics without the token')
     .option('--public-url <url>', 'the address people use, when behind a proxy (https makes the login cookie Secure)')
     .addOption(loginDaysOption());
+}
+
+/** An identity provider's JWTs (PROTOCOL.md §5.6), on `daemon`, `start` and `web`. */
+function jwtOptions(command: Command): Command {
+  return command
+    .option('--jwt-jwks <url>', "take JWTs signed with the keys of this JWKS URL (the provider's jwks_uri)")
+    .option('--jwt-jwks-file <file>', 'take JWTs signed with the keys of this JWKS file', (file: string) => resolve(file))
+    .option('--jwt-issuer <iss>', 'the issuer a JWT must name')
+    .option('--jwt-audience <aud>', 'the audience a JWT must name')
+    .option('--jwt-user-claim <claim>', 'the claim that names the user (default sub)')
+    .option('--jwt-admin-claim <claim>', 'the claim that, when true, makes the user an admin (default turnhost_admin)');
+}
+
+interface JwtFlags {
+  jwtJwks?: string;
+  jwtJwksFile?: string;
+  jwtIssuer?: string;
+  jwtAudience?: string;
+  jwtUserClaim?: string;
+  jwtAdminClaim?: string;
+}
+
+/** The JWT options as a daemon's; undefined when no key set is given (and then no other --jwt-* may be). */
+function jwtFrom(opts: JwtFlags): JwtOptions | undefined {
+  if (opts.jwtJwks !== undefined && opts.jwtJwksFile !== undefined) throw new InvalidArgumentError('give --jwt-jwks or --jwt-jwks-file, not both');
+  const jwks = opts.jwtJwks !== undefined ? { url: new URL(opts.jwtJwks).href } : opts.jwtJwksFile !== undefined ? { file: opts.jwtJwksFile } : undefined;
+  if (jwks === undefined) {
+    if (jwtArgs(opts).length > 0) throw new InvalidArgumentError('the --jwt-* options need --jwt-jwks or --jwt-jwks-file');
+    return undefined;
+  }
+  return { jwks, issuer: opts.jwtIssuer, audience: opts.jwtAudience, userClaim: opts.jwtUserClaim, adminClaim: opts.jwtAdminClaim };
+}
+
+function jwtArgs(opts: JwtFlags): string[] {
+  const flags: [string, string | undefined][] = [
+    ['--jwt-jwks', opts.jwtJwks],
+    ['--jwt-jwks-file', opts.jwtJwksFile],
+    ['--jwt-issuer', opts.jwtIssuer],
+    ['--jwt-audience', opts.jwtAudience],
+    ['--jwt-user-claim', opts.jwtUserClaim],
+    ['--jwt-admin-claim', opts.jwtAdminClaim],
+  ];
+  return flags.flatMap(([flag, value]) => (value === undefined ? [] : [flag, value]));
 }
 
 const loginDaysOption = () => new Option('--login-days <n>', 'how long a page login lasts (default 7)').argParser(positiveInteger);
@@ -48,10 +92,12 @@ function collect(value: string, previous: string[]): string[] {
 }
 
 /** The edge's options as a daemon's, or undefined when it does not listen. */
-function httpFrom(opts: { listen?: string; allowHost: string[]; corsOrigin: string[]; metricsPublic?: boolean; publicUrl?: string; loginDays?: number }): HttpOptions | undefined {
+function httpFrom(opts: { listen?: string; allowHost: string[]; corsOrigin: string[]; metricsPublic?: boolean; publicUrl?: string; loginDays?: number } & JwtFlags): HttpOptions | undefined {
   const listen = opts.listen ?? (process.env['TURNHOST_LISTEN'] || undefined);
+  const jwt = jwtFrom(opts);
   if (listen === undefined) return undefined;
   return {
+    ...(jwt === undefined ? {} : { jwt }),
     listen: parseListenAddress(listen),
     allowHosts: opts.allowHost,
     corsOrigins: opts.corsOrigin,
@@ -62,8 +108,9 @@ function httpFrom(opts: { listen?: string; allowHost: string[]; corsOrigin: stri
 }
 
 /** The same options again, for a daemon started in the background. */
-function httpArgs(opts: { listen?: string; allowHost: string[]; corsOrigin: string[]; metricsPublic?: boolean; publicUrl?: string; loginDays?: number }): string[] {
+function httpArgs(opts: { listen?: string; allowHost: string[]; corsOrigin: string[]; metricsPublic?: boolean; publicUrl?: string; loginDays?: number } & JwtFlags): string[] {
   return [
+    ...jwtArgs(opts),
     ...(opts.listen === undefined ? [] : ['--listen', opts.listen]),
     ...opts.allowHost.flatMap((name) => ['--allow-host', name]),
     ...opts.corsOrigin.flatMap((origin) => ['--cors-origin', origin]),
@@ -212,7 +259,7 @@ httpOptions(hostOptions(program.command('start').description("start the daemon i
     }),
   );
 
-hostOptions(program.command('web').description('the page: starts the daemon listening on 127.0.0.1:7433 when none runs, prints the login address'))
+jwtOptions(hostOptions(program.command('web').description('the page: starts the daemon listening on 127.0.0.1:7433 when none runs, prints the login address')))
   .addOption(homeOption())
   .option('--listen <host:port>', 'where a daemon started here listens (default 127.0.0.1:7433)')
   .option('--open', 'also open a single-use login address in a browser (the token is never on its command line)')
@@ -224,7 +271,8 @@ hostOptions(program.command('web').description('the page: starts the daemon list
       const listen = opts.listen ?? DEFAULT_WEB_LISTEN;
       parseListenAddress(listen);
       const loginDays = opts.loginDays === undefined ? [] : ['--login-days', String(opts.loginDays)];
-      return webCommand(homeFrom(opts.home), { daemonArgs: [...hostArgs(opts), '--listen', listen, ...loginDays], open: opts.open === true });
+      jwtFrom(opts);
+      return webCommand(homeFrom(opts.home), { daemonArgs: [...hostArgs(opts), '--listen', listen, ...loginDays, ...jwtArgs(opts)], open: opts.open === true });
     }),
   );
 
@@ -296,6 +344,30 @@ program
   .option('--json', 'print one JSON array')
   .addOption(storeOption())
   .action((id: string, opts) => run('history', async () => (await import('./commands/sessions.js')).historyCommand(homeFrom(opts.home), id, opts)));
+
+const user = program.command('user').description('the people of this turnhost and their personal tokens (PROTOCOL.md §5.6)');
+user
+  .command('add')
+  .description('make a user and print their token, once (only its SHA-256 is kept)')
+  .argument('<name>', "the user's name")
+  .option('--admin', 'the user sees and drives every session')
+  .addOption(homeOption())
+  .addOption(storeOption())
+  .action((name: string, opts) => run('user', async () => (await import('./commands/users.js')).userAddCommand(homeFrom(opts.home), name, opts)));
+user
+  .command('list')
+  .description('the users: name, role, when made and last seen (never a token)')
+  .option('--json', 'print one JSON array')
+  .addOption(homeOption())
+  .addOption(storeOption())
+  .action((opts) => run('user', async () => (await import('./commands/users.js')).userListCommand(homeFrom(opts.home), opts)));
+user
+  .command('remove')
+  .description("end a user: their tokens fail at once, their connections close within 2 s on every node")
+  .argument('<name>', "the user's name")
+  .addOption(homeOption())
+  .addOption(storeOption())
+  .action((name: string, opts) => run('user', async () => (await import('./commands/users.js')).userRemoveCommand(homeFrom(opts.home), name, opts)));
 
 const cluster = program.command('cluster').description('the nodes that share one PostgreSQL (docs/CLUSTER.md)');
 cluster

@@ -1,9 +1,13 @@
-// Who may come in (PROTOCOL.md §5.1), decided once per request before any route: the token as a
-// bearer header or a page login's cookie, the Host header against DNS rebinding, the Origin of a
-// write or an upgrade. Nothing here ever logs or returns a token or a cookie.
+// Who may come in (PROTOCOL.md §5.1, §5.6), decided once per request before any route: the home's
+// token, a personal token or a JWT as a bearer header, or a page login's cookie; the Host header
+// against DNS rebinding; the Origin of a write or an upgrade. Nothing here ever logs or returns a
+// token or a cookie.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { HOME_OWNER, type Identity } from '../actors/daemon/identity.js';
+import type { UserDirectory } from '../actors/daemon/user-directory.js';
 import type { TokenSource } from './http-token.js';
+import type { JwtVerifier } from './jwt-verifier.js';
 import { takeLoginCode } from './login-codes.js';
 
 /** The login cookie is named after the edge's port: two daemons on one host do not log each other out (cookies ignore ports). */
@@ -26,13 +30,27 @@ export interface AccessOptions {
   loginDays: number;
   /** Where single-use login codes are kept (login-codes.ts). */
   home: string;
+  /** The users of personal tokens. */
+  users: UserDirectory;
+  /** Set when the daemon takes an identity provider's JWTs. */
+  jwt: JwtVerifier | null;
+}
+
+/** Who came in, and until when their credential holds (a JWT's expiry; never for a token). */
+export type Admitted = Identity & { expiresAtMs?: number };
+
+/** A page login: whose, made with which credential (a digest of it), when. */
+interface Login {
+  identity: Admitted;
+  credential: string;
+  madeMs: number;
 }
 
 export type Refusal = { status: 401 | 403; message: string };
 
 export class Access {
-  /** Login cookie → a digest of the token it was made with (a rotated token ends the logins made with the old one), and when. */
-  private readonly logins = new Map<string, { token: string; madeMs: number }>();
+  /** Login cookie → whose it is (a rotated token or a removed user ends the logins made with the old credential). */
+  private readonly logins = new Map<string, Login>();
 
   constructor(private readonly options: AccessOptions) {}
 
@@ -59,21 +77,30 @@ export class Access {
     return origin !== undefined && this.options.corsOrigins.includes(origin) ? origin : null;
   }
 
-  authenticated(req: IncomingMessage): boolean {
+  /** Who the request is, from its bearer header or its login cookie; null: nobody we know. */
+  async identify(req: IncomingMessage): Promise<Admitted | null> {
     const header = req.headers.authorization;
-    if (header !== undefined && header.startsWith('Bearer ')) return this.isToken(header.slice('Bearer '.length).trim());
+    if (header !== undefined && header.startsWith('Bearer ')) return this.identifyToken(header.slice('Bearer '.length).trim());
     const login = cookieValue(req.headers.cookie, this.cookieName());
-    return login !== null && this.isLogin(login);
+    return login === null ? null : this.loginIdentity(login);
   }
 
-  isToken(candidate: string): boolean {
-    return sameSecret(candidate, this.options.tokens.current());
+  /** The home's token is the owner; a JWT (three dotted parts) goes to the provider's keys; any other, to the users. */
+  async identifyToken(candidate: string): Promise<Admitted | null> {
+    if (sameSecret(candidate, this.options.tokens.current())) return HOME_OWNER;
+    if (candidate.includes('.')) return this.options.jwt === null ? null : this.options.jwt.identify(candidate);
+    return this.options.users.identify(candidate);
+  }
+
+  /** The home's token now: a login with a single-use code holds while it does. */
+  homeToken(): string {
+    return this.options.tokens.current();
   }
 
   /** A page login: an opaque id for the cookie, never the token itself. */
-  login(): string {
+  login(identity: Admitted, credential: string): string {
     const id = randomBytes(24).toString('base64url');
-    this.logins.set(id, { token: digest(this.options.tokens.current()), madeMs: Date.now() });
+    this.logins.set(id, { identity, credential: digest(credential), madeMs: Date.now() });
     if (this.logins.size > LOGINS_MAX) this.logins.delete(this.logins.keys().next().value!);
     return id;
   }
@@ -92,14 +119,27 @@ export class Access {
     return `${COOKIE_PREFIX}${this.options.port()}`;
   }
 
-  private isLogin(id: string): boolean {
+  private loginIdentity(id: string): Admitted | null {
     const made = this.logins.get(id);
-    if (made === undefined) return false;
-    if (Date.now() - made.madeMs > this.options.loginDays * DAY_MS) {
+    if (made === undefined) return null;
+    const now = Date.now();
+    if (now - made.madeMs > this.options.loginDays * DAY_MS || (made.identity.expiresAtMs !== undefined && now > made.identity.expiresAtMs)) {
       this.logins.delete(id);
-      return false;
+      return null;
     }
-    return made.token === digest(this.options.tokens.current());
+    return this.stillHolds(made) ? made.identity : null;
+  }
+
+  /** The owner's login holds while the home's token is the one it was made with; a user's, while the user is. */
+  private stillHolds(login: Login): boolean {
+    switch (login.identity.via) {
+      case 'home':
+        return login.credential === digest(this.options.tokens.current());
+      case 'token':
+        return this.options.users.identifyDigest(login.credential) !== null;
+      case 'jwt':
+        return true;
+    }
   }
 
   private allowedOrigin(req: IncomingMessage, origin: string): boolean {

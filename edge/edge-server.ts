@@ -8,14 +8,17 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { acceptClient, nextClientId, type ClientLines } from '../actors/daemon/client-connection.js';
-import { ANSWERED_ELSEWHERE, callMethod, clientContext, type ClientContext, type SharedContext } from '../actors/daemon/client-methods.js';
+import { ANSWERED_ELSEWHERE, authorize, callMethod, clientContext, type ClientContext, type SharedContext } from '../actors/daemon/client-methods.js';
 import type { Cluster } from '../actors/daemon/peer-links.js';
 import type { UnreadLimits } from '../actors/daemon/unread-bound.js';
 import { tell, type AnyRef } from '../actors/runtime.js';
 import { ErrorCodes, errorLine, RpcError } from '../protocol/client-rpc.js';
 import { MAX_FRAME_BYTES } from '../protocol/line-reader.js';
 import { PEER_HEADER } from '../protocol/peer-handshake.js';
-import { Access, DEFAULT_LOGIN_DAYS, type Refusal } from './access.js';
+import { Access, DEFAULT_LOGIN_DAYS, type Admitted, type Refusal } from './access.js';
+import { HOME_OWNER } from '../actors/daemon/identity.js';
+import { UserDirectory } from '../actors/daemon/user-directory.js';
+import { JwtVerifier, type JwtOptions } from './jwt-verifier.js';
 import { EventStream } from './event-stream.js';
 import { HttpFailure, notFound, sendError, sendJson, wrongMethod } from './http-answers.js';
 import { TokenSource } from './http-token.js';
@@ -47,6 +50,8 @@ export interface EdgeOptions {
   publicUrl?: string | undefined;
   /** How long a page login lasts (default 7 days). */
   loginDays?: number | undefined;
+  /** An identity provider's JWTs are taken (PROTOCOL.md §5.6). */
+  jwt?: JwtOptions | undefined;
   shared: SharedContext;
   /** The parent of the WebSocket clients' actors. */
   clients: AnyRef;
@@ -72,6 +77,8 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
   let port = listen.port;
   const tokens = new TokenSource(options.home, options.envToken);
   const credentials = new CredentialWatch(tokens, log);
+  const users = new UserDirectory(options.shared.people, log);
+  await users.start();
   const agUiRuns = new Places(MAX_OPEN_RUNS);
   const access = new Access({
     tokens,
@@ -82,17 +89,20 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
     secureCookie: options.publicUrl?.startsWith('https://') === true,
     loginDays: options.loginDays ?? DEFAULT_LOGIN_DAYS,
     home: options.home,
+    users,
+    jwt: options.jwt === undefined ? null : new JwtVerifier(options.jwt),
   });
+  const ends: Ends = { credentials, users };
   const restClient = clientContext(options.shared, nextClientId());
   const page = new PageFiles();
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
   const server = createServer({ keepAlive: true }, (req, res) => {
-    serve(req, res, { options, access, restClient, page, credentials, agUiRuns }).catch((err: unknown) => {
+    serve(req, res, { options, access, restClient, page, ends, agUiRuns }).catch((err: unknown) => {
       if (!(err instanceof HttpFailure) && !(err instanceof RpcError)) log.error({ err, path: pathOf(req) }, 'edge request failed');
       sendError(res, err);
     });
   });
-  server.on('upgrade', (req, socket, head) => upgrade(req, socket, head, { options, access, wss, credentials }));
+  server.on('upgrade', (req, socket, head) => upgrade(req, socket, head, { options, access, wss, ends }));
   server.on('clientError', (_err, socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -106,17 +116,38 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
     url,
     close: () => {
       credentials.close();
+      users.close();
       return closeServer(server, wss);
     },
   };
 }
+
+/** What ends a connection when its credential ends: a rotated home token, a removed user, a JWT's expiry. */
+interface Ends {
+  credentials: CredentialWatch;
+  users: UserDirectory;
+}
+
+/** Ends the connection when the credential that opened it ends; returns the forget, for when it closes first. */
+function endWithCredential(ends: Ends, identity: Admitted, end: () => void): () => void {
+  const forgets = [identity.via === 'home' ? ends.credentials.opened(end) : ends.users.opened(identity, end)];
+  if (identity.expiresAtMs !== undefined) {
+    const timer = setTimeout(end, Math.max(0, Math.min(identity.expiresAtMs - Date.now(), MAX_TIMER_MS)));
+    timer.unref();
+    forgets.push(() => clearTimeout(timer));
+  }
+  return () => forgets.forEach((forget) => forget());
+}
+
+/** setTimeout's longest delay; a JWT valid for longer (weeks) ends with its daemon, or at this. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface Serving {
   options: EdgeOptions;
   access: Access;
   restClient: ClientContext;
   page: PageFiles;
-  credentials: CredentialWatch;
+  ends: Ends;
   /** The AG-UI runs open now: one token, one credential, until there are people (PROTOCOL.md §5.6). */
   agUiRuns: Places;
 }
@@ -131,13 +162,14 @@ async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving
   if (cors !== null) res.setHeader('access-control-allow-origin', cors).setHeader('vary', 'Origin');
   if (method === 'OPTIONS') return preflight(res, cors);
   if (url.pathname === '/healthz') return health(res, serving.restClient);
-  if (url.pathname === '/login') return login(req, res, url, access);
+  if (url.pathname === '/login') return login(req, res, url, serving);
   if (method === 'POST' || method === 'PATCH' || method === 'DELETE') {
     const refusedOrigin = access.checkOrigin(req);
     if (refusedOrigin !== null) return refuse(res, refusedOrigin);
   }
   const open = url.pathname === '/metrics' && options.metricsPublic;
-  if (!open && !access.authenticated(req)) {
+  const identity = open ? HOME_OWNER : await access.identify(req);
+  if (identity === null) {
     if (serving.page.isPagePath(url.pathname)) return serving.page.sendLoginNeeded(res);
     return refuse(res, { status: 401, message: 'unauthorized' });
   }
@@ -147,6 +179,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving
   }
   if (url.pathname === '/metrics') {
     if (method !== 'GET') throw wrongMethod(['GET']);
+    if (!identity.admin) return refuse(res, { status: 403, message: 'forbidden: /metrics is for admins (or --metrics-public)' });
     res.writeHead(200, { 'content-type': options.metrics.registry.contentType });
     res.end(await options.metrics.registry.metrics());
     return;
@@ -154,16 +187,16 @@ async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving
   const events = /^\/v1\/sessions\/([^/]+)\/events$/.exec(url.pathname);
   if (events !== null) {
     if (method !== 'GET') throw wrongMethod(['GET']);
-    return streamEvents(req, res, decodeURIComponent(events[1]!), url, serving);
+    return streamEvents(req, res, decodeURIComponent(events[1]!), url, serving, identity);
   }
   if (url.pathname === '/v1/ag-ui') {
     if (method !== 'POST') throw wrongMethod(['POST']);
-    return agUiRun(req, res, options, serving.agUiRuns);
+    return agUiRun(req, res, { ...options, shared: { ...options.shared, identity } }, serving.agUiRuns);
   }
   const match = matchRoute(method, url.pathname);
   if (match.kind === 'none') throw notFound(url.pathname);
   if (match.kind === 'wrong-method') throw wrongMethod(match.allowed);
-  const answer = await match.handle({ req, parts: match.parts, query: url.searchParams, ctx: serving.restClient });
+  const answer = await match.handle({ req, parts: match.parts, query: url.searchParams, ctx: { ...serving.restClient, identity } });
   sendJson(res, answer.status, answer.body);
 }
 
@@ -187,36 +220,44 @@ async function health(res: ServerResponse, ctx: ClientContext): Promise<void> {
   res.end(up ? 'ok\n' : `${status.host.state}\n`);
 }
 
-/** `/login?token=T`: a cookie that is not the token, and a redirect that takes the token out of the address bar. */
-/** `/login?token=…`, or `/login?once=…` with a single-use code `turnhost web --open` made. */
-function login(req: IncomingMessage, res: ServerResponse, url: URL, access: Access): void {
+/**
+ * `/login?token=…` (the home's token, a personal token or a JWT), or `/login?once=…` with a
+ * single-use code `turnhost web --open` made (the owner's): a cookie that is not the token, and a
+ * redirect that takes the token out of the address bar.
+ */
+async function login(req: IncomingMessage, res: ServerResponse, url: URL, serving: Serving): Promise<void> {
+  const { access, options } = serving;
   const token = url.searchParams.get('token');
   const once = url.searchParams.get('once');
-  const admitted = token !== null ? access.isToken(token) : once !== null && access.takeLoginCode(once);
-  if (req.method !== 'GET' || !admitted) {
+  const identity = req.method !== 'GET' ? null : token !== null ? await access.identifyToken(token) : once !== null && access.takeLoginCode(once) ? HOME_OWNER : null;
+  if (identity === null) {
     res.writeHead(401, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
     res.end(PageFiles.loginNeededHtml);
     return;
   }
-  res.writeHead(303, { location: '/', 'set-cookie': access.loginCookie(access.login()), 'cache-control': 'no-store' });
+  const credential = token ?? access.homeToken();
+  options.shared.audit({ user: identity.user, action: 'login' });
+  res.writeHead(303, { location: '/', 'set-cookie': access.loginCookie(access.login(identity, credential)), 'cache-control': 'no-store' });
   res.end();
 }
 
 /** The session's events as SSE: `ready`, the replay after Last-Event-ID (or `after_seq`), then live ones. */
-async function streamEvents(req: IncomingMessage, res: ServerResponse, sid: string, url: URL, serving: Serving): Promise<void> {
+async function streamEvents(req: IncomingMessage, res: ServerResponse, sid: string, url: URL, serving: Serving, identity: Admitted): Promise<void> {
   const { options } = serving;
+  const ctx = clientContext({ ...options.shared, identity }, nextClientId());
+  if (!identity.admin) await authorize('session.resume', { session_id: sid }, ctx);
   if ((await (await options.shared.reader())?.session(sid)) === undefined) throw new RpcError(ErrorCodes.sessionNotFound, `session not found: ${sid}`);
   const afterText = req.headers['last-event-id'] ?? url.searchParams.get('after_seq');
   const afterSeq = afterText === null || afterText === undefined || afterText === '' ? undefined : Number(afterText);
   if (afterSeq !== undefined && !Number.isSafeInteger(afterSeq)) throw new RpcError(ErrorCodes.invalidParams, 'invalid params: Last-Event-ID and after_seq must be integers');
   if (!options.admit()) throw tooManyClients(options.maxClients);
-  const id = nextClientId();
+  const id = ctx.clientId;
   const stream = new EventStream(res, options.limits, (overrun, unreadBytes) => {
     options.metrics.dropped(overrun.why);
     options.log.warn({ unreadBytes, maxUnreadBytes: overrun.maxUnreadBytes }, `event stream ${overrun.why}: disconnecting it`);
   });
   const untrack = options.track(stream);
-  const forget = serving.credentials.opened(() => stream.end());
+  const forget = endWithCredential(serving.ends, identity, () => stream.end());
   options.metrics.opened('sse');
   tell(options.shared.gateway, { kind: 'client-open', sink: { id, write: (line) => stream.write(line) } });
   res.once('close', () => {
@@ -225,7 +266,6 @@ async function streamEvents(req: IncomingMessage, res: ServerResponse, sid: stri
     options.metrics.closed('sse');
     tell(options.shared.gateway, { kind: 'client-closed', clientId: id });
   });
-  const ctx = clientContext(options.shared, id);
   const answered = await callMethod('session.resume', { session_id: sid, ...(afterSeq === undefined ? {} : { after_seq: afterSeq }) }, ctx, 1);
   if (answered !== ANSWERED_ELSEWHERE) stream.end();
 }
@@ -234,7 +274,7 @@ interface Upgrading {
   options: EdgeOptions;
   access: Access;
   wss: WebSocketServer;
-  credentials: CredentialWatch;
+  ends: Ends;
 }
 
 /** `/v1/rpc`: checked like a request (Host, Origin, who), then a client of the gateway. */
@@ -244,7 +284,21 @@ function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, upgrading: 
   const refusal = access.checkHost(req) ?? access.checkOrigin(req);
   if (refusal !== null) return rejectUpgrade(socket, refusal.status, refusal.message);
   if (new URL(req.url ?? '/', 'http://edge').pathname !== '/v1/rpc') return rejectUpgrade(socket, 404, 'not found');
-  if (access.authenticated(req)) return wss.handleUpgrade(req, socket, head, (ws) => admitWebSocket(ws, socket, options, upgrading.credentials));
+  access.identify(req).then(
+    (identity) => {
+      if (identity === null) return waitForAuth(req, socket, head, upgrading);
+      wss.handleUpgrade(req, socket, head, (ws) => admitWebSocket(ws, socket, options, { ends: upgrading.ends, identity }));
+    },
+    (err: unknown) => {
+      options.log.error({ err }, 'could not tell who an upgrade is');
+      socket.destroy();
+    },
+  );
+}
+
+/** Not known by a header or a cookie: a node's link proves the cluster secret, anyone else sends a first frame with a token. */
+function waitForAuth(req: IncomingMessage, socket: Duplex, head: Buffer, upgrading: Upgrading): void {
+  const { options } = upgrading;
   const release = options.admit() ? options.preAuth.take() : null;
   if (release === null) return rejectUpgrade(socket, 503, 'too many connections are waiting to log in: try again later');
   socket.once('close', release);
@@ -300,25 +354,30 @@ function firstFrameAuth(req: IncomingMessage, socket: Duplex, head: Buffer, upgr
     const timer = setTimeout(() => ws.close(POLICY_VIOLATION, 'unauthorized'), FIRST_FRAME_AUTH_MS);
     ws.once('message', (data) => {
       clearTimeout(timer);
-      waiting.release();
-      if (!access.isToken(firstFrameToken(data.toString()) ?? '')) return ws.close(POLICY_VIOLATION, 'unauthorized');
-      authenticated();
-      admitWebSocket(ws, socket, options, upgrading.credentials);
+      access
+        .identifyToken(firstFrameToken(data.toString()) ?? '')
+        .catch(() => null)
+        .then((identity) => {
+          waiting.release();
+          if (identity === null) return ws.close(POLICY_VIOLATION, 'unauthorized');
+          authenticated();
+          admitWebSocket(ws, socket, options, { ends: upgrading.ends, identity });
+        });
     });
     ws.once('close', () => clearTimeout(timer));
   });
 }
 
-/** `credentials`: the token opened it (a node's link is not), and its rotation closes it. */
-function admitWebSocket(ws: WebSocket, socket: Duplex, options: EdgeOptions, credentials: CredentialWatch | null): void {
+/** `who`: the credential that opened it, whose end closes it (a node's link has none: its secret's rotation closes it). */
+function admitWebSocket(ws: WebSocket, socket: Duplex, options: EdgeOptions, who: { ends: Ends; identity: Admitted } | null): void {
   if (!options.admit()) {
     ws.send(errorLine(null, tooManyClients(options.maxClients)).trimEnd());
     ws.close(TRY_AGAIN_LATER, 'too many clients');
     return;
   }
-  const forget = credentials?.opened(() => ws.close(POLICY_VIOLATION, 'the token was rotated'));
-  if (forget !== undefined) ws.once('close', forget);
-  const lines = acceptClient(options.clients, websocketTransport(ws, socket, options.limits), options.shared, options.log, options.metrics);
+  if (who !== null) ws.once('close', endWithCredential(who.ends, who.identity, () => ws.close(POLICY_VIOLATION, 'the credential that opened this connection has ended')));
+  const shared = who === null ? options.shared : { ...options.shared, identity: who.identity };
+  const lines = acceptClient(options.clients, websocketTransport(ws, socket, options.limits), shared, options.log, options.metrics);
   const untrack = options.track(lines);
   ws.once('close', untrack);
 }

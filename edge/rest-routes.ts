@@ -2,7 +2,7 @@
 // the params and answer as they do for a socket client. The event stream and the page are
 // served by edge-server.ts; this table is the rest.
 import type { IncomingMessage } from 'node:http';
-import { callMethod, type ClientContext } from '../actors/daemon/client-methods.js';
+import { authorize, callMethod, type ClientContext } from '../actors/daemon/client-methods.js';
 import type { GatewayMsg, HostStatus, SessionPeek, SupervisorMsg } from '../actors/daemon/supervisor-messages.js';
 import { ask, type Ref } from '../actors/runtime.js';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
@@ -36,7 +36,10 @@ const ok = (body: unknown, status = 200): RouteAnswer => ({ status, body });
 const method = (name: string, params: UnknownRecord, ctx: ClientContext): Promise<unknown> => callMethod(name, params, ctx);
 
 const ROUTES: Route[] = [
-  route('GET', '/v1/status', async ({ ctx }) => ok(await method('host.status', {}, ctx))),
+  route('GET', '/v1/status', async ({ ctx }) => {
+    if (!ctx.identity.admin) throw new RpcError(ErrorCodes.forbidden, 'forbidden: /v1/status is for admins');
+    return ok(await method('host.status', {}, ctx));
+  }),
   route('GET', '/v1/sessions', async ({ ctx, query }) => ok(await method('session.list', query.has('status') ? { status: query.get('status') } : {}, ctx))),
   route('POST', '/v1/sessions', async ({ ctx, req }) => ok(await method('session.create', pick(await readJsonBody(req), ['session_id']), ctx), 201)),
   route('GET', '/v1/sessions/{id}', async ({ ctx, parts }) => ok(await sessionView(parts['id']!, ctx))),
@@ -53,6 +56,10 @@ const ROUTES: Route[] = [
   route('PATCH', '/v1/sessions/{id}/queue/{queue_id}', async ({ ctx, parts, req }) =>
     ok(await method('session.queue.update', { ...pick(await readJsonBody(req), ['action', 'text']), session_id: parts['id'], queue_id: parts['queue_id'] }, ctx)),
   ),
+  route('PUT', '/v1/sessions/{id}/shares/{user}', async ({ ctx, parts, req }) =>
+    ok(await method('session.share', { ...pick(await readJsonBody(req), ['role']), session_id: parts['id'], user: parts['user'] }, ctx)),
+  ),
+  route('DELETE', '/v1/sessions/{id}/shares/{user}', async ({ ctx, parts }) => ok(await method('session.unshare', { session_id: parts['id'], user: parts['user'] }, ctx))),
   route('POST', '/v1/requests/{request_id}/answer', async ({ ctx, parts, req }) => {
     const body = await readJsonBody(req);
     // One answer of a batch locks that question; a whole answer resolves the request.
@@ -115,6 +122,7 @@ function integerParam(query: URLSearchParams, name: string): UnknownRecord {
 
 /** One session as a page first draws it: its row, whether a turn runs, its queue and open questions. */
 async function sessionView(sid: string, ctx: ClientContext): Promise<unknown> {
+  if (!ctx.identity.admin) await authorize('session.queue.get', { session_id: sid }, ctx);
   const session = await (await ctx.reader())?.session(sid);
   if (session === undefined) throw new RpcError(ErrorCodes.sessionNotFound, `session not found: ${sid}`);
   const [status, peek, queue] = await Promise.all([

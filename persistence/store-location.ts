@@ -1,5 +1,6 @@
 // Where a home's sessions live (PROTOCOL.md §6.1): `--store`, else $TURNHOST_STORE, else SQLite
 // in the home. The PostgreSQL driver is loaded only when a URL names it.
+import type { People } from './people.js';
 import type { Reader } from './reader.js';
 import { SqliteReader } from './sqlite/sqlite-reader.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
@@ -62,14 +63,28 @@ export async function openReader(location: StoreLocation): Promise<Reader | null
  * The store's reader for a long-running process: opened on first use, opened again later when
  * there was nothing to read yet or the store could not be reached.
  */
-export function readerOnDemand(location: StoreLocation): { get: () => Promise<Reader | null>; close: () => Promise<void> } {
-  let opening: Promise<Reader | null> | null = null;
+export function readerOnDemand(location: StoreLocation): OnDemand<Reader> {
+  return onDemand(() => openReader(location));
+}
+
+/** The store's people (persistence/people.ts) for a long-running process, as the reader is opened. */
+export function peopleOnDemand(location: StoreLocation): OnDemand<People> {
+  return onDemand(async () => (await import('./people.js')).openPeople(location));
+}
+
+export interface OnDemand<T extends { close(): Promise<void> }> {
+  get(): Promise<T | null>;
+  close(): Promise<void>;
+}
+
+function onDemand<T extends { close(): Promise<void> }>(open: () => Promise<T | null>): OnDemand<T> {
+  let opening: Promise<T | null> | null = null;
   return {
     get: () => {
-      const current = (opening ??= openReader(location));
+      const current = (opening ??= open());
       current.then(
-        (reader) => {
-          if (reader === null && opening === current) opening = null;
+        (opened) => {
+          if (opened === null && opening === current) opening = null;
         },
         () => {
           if (opening === current) opening = null;
@@ -78,8 +93,8 @@ export function readerOnDemand(location: StoreLocation): { get: () => Promise<Re
       return current;
     },
     close: async () => {
-      const reader = await opening?.catch(() => null);
-      await reader?.close();
+      const opened = await opening?.catch(() => null);
+      await opened?.close();
     },
   };
 }

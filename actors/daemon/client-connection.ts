@@ -6,7 +6,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { ErrorCodes, errorLine, parseClientMessage, resultLine, RpcError } from '../../protocol/client-rpc.js';
 import { LineReader, MAX_FRAME_BYTES } from '../../protocol/line-reader.js';
-import { ANSWERED_ELSEWHERE, answerServerRequest, callMethod, clientContext, type ClientContext, type SharedContext } from './client-methods.js';
+import { ANSWERED_ELSEWHERE, answerServerRequest, authorize, clientContext, invokeMethod, type ClientContext, type SharedContext } from './client-methods.js';
 import { spawnActor, stopActor, tell, type AnyRef } from '../runtime.js';
 import type { ClientMsg, ClientSink } from './supervisor-messages.js';
 import { ClientOutput } from './client-output.js';
@@ -131,12 +131,17 @@ function onLine(text: string, sink: ClientSink, ctx: ClientContext, peers: PeerL
     case 'response':
       if (peers?.response(message.id, text)) return;
       if (typeof message.id === 'string') {
-        answerServerRequest(ctx, message.id, message).catch((err: unknown) => log.warn({ err }, 'could not relay a client answer'));
+        const requestId = message.id;
+        allowed(ctx, 'request.answer', { request_id: requestId })
+          .then(() => answerServerRequest(ctx, requestId, message))
+          .catch((err: unknown) => log.warn({ err }, 'could not relay a client answer'));
       }
       return;
     case 'request': {
-      const here = () => callMethod(message.method, message.params, ctx, message.id);
-      (peers === null ? here() : peers.request(message, text, here)).then(
+      const here = () => invokeMethod(message.method, message.params, ctx, message.id);
+      // Checked before it is forwarded: the owner node trusts the node it came through.
+      const run = () => (peers === null ? here() : peers.request(message, text, here));
+      (ctx.identity.admin ? run() : authorize(message.method, message.params, ctx).then(run)).then(
         (result) => {
           if (result !== ANSWERED_ELSEWHERE && result !== FORWARDED) sink.write(resultLine(message.id, result));
         },
@@ -145,6 +150,10 @@ function onLine(text: string, sink: ClientSink, ctx: ClientContext, peers: PeerL
       return;
     }
   }
+}
+
+function allowed(ctx: ClientContext, method: string, params: Record<string, unknown>): Promise<void> {
+  return ctx.identity.admin ? Promise.resolve() : authorize(method, params, ctx);
 }
 
 /** Any throw that is not already a wire error is a 5000 with its message. */

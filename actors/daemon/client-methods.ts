@@ -11,6 +11,9 @@ import { routeClass } from '../host/routes.js';
 import { ask, tell, SECOND_MS, type Ref } from '../runtime.js';
 import { isSessionMethod, type Cluster } from './peer-links.js';
 import type { CallReply, GatewayMsg, HostCall, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
+import { OWNER, SHARE_ROLES, validUserName, type People } from '../../persistence/people.js';
+import type { Identity } from './identity.js';
+import { ANSWERS, notFound, type SessionAccess } from './session-access.js';
 
 export interface ClientContext {
   clientId: number;
@@ -32,6 +35,20 @@ export interface ClientContext {
   attached: Set<string>;
   /** The HTTP edge's address, when the daemon listens (`--listen`). */
   edgeUrl(): string | null;
+  /** Who the client is (PROTOCOL.md §5.6): the home's owner on the unix socket. */
+  identity: Identity;
+  /** The store's users and shares, opened on first use. */
+  people(): Promise<People | null>;
+  access: SessionAccess;
+  /** One record of `<home>/logs/audit.log` (who did what), never a token. */
+  audit(record: AuditRecord): void;
+}
+
+export interface AuditRecord {
+  user: string;
+  action: string;
+  session_id?: string;
+  detail?: Record<string, unknown>;
 }
 
 /** What a door shares with all of its clients. */
@@ -54,18 +71,78 @@ const QUEUE_ACTIONS: readonly QueueOp[] = ['edit', 'delete', 'steer'];
 
 type Method = (params: Fields, ctx: ClientContext, id: RequestId) => Promise<unknown> | unknown;
 
+/** A method as a client calls it: who it is may do it (authorize), then it runs (invokeMethod). */
 export async function callMethod(method: string, params: UnknownRecord, ctx: ClientContext, id: RequestId = null): Promise<unknown> {
+  if (!ctx.identity.admin) await authorize(method, params, ctx);
+  return invokeMethod(method, params, ctx, id);
+}
+
+/**
+ * Throws unless the client's identity may call the method on its session (session-access.ts). A
+ * node checks before it forwards a method to the session's owner: both read the same store.
+ */
+export async function authorize(method: string, params: UnknownRecord, ctx: ClientContext): Promise<void> {
+  const sid = ANSWERS.has(method) ? await requestSession(params, ctx) : typeof params['session_id'] === 'string' ? params['session_id'] : null;
+  await ctx.access.check(ctx.identity, method, sid ?? '');
+}
+
+/** The session of the server request a method answers; an unknown request checks as an unknown session. */
+async function requestSession(params: UnknownRecord, ctx: ClientContext): Promise<string | null> {
+  const requestId = params['request_id'];
+  return typeof requestId === 'string' ? sidForRequest(ctx, requestId) : null;
+}
+
+export async function invokeMethod(method: string, params: UnknownRecord, ctx: ClientContext, id: RequestId = null): Promise<unknown> {
   const known = Object.hasOwn(METHODS, method) ? METHODS[method] : undefined;
   const cls = routeClass(method);
   // Routes are checked against the table before any I/O.
   if (known === undefined && (cls === undefined || cls === 'turn-path')) throw new RpcError(ErrorCodes.methodNotFound, `method not found: ${method}`);
   if (ctx.peer === true && !isSessionMethod(method)) throw new RpcError(ErrorCodes.forbidden, `forbidden: a node's link may call session methods only, not ${method}`);
   try {
-    return known ? await known(new Fields(params), ctx, id) : await routeMethod(method, params, ctx);
+    const result = known ? await known(new Fields(params), ctx, id) : await routeMethod(method, params, ctx);
+    audited(method, params, result, ctx);
+    return result;
   } catch (err) {
     if (err instanceof FieldError) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${err.message}`);
     throw err;
   }
+}
+
+/** What each audited method is called in the audit log (PROTOCOL.md §5.6); an answer may be an approval or a denial. */
+function auditAction(method: string, params: UnknownRecord): string | null {
+  switch (method) {
+    case 'session.create':
+      return 'create';
+    case 'prompt.submit':
+      return params['on_busy'] === 'steer' ? 'steer' : 'submit';
+    case 'session.interrupt':
+      return 'interrupt';
+    case 'session.queue.update':
+      return 'queue edit';
+    case 'clarify.lock':
+      return 'answer';
+    case 'request.answer': {
+      const approved = (params['result'] as { approved?: unknown } | null | undefined)?.approved;
+      return approved === true ? 'approve' : approved === false ? 'deny' : 'answer';
+    }
+    case 'session.share':
+      return 'share';
+    case 'session.unshare':
+      return 'unshare';
+    default:
+      return null;
+  }
+}
+
+function audited(method: string, params: UnknownRecord, result: unknown, ctx: ClientContext): void {
+  const action = auditAction(method, params);
+  if (action === null) return;
+  const sid = typeof params['session_id'] === 'string' ? params['session_id'] : (result as { session_id?: string } | null)?.session_id;
+  const detail: Record<string, unknown> = {};
+  for (const key of ['request_id', 'queue_id', 'turn_id', 'action', 'user', 'role'] as const) if (typeof params[key] === 'string') detail[key] = params[key];
+  const turnId = (result as { turn_id?: unknown } | null)?.turn_id;
+  if (typeof turnId === 'string') detail['turn_id'] = turnId;
+  ctx.audit({ user: ctx.identity.user, action, ...(sid === undefined ? {} : { session_id: sid }), ...(Object.keys(detail).length === 0 ? {} : { detail }) });
 }
 
 async function callHost(ctx: ClientContext, call: HostCall): Promise<unknown> {
@@ -134,8 +211,28 @@ async function ownerElsewhere(ctx: ClientContext, sid: string): Promise<LeaseVie
 
 async function knownSession(ctx: ClientContext, sid: string) {
   const session = await (await ctx.reader())?.session(sid);
-  if (session === undefined) throw new RpcError(ErrorCodes.sessionNotFound, `session not found: ${sid}`);
+  if (session === undefined) throw notFound(sid);
   return session;
+}
+
+async function openPeople(ctx: ClientContext): Promise<People> {
+  const people = await ctx.people();
+  if (people === null) throw new RpcError(ErrorCodes.internal, 'the store cannot be written yet');
+  return people;
+}
+
+/**
+ * A session a member creates is theirs: its owner row is written before the answer. An id already
+ * taken by a session they cannot see is refused, without saying whose it is.
+ */
+async function claimNewSession(ctx: ClientContext, sid: string): Promise<void> {
+  if (ctx.identity.user === OWNER) return;
+  const exists = (await (await ctx.reader())?.session(sid)) !== undefined;
+  const role = exists ? await ctx.access.roleOf(ctx.identity.user, sid) : null;
+  if (exists && role !== 'owner' && role !== 'editor' && !ctx.identity.admin) throw new RpcError(ErrorCodes.forbidden, `forbidden: the session id ${sid} is taken`);
+  if (exists) return;
+  await (await openPeople(ctx)).grant(sid, ctx.identity.user, 'owner');
+  ctx.access.forget(sid, ctx.identity.user);
 }
 
 /** A run-concurrent or idle-gated route: its params go to the host as the control's params. */
@@ -167,11 +264,18 @@ function titleOf(prompt: string | null): string | null {
   return line.length <= TITLE_MAX ? line : `${line.slice(0, TITLE_MAX - 1)}…`;
 }
 
+function sharedUser(p: Fields): string {
+  const user = p.identifier('user');
+  if (!validUserName(user)) throw new FieldError('user must be a user\'s name (letters, digits and . _ @ + -, at most 64), not the owner');
+  return user;
+}
+
 const METHODS: Record<string, Method> = {
   /** The session is stored before the answer: from then on it is listed, resumable and survives a restart. */
   async 'session.create'(p, ctx) {
     const sid = p.optionalIdentifier('session_id') ?? `s-${randomBytes(6).toString('hex')}`;
     const cwd = p.optionalString('cwd');
+    await claimNewSession(ctx, sid);
     if (cwd) ctx.cwds.set(sid, cwd);
     const stored = (await callHost(ctx, { op: 'create', sid, ...(cwd ? { cwd } : {}) })) as { session_key: string };
     attach(ctx, sid);
@@ -202,7 +306,9 @@ const METHODS: Record<string, Method> = {
   async 'session.list'(p, ctx) {
     const status = p.has('status') ? p.oneOf('status', SESSION_STATUSES) : undefined;
     const running = new Set((await hostStatus(ctx)).running_sids);
-    const sessions = (await (await ctx.reader())?.sessions(status)) ?? [];
+    const all = (await (await ctx.reader())?.sessions(status)) ?? [];
+    const theirs = ctx.identity.admin ? null : new Set(await (await openPeople(ctx)).sessionsOf(ctx.identity.user));
+    const sessions = theirs === null ? all : all.filter((s) => theirs.has(s.session_id));
     return {
       sessions: sessions.map((s) => ({
         session_id: s.session_id,
@@ -214,6 +320,26 @@ const METHODS: Record<string, Method> = {
         title: titleOf(s.first_prompt),
       })),
     };
+  },
+
+  /** The owner (or an admin) lets another user view or drive the session. */
+  async 'session.share'(p, ctx) {
+    const sid = p.identifier('session_id');
+    const user = sharedUser(p);
+    const role = p.oneOf('role', SHARE_ROLES);
+    await knownSession(ctx, sid);
+    await (await openPeople(ctx)).grant(sid, user, role);
+    ctx.access.forget(sid, user);
+    return { session_id: sid, user, role };
+  },
+
+  async 'session.unshare'(p, ctx) {
+    const sid = p.identifier('session_id');
+    const user = sharedUser(p);
+    await knownSession(ctx, sid);
+    const removed = await (await openPeople(ctx)).revoke(sid, user);
+    ctx.access.forget(sid, user);
+    return { session_id: sid, user, removed };
   },
 
   async 'session.history'(p, ctx) {
@@ -283,6 +409,7 @@ const METHODS: Record<string, Method> = {
       ...(ctx.nodeId === null ? {} : { cluster: { node_id: ctx.nodeId, nodes: await clusterNodes(ctx) } }),
       sessions: { active: counts.active, running: status.running_sids.length, retained: counts.retained, finalized: counts.finalized },
       ...(url === null ? {} : { http: { url } }),
+      you: { user: ctx.identity.user, admin: ctx.identity.admin },
     };
   },
 

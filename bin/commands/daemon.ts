@@ -5,7 +5,9 @@ import { createServer, type Server, type Socket } from 'node:net';
 import pino from 'pino';
 import { acceptClient, unixTransport, type ClientLines } from '../../actors/daemon/client-connection.js';
 import { unreadLimits } from '../../actors/daemon/unread-bound.js';
-import type { SharedContext } from '../../actors/daemon/client-methods.js';
+import type { AuditRecord, SharedContext } from '../../actors/daemon/client-methods.js';
+import { HOME_OWNER } from '../../actors/daemon/identity.js';
+import { SessionAccess } from '../../actors/daemon/session-access.js';
 import type { Cluster } from '../../actors/daemon/peer-links.js';
 import { monotonicClock } from '../../actors/clock.js';
 import { spawnGateway } from '../../actors/daemon/gateway.js';
@@ -24,7 +26,7 @@ import { LogFile } from '../../persistence/log.js';
 import type { Reader } from '../../persistence/reader.js';
 import { DEFAULT_LEASE_SECS, nodeLockWaitMs } from '../../persistence/store.js';
 import { realProbe } from '../../persistence/proc.js';
-import { describeLocation, openReader, readerOnDemand, STORE_ENV, storeLocation, type StoreLocation } from '../../persistence/store-location.js';
+import { describeLocation, openReader, peopleOnDemand, readerOnDemand, STORE_ENV, storeLocation, type StoreLocation } from '../../persistence/store-location.js';
 import { buildSha, cliEntry } from '../build-info.js';
 import { onceASecond } from '../log-repeats.js';
 import { acquireHomeLock } from '../home-lock.js';
@@ -32,6 +34,7 @@ import { enterHome, ensureHome, homePaths } from '../home.js';
 import { hostArgs, type HostPassOptions } from '../host-options.js';
 import { startRepl } from '../repl-server.js';
 import { startEdge, type Edge } from '../../edge/edge-server.js';
+import type { JwtOptions } from '../../edge/jwt-verifier.js';
 import { Places } from '../../edge/places.js';
 import { MAX_WAITING_FOR_AUTH } from '../../edge/pre-auth.js';
 import type { ListenAddress } from '../../edge/listen-address.js';
@@ -59,6 +62,8 @@ export interface HttpOptions {
   publicUrl?: string;
   /** How long a page login lasts (`--login-days`, default 7). */
   loginDays?: number;
+  /** An identity provider's JWTs (`--jwt-jwks` and the rest, PROTOCOL.md §5.6). */
+  jwt?: JwtOptions;
 }
 
 const DEFAULT_STOP_WAIT_SEC = 10;
@@ -163,10 +168,24 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     },
   });
   const database = readerOnDemand(location);
+  const people = peopleOnDemand(location);
+  const audit = new LogFile(paths.audit, Number.POSITIVE_INFINITY);
   const storeShown = describeLocation(location);
   const node = options.nodeId === undefined ? null : clusterView(options.nodeId, options.leaseSecs ?? DEFAULT_LEASE_SECS, database.get, supervisor, log);
   const cluster = node?.cluster ?? null;
-  const shared = { supervisor, gateway, reader: database.get, storeShown, nodeId: options.nodeId ?? null, cluster, edgeUrl: () => edge?.url ?? null };
+  const shared = {
+    supervisor,
+    gateway,
+    reader: database.get,
+    storeShown,
+    nodeId: options.nodeId ?? null,
+    cluster,
+    edgeUrl: () => edge?.url ?? null,
+    identity: HOME_OWNER,
+    people: people.get,
+    access: new SessionAccess(people.get),
+    audit: (record: AuditRecord) => audit.append({ at: new Date().toISOString(), ...record }),
+  };
   metrics = daemonMetrics(shared);
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
   // Every client's output, whatever its door: one cap, and each is ended when the daemon stops.
@@ -209,6 +228,8 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   rmSync(paths.socket, { force: true });
   node?.close();
   await database.close();
+  await people.close();
+  audit.close();
   stopSystem(system);
   lock.release();
   log.info('daemon exiting');

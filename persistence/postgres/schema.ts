@@ -151,6 +151,25 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE sessions ADD COLUMN agent_session_id text;
   `,
+  // People (PROTOCOL.md §5.6): personal tokens as their SHA-256 only, and who may see or drive a
+  // session. A session without rows here belongs to the home's owner. Written by the daemons and
+  // the CLI, never on a turn's path; every node reads the same users.
+  `
+  CREATE TABLE users (
+    name         text PRIMARY KEY,
+    admin        boolean NOT NULL,
+    token_sha256 text NOT NULL UNIQUE,
+    created_at   bigint NOT NULL,
+    last_seen_at bigint
+  );
+  CREATE TABLE session_access (
+    sid       text NOT NULL,
+    user_name text NOT NULL,
+    role      text NOT NULL CHECK (role IN ('owner', 'editor', 'viewer')),
+    PRIMARY KEY (sid, user_name)
+  );
+  CREATE INDEX session_access_by_user ON session_access (user_name);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -107,20 +107,42 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE sessions ADD COLUMN agent_session_id TEXT;
   `,
+  // People (PROTOCOL.md §5.6): personal tokens as their SHA-256 only, and who may see or drive a
+  // session. A session without rows here belongs to the home's owner. Written by the daemon and
+  // the CLI, never on a turn's path.
+  `
+  CREATE TABLE users (
+    name         TEXT PRIMARY KEY,
+    admin        INTEGER NOT NULL,
+    token_sha256 TEXT NOT NULL UNIQUE,
+    created_at   INTEGER NOT NULL,
+    last_seen_at INTEGER
+  );
+  CREATE TABLE session_access (
+    sid       TEXT NOT NULL,
+    user_name TEXT NOT NULL,
+    role      TEXT NOT NULL CHECK (role IN ('owner', 'editor', 'viewer')),
+    PRIMARY KEY (sid, user_name)
+  );
+  CREATE INDEX session_access_by_user ON session_access (user_name);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-/** Brings the database up to SCHEMA_VERSION; refuses one written by a newer build. */
+/**
+ * Brings the database up to SCHEMA_VERSION; refuses one written by a newer build. Each step reads
+ * the version inside its own write transaction, so two processes opening a new home at once (a
+ * host, and the daemon's or the CLI's people) run each migration once.
+ */
 export function migrate(db: Database.Database): void {
-  const current = db.pragma('user_version', { simple: true }) as number;
-  if (current > SCHEMA_VERSION) {
-    throw new Error(`database schema version ${current} is newer than this build understands (${SCHEMA_VERSION})`);
-  }
-  for (let version = current; version < SCHEMA_VERSION; version++) {
-    db.transaction(() => {
-      db.exec(MIGRATIONS[version]!);
-      db.pragma(`user_version = ${version + 1}`);
-    })();
-  }
+  const step = db.transaction((): boolean => {
+    const current = db.pragma('user_version', { simple: true }) as number;
+    if (current > SCHEMA_VERSION) throw new Error(`database schema version ${current} is newer than this build understands (${SCHEMA_VERSION})`);
+    if (current === SCHEMA_VERSION) return false;
+    db.exec(MIGRATIONS[current]!);
+    db.pragma(`user_version = ${current + 1}`);
+    return true;
+  });
+  while (step.immediate()) continue;
 }

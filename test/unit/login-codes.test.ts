@@ -4,6 +4,9 @@ import type { IncomingMessage } from 'node:http';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pino from 'pino';
+import { HOME_OWNER } from '../../actors/daemon/identity.js';
+import { UserDirectory } from '../../actors/daemon/user-directory.js';
 import { Access } from '../../edge/access.js';
 import { TokenSource } from '../../edge/http-token.js';
 import { LOGIN_CODE_TTL_MS, makeLoginCode, takeLoginCode } from '../../edge/login-codes.js';
@@ -27,12 +30,14 @@ describe('page logins', () => {
 
   it('a page login ends after --login-days, and its cookie says so (Max-Age)', async () => {
     const dayFraction = 0.5 / (24 * 60 * 60); // half a second, in days
-    const access = new Access({ tokens: new TokenSource(home, 'the-token-of-this-test'), loopback: true, port: () => 7433, allowHosts: [], corsOrigins: [], secureCookie: false, loginDays: dayFraction, home });
-    const cookie = access.loginCookie(access.login());
+    const users = new UserDirectory(async () => null, pino({ level: 'silent' }));
+    after(() => users.close());
+    const access = new Access({ tokens: new TokenSource(home, 'the-token-of-this-test'), loopback: true, port: () => 7433, allowHosts: [], corsOrigins: [], secureCookie: false, loginDays: dayFraction, home, users, jwt: null });
+    const cookie = access.loginCookie(access.login(HOME_OWNER, 'the-token-of-this-test'));
     expect(cookie).to.match(/^turnhost_session_7433=[\w-]+; HttpOnly; SameSite=Strict; Path=\/; Max-Age=\d+$/);
     const request = { headers: { cookie: cookie.split(';')[0] } } as IncomingMessage;
-    expect(access.authenticated(request)).to.equal(true);
+    expect(await access.identify(request)).to.deep.equal(HOME_OWNER);
     await new Promise((resolve) => setTimeout(resolve, 700));
-    expect(access.authenticated(request)).to.equal(false);
+    expect(await access.identify(request)).to.equal(null);
   });
 });
