@@ -21,6 +21,7 @@ import type {
   SessionEvent,
   SessionStatus,
   SessionSummary,
+  ShareRole,
   QueueAction,
   QueueState,
   SubmitOptions,
@@ -274,6 +275,15 @@ export class TurnhostClient {
 
   answerRequest(requestId: string, result: Record<string, unknown>): Promise<{ status: 'ok' | 'expired' }> {
     return this.call('request.answer', { request_id: requestId, result });
+  }
+
+  /** Lets another user view (read only) or edit (drive) a session; its owner's or an admin's to give (PROTOCOL.md §5.6). */
+  shareSession(sessionId: string, user: string, role: ShareRole): Promise<{ session_id: string; user: string; role: ShareRole }> {
+    return this.call('session.share', { session_id: sessionId, user, role });
+  }
+
+  unshareSession(sessionId: string, user: string): Promise<{ session_id: string; user: string; removed: boolean }> {
+    return this.call('session.unshare', { session_id: sessionId, user });
   }
 
   hostStatus(): Promise<HostStatusResult> {

@@ -89,7 +89,12 @@ export interface HostStatusResult {
   store: { url: string; reachable: boolean; problem?: string };
   /** On a node of several (PROTOCOL.md §6.2): this node's id and every node's URL, heartbeat age and session count. */
   cluster?: { node_id: string; nodes: { node_id: string; url: string | null; heartbeat_age_ms: number; sessions: number }[] };
+  /** Who this client is (PROTOCOL.md §5.6): the home's owner on the unix socket. */
+  you: { user: string; admin: boolean };
 }
+
+/** What a share lets its user do: read, or drive too. */
+export type ShareRole = 'viewer' | 'editor';
 
 /** Every event's payload by its type: the daemon's, and one of this library's own. */
 export type EventPayloads = WireEventPayloads & {

@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { EventType, type BaseEvent, type RunAgentInput } from '@ag-ui/core';
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { nextClientId } from '../actors/daemon/client-connection.js';
-import { answerServerRequest, callMethod, clientContext, type ClientContext } from '../actors/daemon/client-methods.js';
+import { answerServerRequest, authorize, callMethod, clientContext, type ClientContext } from '../actors/daemon/client-methods.js';
 import { ClientOutput } from '../actors/daemon/client-output.js';
 import type { GatewayMsg, SessionPeek } from '../actors/daemon/supervisor-messages.js';
 import { ask, tell, SECOND_MS, type Ref } from '../actors/runtime.js';
@@ -47,8 +47,14 @@ export async function agUiRun(req: IncomingMessage, res: ServerResponse, options
     if (input.resume !== undefined && input.resume.length > 0) await resume(input, run, ctx);
     else await submit(input, run, ctx);
   } catch (err) {
-    run.error(err instanceof RpcError ? String(err.code) : 'internal', (err as Error).message);
+    run.error(errorCode(err), (err as Error).message);
   }
+}
+
+/** A turnhost error's code as RUN_ERROR's; a session that is not the caller's to see is `not_found` (PROTOCOL.md §5.6). */
+function errorCode(err: unknown): string {
+  if (!(err instanceof RpcError)) return 'internal';
+  return err.code === ErrorCodes.sessionNotFound ? 'not_found' : String(err.code);
 }
 
 function parseInput(body: UnknownRecord): RunAgentInput {
@@ -105,6 +111,8 @@ function openStream(res: ServerResponse, options: EdgeOptions): Stream {
 async function submit(input: RunAgentInput, run: Run, ctx: ClientContext): Promise<void> {
   const text = lastUserText(input);
   if (text === null) return run.error('invalid', 'the run has no user message to send, and no resume');
+  // A member's new thread is a session they make (and own); the owner's is made by its first prompt.
+  if (!ctx.identity.admin && (await (await ctx.reader())?.session(input.threadId)) === undefined) await callMethod('session.create', { session_id: input.threadId }, ctx);
   const answer = (await callMethod('prompt.submit', { session_id: input.threadId, text, client_message_id: input.runId, on_busy: 'queue' }, ctx)) as {
     status: string;
     turn_id: string;
@@ -138,6 +146,7 @@ async function replayDone(input: RunAgentInput, run: Run, ctx: ClientContext, tu
 /** The answers to the questions the last run ended with; this run follows the rest of their turn. */
 async function resume(input: RunAgentInput, run: Run, ctx: ClientContext): Promise<void> {
   const sid = input.threadId;
+  if (!ctx.identity.admin) await authorize('session.history', { session_id: sid }, ctx);
   // Attached before the answers go, so nothing the turn does after them is missed.
   tell(ctx.gateway, { kind: 'attach', sid, clientId: ctx.clientId });
   const peek = await ask(ctx.gateway, (replyTo: Ref<SessionPeek>): GatewayMsg => ({ kind: 'peek', sid, replyTo }), PEEK_TIMEOUT_MS);
@@ -147,6 +156,7 @@ async function resume(input: RunAgentInput, run: Run, ctx: ClientContext): Promi
   if (missing !== undefined) return run.error('expired', `no open question ${missing.interruptId} in session ${sid}: it was answered, timed out, or its turn ended`);
   run.follow(entries[0]!.interruptId, true);
   for (const entry of entries) {
+    if (!ctx.identity.admin) await authorize('request.answer', { request_id: entry.interruptId }, ctx);
     const outcome = await answerServerRequest(ctx, entry.interruptId, answerFrom(open.get(entry.interruptId)!, entry.status, entry.payload));
     if (outcome.status !== 'ok') return run.error('expired', `the question ${entry.interruptId} is no longer open`);
   }

@@ -33,8 +33,8 @@ export interface People {
   touchUser(name: string, at: number): Promise<void>;
   /** Who may see the session, and as what; none: it belongs to the home's owner. */
   accessOf(sid: string): Promise<AccessRow[]>;
-  /** The sessions a user owns or was shared. */
-  sessionsOf(user: string): Promise<string[]>;
+  /** The sessions a user owns or was shared, with their role in each. */
+  sessionsOf(user: string): Promise<{ sid: string; role: SessionRole }[]>;
   grant(sid: string, user: string, role: SessionRole): Promise<void>;
   /** False when the user had no share of it. */
   revoke(sid: string, user: string): Promise<boolean>;

@@ -1,5 +1,6 @@
 // What the CLI, the daemon and the REPL read of a home's sessions, whichever store holds them
 // (PROTOCOL.md §3, §6.1). Nothing here ever writes.
+import { OWNER } from './people.js';
 import type { ToolCall } from '../protocol/chat.js';
 import type { TurnUsage } from '../protocol/outbound.js';
 import type { SessionStatus } from './store.js';
@@ -27,6 +28,8 @@ export interface HistoryEntry {
   role: string;
   content: string;
   turn_id: string | null;
+  /** On a prompt: who submitted it (PROTOCOL.md §5.6). */
+  by?: string;
   tool_calls?: ToolCall[];
   tool_call_id?: string;
   /** On a turn's last assistant message: the model that answered, the turn's usage, and how long it ran (in `session.history`, not in `history --json`). */
@@ -46,6 +49,7 @@ export interface HistoryRow {
 
 /** What a history shows of a turn on its last message: its usage and its time. */
 export interface TurnUsageRow {
+  by_user: string | null;
   started_at: number;
   ended_at: number | null;
   model: string | null;
@@ -54,7 +58,7 @@ export interface TurnUsageRow {
   model_calls: number | null;
 }
 
-export const TURN_USAGE_COLUMNS = 'started_at, ended_at, model, prompt_tokens, completion_tokens, model_calls';
+export const TURN_USAGE_COLUMNS = 'by_user, started_at, ended_at, model, prompt_tokens, completion_tokens, model_calls';
 
 export const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_call_id';
 
@@ -122,11 +126,22 @@ export interface Reader {
 }
 
 /** Each turn's model and usage go on its last assistant message; `usageOf` reads a turn's. */
+/**
+ * What a history shows of its turns (from their rows): on each prompt, who submitted it (the home's
+ * owner when the row does not say); on each turn's last assistant message, its model, usage and time.
+ */
 export async function withTurnUsage(entries: HistoryEntry[], usageOf: (turnIds: string[]) => Promise<Map<string, TurnUsageRow>>): Promise<HistoryEntry[]> {
   const lastAssistant = new Map<string, HistoryEntry>();
-  for (const entry of entries) if (entry.role === 'assistant' && entry.turn_id !== null) lastAssistant.set(entry.turn_id, entry);
-  if (lastAssistant.size === 0) return entries;
-  const usage = await usageOf([...lastAssistant.keys()]);
+  const prompts: HistoryEntry[] = [];
+  for (const entry of entries) {
+    if (entry.turn_id === null) continue;
+    if (entry.role === 'assistant') lastAssistant.set(entry.turn_id, entry);
+    else if (entry.role === 'user') prompts.push(entry);
+  }
+  const turnIds = new Set([...lastAssistant.keys(), ...prompts.map((entry) => entry.turn_id!)]);
+  if (turnIds.size === 0) return entries;
+  const usage = await usageOf([...turnIds]);
+  for (const entry of prompts) entry.by = usage.get(entry.turn_id!)?.by_user ?? OWNER;
   for (const [turnId, entry] of lastAssistant) {
     const turn = usage.get(turnId);
     if (turn?.model) entry.model = turn.model;

@@ -45,6 +45,8 @@ export interface QueuedPrompt {
   queuedAt: number;
   /** Its order in the queue: smaller runs first; the head gets one less than the smallest. */
   position: number;
+  /** Who submitted it (PROTOCOL.md §5.6); null when nobody said. */
+  by: string | null;
 }
 
 /** What a session remembers of an accepted client_message_id. */
@@ -66,18 +68,19 @@ export interface SubmitRow {
   q_request_id: string | null;
   q_queued_at: number | null;
   q_position: number | null;
+  q_by_user: string | null;
 }
 
 /** The columns of SubmitRow, for both stores' SELECT (submits s LEFT JOIN queue q). */
 export const SUBMIT_COLUMNS = `s.turn_id, s.queue_id, s.steered, q.text AS q_text, q.client_message_id AS q_client_message_id,
-  q.request_id AS q_request_id, q.queued_at AS q_queued_at, q.position AS q_position`;
+  q.request_id AS q_request_id, q.queued_at AS q_queued_at, q.position AS q_position, q.by_user AS q_by_user`;
 
 export function toSubmitRecord(row: SubmitRow): SubmitRecord {
   const record = { turnId: row.turn_id, queueId: row.queue_id, steered: row.steered === 1 };
   if (row.queue_id === null || row.q_position === null) return record;
   return {
     ...record,
-    queued: { queueId: row.queue_id, text: row.q_text ?? '', clientMessageId: row.q_client_message_id, requestId: row.q_request_id ?? '', turnId: row.turn_id, queuedAt: row.q_queued_at ?? 0, position: row.q_position },
+    queued: { queueId: row.queue_id, text: row.q_text ?? '', clientMessageId: row.q_client_message_id, requestId: row.q_request_id ?? '', turnId: row.turn_id, queuedAt: row.q_queued_at ?? 0, position: row.q_position, by: row.q_by_user },
   };
 }
 
@@ -87,7 +90,7 @@ export interface StatementParams {
   touchSession: [historyVersion: number, now: number, sid: string];
   insertMessage: [sid: string, seq: number, role: string, content: string, turnId: string | null, now: number, toolCalls: string | null, toolCallId: string | null];
   deleteMessagesFrom: [sid: string, seq: number];
-  insertTurn: [turnId: string, sid: string, requestId: string, bootId: string, now: number];
+  insertTurn: [turnId: string, sid: string, requestId: string, bootId: string, now: number, by: string | null];
   updateTurn: [status: string, now: number, error: string | null, model: string | null, promptTokens: number | null, completionTokens: number | null, calls: number | null, turnId: string];
   finalizeSession: [endReason: string, now: number, sid: string];
   retainSession: [reason: string, now: number, sid: string];
@@ -95,7 +98,7 @@ export interface StatementParams {
   updateBoot: [now: number, reason: string, bootId: string];
   insertRequest: [id: string, sid: string, turnId: string | null, method: string, paramsText: string, bootId: string, now: number];
   updateRequest: [status: string, answersText: string | null, reason: string | null, now: number, id: string];
-  insertQueued: [queueId: string, sid: string, position: number, text: string, clientMessageId: string | null, requestId: string, turnId: string, steered: 0 | 1, queuedAt: number];
+  insertQueued: [queueId: string, sid: string, position: number, text: string, clientMessageId: string | null, requestId: string, turnId: string, steered: 0 | 1, queuedAt: number, by: string | null];
   updateQueuedText: [text: string, queueId: string];
   updateQueuedPlace: [steered: 0 | 1, position: number, queueId: string];
   deleteQueued: [queueId: string];
@@ -176,8 +179,8 @@ export abstract class StoreWriter {
     this.run('updateAgentSession', [agentSessionId, sid]);
   }
 
-  startTurn(turnId: string, sid: string, requestId: string, bootId: string, now = Date.now()): void {
-    this.run('insertTurn', [turnId, sid, requestId, bootId, now]);
+  startTurn(turnId: string, sid: string, requestId: string, bootId: string, by: string | null, now = Date.now()): void {
+    this.run('insertTurn', [turnId, sid, requestId, bootId, now, by]);
   }
 
   /** A turn's outcome, with the model and token usage its agent reported (AGENT.md §3). */
@@ -214,7 +217,7 @@ export abstract class StoreWriter {
 
   /** A prompt joins its session's queue; `steered`: handed to the running turn, not shown in the queue. */
   queuePrompt(sid: string, item: QueuedPrompt, steered = false): void {
-    this.run('insertQueued', [item.queueId, sid, item.position, item.text, item.clientMessageId, item.requestId, item.turnId, steered ? 1 : 0, item.queuedAt]);
+    this.run('insertQueued', [item.queueId, sid, item.position, item.text, item.clientMessageId, item.requestId, item.turnId, steered ? 1 : 0, item.queuedAt, item.by]);
   }
 
   editQueued(queueId: string, text: string): void {

@@ -44,7 +44,7 @@ export class RpcError extends Error {
 
 /** What one line from a client is. */
 export type ClientMessage =
-  | { kind: 'request'; id: RequestId; method: string; params: UnknownRecord }
+  | { kind: 'request'; id: RequestId; method: string; params: UnknownRecord; vouched?: unknown }
   | { kind: 'notification'; method: string; params: UnknownRecord }
   | { kind: 'response'; id: RequestId; result?: unknown; error?: unknown }
   | { kind: 'invalid'; id: RequestId; error: RpcError };
@@ -70,7 +70,9 @@ export function parseClientMessage(line: string): ClientMessage {
   if (typeof method !== 'string' || method === '') return { kind: 'invalid', id: rpcId, error: new RpcError(ErrorCodes.invalidRequest, 'method must be a non-empty string') };
   const params = value['params'] ?? {};
   if (!isRecord(params)) return { kind: 'invalid', id: rpcId, error: new RpcError(ErrorCodes.invalidParams, 'params must be an object') };
-  return id === undefined ? { kind: 'notification', method, params } : { kind: 'request', id: rpcId, method, params };
+  if (id === undefined) return { kind: 'notification', method, params };
+  // `vouched`: who a node forwarding the request says its client is (PROTOCOL.md §5.6); only a node's link is believed.
+  return value['vouched'] === undefined ? { kind: 'request', id: rpcId, method, params } : { kind: 'request', id: rpcId, method, params, vouched: value['vouched'] };
 }
 
 export function resultLine(id: RequestId, result: unknown): string {

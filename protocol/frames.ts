@@ -21,6 +21,8 @@ export type TurnStartFrame = {
   /** What to do when the session is busy (PROTOCOL.md §2.1); absent: reject, as the original host does. */
   on_busy?: OnBusy;
   client_message_id?: string;
+  /** Who submitted it (PROTOCOL.md §5.6): stored with its turn, shown as the prompt's `by`. */
+  by?: string;
 };
 
 export type OnBusy = 'queue' | 'reject' | 'interrupt' | 'steer';
@@ -192,6 +194,8 @@ function parseTurnStart(f: Fields): TurnStartFrame {
   if (onBusy !== undefined) frame.on_busy = onBusy;
   const clientMessageId = f.optionalIdentifier('client_message_id');
   if (clientMessageId !== undefined) frame.client_message_id = clientMessageId;
+  const by = f.optionalIdentifier('by');
+  if (by !== undefined) frame.by = by;
   return frame;
 }
 

@@ -25,6 +25,8 @@ export type EventPayloads = {
   'tool.complete': { id: string; ok: boolean; summary?: string };
   'status.update': { kind: string; text: string; entries?: PlanEntry[] };
   'request.cancel': { id: string; method: string; reason: CancelReason };
+  /** To a viewer (PROTOCOL.md §5.6): a question is open that they may see but not answer. */
+  'request.open': { request_id: string; method: string; params: Record<string, unknown> };
   error: { message: string; reason?: string };
   'turn.started': { turn_id: string; queue_id?: string };
   'turn.end': { turn_id: string; queue_id?: string; interrupted: boolean; message_count?: number; history_version?: number; usage?: TurnUsage; finish_reason?: 'length' };

@@ -15,6 +15,13 @@ interface SessionItem {
   /** Its first prompt's first line; null before it has one. */
   title: string | null;
   updated_at: string;
+  /** What the person logged in is to it (PROTOCOL.md §5.6): an owner or an admin may share it. */
+  role: 'owner' | 'editor' | 'viewer' | 'admin';
+}
+
+interface You {
+  user: string;
+  admin: boolean;
 }
 
 interface QueueItem {
@@ -51,6 +58,7 @@ function App() {
   const [queue, setQueue] = useState<QueueItem[]>([]);
   const [requests, setRequests] = useState<ServerRequest[]>([]);
   const [host, setHost] = useState<HostView | null>(null);
+  const [you, setYou] = useState<You | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [, setTick] = useState(0);
   const view = useRef<SessionView | null>(null);
@@ -71,6 +79,7 @@ function App() {
       new PageRpc({
         open: () => {
           setConnected(true);
+          refreshHost();
           void refreshSessions();
           if (selectedRef.current !== null) void openSession(selectedRef.current, true);
         },
@@ -162,6 +171,12 @@ function App() {
       case 'request.cancel':
         setRequests((open) => open.filter((r) => r.id !== String(p['id'])));
         break;
+      case 'request.open': {
+        // Sent to a viewer, who may not answer: the turn waits on someone who may.
+        const asked = (p['params'] as Record<string, unknown> | undefined)?.['question'];
+        turn?.notes.push(`waiting for an answer${typeof asked === 'string' ? `: ${asked}` : ''}`);
+        break;
+      }
     }
     redraw();
   }
@@ -181,10 +196,16 @@ function App() {
     void loadHistory(current.sid);
   }
 
+  function refreshHost(): void {
+    rpc.call<{ host: HostView; you: You }>('host.status').then((s) => {
+      setHost(s.host);
+      setYou(s.you);
+    }, () => {});
+  }
+
   useEffect(() => {
     const poll = window.setInterval(() => {
-      if (!rpc.connected) return;
-      rpc.call<{ host: HostView }>('host.status').then((s) => setHost(s.host), () => {});
+      if (rpc.connected) refreshHost();
     }, HOST_POLL_MS);
     return () => window.clearInterval(poll);
   }, []);
@@ -215,6 +236,7 @@ function App() {
     <div class="page">
       <header>
         <h1>turnhost</h1>
+        {you !== null && <p class="you">Signed in as {you.user}{you.admin ? ' (admin)' : ''}</p>}
         {!connected && <p role="status">reconnecting…</p>}
       </header>
       <nav>
@@ -249,6 +271,9 @@ function App() {
         ) : (
           <SessionPane
             sid={sid}
+            you={you?.user ?? null}
+            canShare={sessions.find((s) => s.session_id === sid)?.role === 'owner' || sessions.find((s) => s.session_id === sid)?.role === 'admin'}
+            onShare={(user, role) => act(() => rpc.call('session.share', { session_id: sid, user, role }))}
             lines={[...past.lines, ...liveLines(live, past.replied)]}
             queue={queue}
             running={runningTurn !== null || shown?.runningAtOpen === true}
@@ -297,6 +322,10 @@ function HostRegion({ host }: { host: HostView | null }) {
 
 interface SessionPaneProps {
   sid: string;
+  /** Who is logged in: their own prompts are not labelled. */
+  you: string | null;
+  canShare: boolean;
+  onShare(user: string, role: 'viewer' | 'editor'): Promise<void>;
   lines: Line[];
   queue: QueueItem[];
   running: boolean;
@@ -320,9 +349,10 @@ function SessionPane(props: SessionPaneProps) {
   return (
     <>
       <h2>{props.sid}</h2>
+      {props.canShare && <ShareForm onShare={props.onShare} />}
       <div role="log" aria-label="Transcript" class="transcript" ref={log} onClick={copyCode}>
         {props.lines.map((line) => (
-          <TranscriptLine key={line.key} line={line} />
+          <TranscriptLine key={line.key} line={line.by === props.you ? { ...line, by: undefined } : line} />
         ))}
       </div>
       <div class="writing">
@@ -357,7 +387,8 @@ class TranscriptLine extends Component<{ line: Line }, { open: boolean }> {
   override state = { open: false };
 
   override shouldComponentUpdate(next: { line: Line }, nextState: { open: boolean }): boolean {
-    return next.line.text !== this.props.line.text || next.line.kind !== this.props.line.kind || nextState.open !== this.state.open;
+    const { line } = this.props;
+    return next.line.text !== line.text || next.line.kind !== line.kind || next.line.by !== line.by || nextState.open !== this.state.open;
   }
 
   override render() {
@@ -366,6 +397,12 @@ class TranscriptLine extends Component<{ line: Line }, { open: boolean }> {
     const toggle = () => this.setState({ open: !open });
     switch (line.kind) {
       case 'prompt':
+        return (
+          <div class="prompt">
+            {line.by !== undefined && <small class="by">{line.by}</small>}
+            <div dangerouslySetInnerHTML={{ __html: markdownHtml(line.text) }} />
+          </div>
+        );
       case 'reply':
         return <div class={line.kind} dangerouslySetInnerHTML={{ __html: markdownHtml(line.text) }} />;
       case 'tool':
@@ -400,6 +437,37 @@ function copyCode(event: MouseEvent): void {
   if (button && code !== undefined && code !== null) {
     void navigator.clipboard.writeText(code).then(() => (button.textContent = 'Copied'));
   }
+}
+
+/** The owner's (or an admin's) "Share": a user's name and what they may do. */
+function ShareForm({ onShare }: { onShare: SessionPaneProps['onShare'] }) {
+  const [open, setOpen] = useState(false);
+  const [user, setUser] = useState('');
+  const [role, setRole] = useState<'viewer' | 'editor'>('viewer');
+  if (!open) {
+    return (
+      <button type="button" onClick={() => setOpen(true)}>
+        Share
+      </button>
+    );
+  }
+  return (
+    <form
+      aria-label="Share"
+      class="share"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (user.trim() !== '') void onShare(user.trim(), role).then(() => setOpen(false));
+      }}
+    >
+      <input aria-label="User" value={user} onInput={(e) => setUser((e.target as HTMLInputElement).value)} />
+      <select aria-label="Role" value={role} onChange={(e) => setRole((e.target as HTMLSelectElement).value as 'viewer' | 'editor')}>
+        <option value="viewer">viewer</option>
+        <option value="editor">editor</option>
+      </select>
+      <button type="submit">Share</button>
+    </form>
+  );
 }
 
 function QueueList({ items, onQueue }: { items: QueueItem[]; onQueue: SessionPaneProps['onQueue'] }) {

@@ -10,6 +10,8 @@ export interface HistoryEntry {
   role: string;
   content: string;
   turn_id: string | null;
+  /** On a prompt: who sent it (PROTOCOL.md §5.6). */
+  by?: string;
   tool_calls?: { id: string; function: { name: string; arguments: string } }[];
   tool_call_id?: string;
   usage?: Usage;
@@ -61,6 +63,8 @@ export interface Line {
   /** What the line shows; for a tool, its detail. A line is drawn again only when this changes. */
   text: string;
   tool?: ToolView;
+  /** On a prompt: who sent it. */
+  by?: string;
 }
 
 export function newLiveTurn(turnId: string): LiveTurn {
@@ -83,7 +87,7 @@ export function historyLines(history: readonly HistoryEntry[]): HistoryLines {
   const replied = new Set<string>();
   for (const entry of history) {
     const key = `h${entry.seq}`;
-    if (entry.role === 'user') lines.push({ key, kind: 'prompt', text: entry.content });
+    if (entry.role === 'user') lines.push({ key, kind: 'prompt', text: entry.content, ...(entry.by === undefined ? {} : { by: entry.by }) });
     else if (entry.role === 'tool') {
       const at = calls.get(entry.tool_call_id ?? '');
       const call = at === undefined ? undefined : lines[at]!.tool!;

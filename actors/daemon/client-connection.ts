@@ -6,6 +6,8 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { ErrorCodes, errorLine, parseClientMessage, resultLine, RpcError } from '../../protocol/client-rpc.js';
 import { LineReader, MAX_FRAME_BYTES } from '../../protocol/line-reader.js';
+import { isRecord } from '../../protocol/fields.js';
+import { validUserName } from '../../persistence/people.js';
 import { ANSWERED_ELSEWHERE, answerServerRequest, authorize, clientContext, invokeMethod, type ClientContext, type SharedContext } from './client-methods.js';
 import { spawnActor, stopActor, tell, type AnyRef } from '../runtime.js';
 import type { ClientMsg, ClientSink } from './supervisor-messages.js';
@@ -87,10 +89,11 @@ export function acceptClient(parent: AnyRef, open: OpenTransport, shared: Shared
   const sink: ClientSink = { id, write: (line) => transport.output.write(line) };
   const ctx = clientContext(shared, id);
   const followHere = (sid: string): void => {
-    tell(ctx.gateway, { kind: 'attach', sid, clientId: id });
+    if (ctx.identity.admin) tell(ctx.gateway, { kind: 'attach', sid, clientId: id });
+    else void ctx.access.mayAnswer(ctx.identity, sid).then((answers) => tell(ctx.gateway, { kind: 'attach', sid, clientId: id, viewer: !answers }), () => {});
     shared.cluster?.follow(sid);
   };
-  const peers = shared.cluster === null ? null : new PeerLinks(shared.cluster, sink.write, followHere, clientLog);
+  const peers = shared.cluster === null ? null : new PeerLinks(shared.cluster, sink.write, followHere, clientLog, ctx.identity);
   const ref = spawnActor<null, ClientMsg>(
     parent,
     `client-${id}`,
@@ -138,10 +141,11 @@ function onLine(text: string, sink: ClientSink, ctx: ClientContext, peers: PeerL
       }
       return;
     case 'request': {
-      const here = () => invokeMethod(message.method, message.params, ctx, message.id);
-      // Checked before it is forwarded: the owner node trusts the node it came through.
+      const caller = vouchedFor(ctx, message.vouched);
+      const here = () => invokeMethod(message.method, message.params, caller, message.id);
+      // Checked here, then again by the owner node it may be sent on to, as the person vouched for.
       const run = () => (peers === null ? here() : peers.request(message, text, here));
-      (ctx.identity.admin ? run() : authorize(message.method, message.params, ctx).then(run)).then(
+      (caller.identity.admin ? run() : authorize(message.method, message.params, caller).then(run)).then(
         (result) => {
           if (result !== ANSWERED_ELSEWHERE && result !== FORWARDED) sink.write(resultLine(message.id, result));
         },
@@ -150,6 +154,16 @@ function onLine(text: string, sink: ClientSink, ctx: ClientContext, peers: PeerL
       return;
     }
   }
+}
+
+/**
+ * On another node's link, a request may say whose it is (peer-links.ts vouches with the link,
+ * which proved the cluster secret): the method runs as that person, under the same rules. Anyone
+ * else's `vouched` is ignored.
+ */
+function vouchedFor(connection: ClientContext, vouched: unknown): ClientContext {
+  if (connection.peer !== true || !isRecord(vouched) || typeof vouched['user'] !== 'string' || !validUserName(vouched['user'])) return connection;
+  return { ...connection, identity: { user: vouched['user'], admin: vouched['admin'] === true, via: 'token' } };
 }
 
 function allowed(ctx: ClientContext, method: string, params: Record<string, unknown>): Promise<void> {

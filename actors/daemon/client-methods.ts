@@ -100,7 +100,7 @@ export async function invokeMethod(method: string, params: UnknownRecord, ctx: C
   if (ctx.peer === true && !isSessionMethod(method)) throw new RpcError(ErrorCodes.forbidden, `forbidden: a node's link may call session methods only, not ${method}`);
   try {
     const result = known ? await known(new Fields(params), ctx, id) : await routeMethod(method, params, ctx);
-    audited(method, params, result, ctx);
+    recordAudit(method, params, result, ctx);
     return result;
   } catch (err) {
     if (err instanceof FieldError) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${err.message}`);
@@ -121,10 +121,6 @@ function auditAction(method: string, params: UnknownRecord): string | null {
       return 'queue edit';
     case 'clarify.lock':
       return 'answer';
-    case 'request.answer': {
-      const approved = (params['result'] as { approved?: unknown } | null | undefined)?.approved;
-      return approved === true ? 'approve' : approved === false ? 'deny' : 'answer';
-    }
     case 'session.share':
       return 'share';
     case 'session.unshare':
@@ -134,7 +130,8 @@ function auditAction(method: string, params: UnknownRecord): string | null {
   }
 }
 
-function audited(method: string, params: UnknownRecord, result: unknown, ctx: ClientContext): void {
+/** The audit record of a method that succeeded, when it is one the audit log keeps (an answer's is answerServerRequest's). */
+function recordAudit(method: string, params: UnknownRecord, result: unknown, ctx: ClientContext): void {
   const action = auditAction(method, params);
   if (action === null) return;
   const sid = typeof params['session_id'] === 'string' ? params['session_id'] : (result as { session_id?: string } | null)?.session_id;
@@ -246,13 +243,17 @@ async function sidForRequest(ctx: ClientContext, requestId: string): Promise<str
   return ask(ctx.gateway, (replyTo: Ref<string | null>): GatewayMsg => ({ kind: 'request-session', requestId, replyTo }), CALL_TIMEOUT_MS);
 }
 
-/** A client's answer to a server request, whichever way it came: the first answer wins in the host. */
+/** A client's answer to a server request, whichever way it came: the first answer wins in the host, and is the one audited. */
 export async function answerServerRequest(ctx: ClientContext, requestId: string, answer: { result?: unknown; error?: unknown }): Promise<{ status: string }> {
   const sid = await sidForRequest(ctx, requestId);
   if (sid === null) return { status: 'expired' };
   const frame = answer.error !== undefined ? { jsonrpc: '2.0', id: requestId, error: answer.error } : { jsonrpc: '2.0', id: requestId, result: answer.result ?? {} };
   const outcome = (await callHost(ctx, { op: 'respond', sid, params: { frame } })) as { status: string };
-  if (outcome.status === 'ok') tell(ctx.gateway, { kind: 'request-closed', requestId });
+  if (outcome.status !== 'ok') return outcome;
+  tell(ctx.gateway, { kind: 'request-closed', requestId });
+  const approved = (answer.result as { approved?: unknown } | null | undefined)?.approved;
+  const action = approved === true ? 'approve' : approved === false ? 'deny' : 'answer';
+  ctx.audit({ user: ctx.identity.user, action, session_id: sid, detail: { request_id: requestId } });
   return outcome;
 }
 
@@ -299,7 +300,8 @@ const METHODS: Record<string, Method> = {
       running: runningHere || elsewhere?.running_turn != null,
       ...(elsewhere === null ? {} : { owner: { node_id: elsewhere.node_id, reachable: false } }),
     };
-    tell(ctx.gateway, { kind: 'resume', sid, clientId: ctx.clientId, rpcId: id, afterSeq, result });
+    const viewer = !(await ctx.access.mayAnswer(ctx.identity, sid));
+    tell(ctx.gateway, { kind: 'resume', sid, clientId: ctx.clientId, rpcId: id, afterSeq, result, ...(viewer ? { viewer } : {}) });
     return ANSWERED_ELSEWHERE;
   },
 
@@ -307,7 +309,8 @@ const METHODS: Record<string, Method> = {
     const status = p.has('status') ? p.oneOf('status', SESSION_STATUSES) : undefined;
     const running = new Set((await hostStatus(ctx)).running_sids);
     const all = (await (await ctx.reader())?.sessions(status)) ?? [];
-    const theirs = ctx.identity.admin ? null : new Set(await (await openPeople(ctx)).sessionsOf(ctx.identity.user));
+    // A member's list is theirs; each names the member's role in it (an admin's: `admin`, who may do anything).
+    const theirs = ctx.identity.admin ? null : new Map((await (await openPeople(ctx)).sessionsOf(ctx.identity.user)).map((row) => [row.sid, row.role]));
     const sessions = theirs === null ? all : all.filter((s) => theirs.has(s.session_id));
     return {
       sessions: sessions.map((s) => ({
@@ -318,6 +321,7 @@ const METHODS: Record<string, Method> = {
         message_count: s.message_count,
         updated_at: s.updated_at,
         title: titleOf(s.first_prompt),
+        role: theirs?.get(s.session_id) ?? 'admin',
       })),
     };
   },
@@ -358,7 +362,9 @@ const METHODS: Record<string, Method> = {
     const clientMessageId = p.optionalIdentifier('client_message_id');
     attach(ctx, sid);
     const cwd = ctx.cwds.get(sid);
-    return callHost(ctx, { op: 'turn', sid, text, onBusy, ...(clientMessageId === undefined ? {} : { clientMessageId }), ...(cwd ? { cwd } : {}) });
+    // The home's owner is who a turn without `by` was submitted by: its own prompts say nothing more.
+    const by = ctx.identity.user === OWNER ? {} : { by: ctx.identity.user };
+    return callHost(ctx, { op: 'turn', sid, text, onBusy, ...(clientMessageId === undefined ? {} : { clientMessageId }), ...(cwd ? { cwd } : {}), ...by });
   },
 
   /** With `turn_id`, only that turn: a stop pressed as one turn ends never hits the next. A stop clears the queue unless `keep_queue`. */

@@ -1,7 +1,8 @@
 // The gateway actor: the client connections, which clients are attached to which session, the
 // session's open server requests as the clients saw them, and its recent events. Every message
 // and event of a session goes to all of its attached clients, in the order the host wrote them;
-// each event is numbered per session (`params.seq`) and kept for a resuming client.
+// each event is numbered per session (`params.seq`) and kept for a resuming client. A session's
+// viewers (PROTOCOL.md §5.6) are told a server request is open (`request.open`), never asked it.
 import type { Logger } from 'pino';
 import { resultLine } from '../../protocol/client-rpc.js';
 import type { QueueDeltaFrame } from '../../protocol/outbound.js';
@@ -20,6 +21,8 @@ interface OpenRequest {
 interface GatewayState {
   clients: Map<number, ClientSink>;
   attached: Map<string, Set<number>>;
+  /** The attached clients who may only view the session, by session. */
+  viewers: Map<string, Set<number>>;
   requests: Map<string, OpenRequest>;
   events: EventRings;
   queues: QueueMirrors;
@@ -36,7 +39,7 @@ export function spawnGateway(system: SystemRef, log: Logger, gate: OutputGate, o
     return next;
   }, {
     log: log.child({ actor: 'gateway' }),
-    init: () => ({ clients: new Map(), attached: new Map(), requests: new Map(), events: new EventRings(), queues: new QueueMirrors(), observe }),
+    init: () => ({ clients: new Map(), attached: new Map(), viewers: new Map(), requests: new Map(), events: new EventRings(), queues: new QueueMirrors(), observe }),
   });
 }
 
@@ -48,9 +51,10 @@ function handle(state: GatewayState, msg: GatewayMsg): GatewayState {
     case 'client-closed':
       state.clients.delete(msg.clientId);
       for (const ids of state.attached.values()) ids.delete(msg.clientId);
+      for (const ids of state.viewers.values()) ids.delete(msg.clientId);
       return state;
     case 'attach':
-      attach(state, msg.sid, msg.clientId);
+      attach(state, msg.sid, msg.clientId, msg.viewer === true);
       return state;
     case 'count-open-requests':
       tell(msg.replyTo, state.requests.size);
@@ -65,6 +69,7 @@ function handle(state: GatewayState, msg: GatewayMsg): GatewayState {
       if (msg.request) state.requests.set(msg.request.id, { sid: msg.sid, json: msg.json });
       if (msg.cancelled) state.requests.delete(msg.cancelled);
       if (msg.eventParams !== undefined) deliverEvent(state, msg.sid, msg.eventParams);
+      else if (msg.request) deliverRequest(state, msg.sid, msg.json);
       else deliver(state, msg.sid, `${msg.json}\n`);
       return state;
     case 'event':
@@ -108,10 +113,29 @@ function openRequests(state: GatewayState, sid: string): unknown[] {
   return requestsOf(state, sid).map((request) => JSON.parse(request.json) as unknown);
 }
 
-function attach(state: GatewayState, sid: string, clientId: number): void {
+function attach(state: GatewayState, sid: string, clientId: number, viewer: boolean): void {
   const ids = state.attached.get(sid) ?? new Set<number>();
   ids.add(clientId);
   state.attached.set(sid, ids);
+  const viewers = state.viewers.get(sid);
+  if (viewer) state.viewers.set(sid, (viewers ?? new Set<number>()).add(clientId));
+  else viewers?.delete(clientId);
+}
+
+/** A server request goes to those who may answer it; a viewer is told of it, without the means to answer. */
+function deliverRequest(state: GatewayState, sid: string, json: string): void {
+  const ids = state.attached.get(sid);
+  if (ids === undefined) return;
+  const viewers = state.viewers.get(sid);
+  const asked = `${json}\n`;
+  for (const id of ids) state.clients.get(id)?.write(viewers?.has(id) === true ? requestOpenLine(sid, json) : asked);
+}
+
+/** `request.open` for a viewer: the question and its id, as an event that is not kept (it is the request's, not the session's). */
+function requestOpenLine(sid: string, json: string): string {
+  const request = JSON.parse(json) as { id?: unknown; method?: unknown; params?: unknown };
+  const payload = { request_id: request.id, method: request.method, params: request.params };
+  return `${JSON.stringify({ jsonrpc: '2.0', method: 'event', params: { type: 'request.open', session_id: sid, payload } })}\n`;
 }
 
 /** Numbers the event (its params' JSON text gains `seq`), keeps it, and sends it to the attached clients. */
@@ -142,7 +166,8 @@ function resume(state: GatewayState, msg: Extract<GatewayMsg, { kind: 'resume' }
   if (sink === undefined) return; // gone while its resume was on the way
   const open = requestsOf(state, msg.sid);
   const openParsed = openRequests(state, msg.sid);
-  attach(state, msg.sid, msg.clientId);
+  const viewer = msg.viewer === true;
+  attach(state, msg.sid, msg.clientId, viewer);
   if (msg.afterSeq === null) {
     sink.write(resultLine(msg.rpcId, { ...msg.result, open_requests: openParsed, last_seq: state.events.lastSeq(msg.sid) }));
     return;
@@ -158,7 +183,7 @@ function resume(state: GatewayState, msg: Extract<GatewayMsg, { kind: 'resume' }
     }),
   );
   for (const line of replay.lines) sink.write(line);
-  for (const request of open) sink.write(`${request.json}\n`);
+  for (const request of open) sink.write(viewer ? requestOpenLine(msg.sid, request.json) : `${request.json}\n`);
 }
 
 function deliver(state: GatewayState, sid: string, line: EventLine): void {

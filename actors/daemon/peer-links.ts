@@ -4,6 +4,8 @@
 // with the owner's `seq`, server requests) reaches the client unchanged. One link per client and
 // owner, so a replay that one client asks for never reaches another. A message that came over such
 // a link is never forwarded again (the edge gives a peer no PeerLinks): the owner answers or refuses.
+import { OWNER } from '../../persistence/people.js';
+import type { Identity } from './identity.js';
 import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
 import type { LeaseView, PeerNode } from '../../persistence/reader.js';
@@ -76,6 +78,8 @@ export class PeerLinks {
     /** The client follows the session's events on this node (the gateway attaches it). */
     private readonly followHere: (sid: string) => void,
     private readonly log: Logger,
+    /** Who the client is: vouched for on each request sent on, so the owner node applies the same rules (PROTOCOL.md §5.6). */
+    private readonly identity: Identity,
   ) {
     this.unsubscribe = cluster.onSecretRotated(() => {
       for (const link of [...this.links.values()]) link.end('the cluster secret was replaced');
@@ -168,8 +172,15 @@ export class PeerLinks {
   }
 
   private async forward(link: PeerLink, text: string, id: RequestId | undefined): Promise<typeof FORWARDED> {
-    await link.send(text, id);
+    await link.send(this.vouching(text), id);
     return FORWARDED;
+  }
+
+  /** The home's owner is who a link's requests are by when they say nothing; anyone else is named. */
+  private vouching(text: string): string {
+    if (this.identity.user === OWNER) return text;
+    const { user, admin } = this.identity;
+    return JSON.stringify({ ...(JSON.parse(text) as object), vouched: { user, admin } });
   }
 
   /**

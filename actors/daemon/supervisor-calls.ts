@@ -52,6 +52,7 @@ export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<Call
         on_busy: call.onBusy,
         ...(call.clientMessageId === undefined ? {} : { client_message_id: call.clientMessageId }),
         ...(call.cwd ? { cwd: call.cwd } : {}),
+        ...(call.by === undefined ? {} : { by: call.by }),
       };
       s.submits.set(requestId, { sid: call.sid, turnId, frame, replyTo, resent: false });
       child.send(frame);

@@ -15,7 +15,7 @@ export type HostStateName = 'starting' | 'running' | 'restarting' | 'failed';
 
 /** What a client asks of the host, through the supervisor. */
 export type HostCall =
-  | { op: 'turn'; sid: string; text: string; cwd?: string; onBusy: OnBusy; clientMessageId?: string }
+  | { op: 'turn'; sid: string; text: string; cwd?: string; onBusy: OnBusy; clientMessageId?: string; by?: string }
   | { op: 'interrupt'; sid: string; turnId?: string; keepQueue: boolean }
   | { op: 'queue'; sid: string; queueOp: QueueOp; queueId?: string; text?: string }
   | { op: 'control'; sid: string; route: string; params: UnknownRecord }
@@ -90,14 +90,14 @@ export type GatewayMsg =
   | { kind: 'peek'; sid: string; replyTo: Ref<SessionPeek> }
   | { kind: 'count-open-requests'; replyTo: Ref<number> }
   | { kind: 'client-closed'; clientId: number }
-  | { kind: 'attach'; sid: string; clientId: number }
+  | { kind: 'attach'; sid: string; clientId: number; viewer?: boolean }
   /**
    * A JSON-RPC message from the host for a session's clients, as JSON text; for an event, the
    * text of its params instead, so the gateway can number it (`params.seq`).
    */
   | { kind: 'session-message'; sid: string; json: string; eventParams?: string; request?: { id: string; method: string }; cancelled?: string }
   /** session.resume: attach, answer, replay what the client missed after `afterSeq`, then re-send the open requests. */
-  | { kind: 'resume'; sid: string; clientId: number; rpcId: RequestId; afterSeq: number | null; result: Record<string, unknown> }
+  | { kind: 'resume'; sid: string; clientId: number; rpcId: RequestId; afterSeq: number | null; result: Record<string, unknown>; viewer?: boolean }
   | { kind: 'event'; sid: string; type: EventType; payload: EventPayloads[EventType] }
   | { kind: 'request-session'; requestId: string; replyTo: Ref<string | null> }
   | { kind: 'request-closed'; requestId: string }

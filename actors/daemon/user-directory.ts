@@ -1,6 +1,8 @@
 // The users of personal tokens as the store has them, looked at every second (PROTOCOL.md §5.6):
-// a token is known by a lookup of its digest, with no read on a request's path, and a user removed
-// on any node is unknown here within a second, the connections their tokens opened closed with it.
+// a known token is a lookup of its digest, with no read on a request's path; an unknown one waits for
+// a read of the users begun after it came (one read at a time, however many unknown tokens arrive:
+// guessing cannot flood the store), so a user made a moment ago gets in at once. A user removed on any node is unknown here within a
+// second, and the connections their tokens opened are closed with it.
 import type { Logger } from 'pino';
 import { tokenDigest, type People, type UserRow } from '../../persistence/people.js';
 import type { Identity } from './identity.js';
@@ -16,6 +18,7 @@ export class UserDirectory {
   private readonly seenAt = new Map<string, number>();
   private readonly timer: NodeJS.Timeout;
   private looking: Promise<void> | null = null;
+  private lookBeganMs = 0;
 
   constructor(
     private readonly people: () => Promise<People | null>,
@@ -30,8 +33,13 @@ export class UserDirectory {
     return this.look();
   }
 
-  identify(token: string): Identity | null {
-    return this.identifyDigest(tokenDigest(token));
+  async identify(token: string): Promise<Identity | null> {
+    const digest = tokenDigest(token);
+    const known = this.identifyDigest(digest);
+    if (known !== null) return known;
+    const missedAt = performance.now();
+    while (this.lookBeganMs < missedAt) await this.look();
+    return this.identifyDigest(digest);
   }
 
   /** A page login keeps its token's digest, never the token: it holds while that user does. */
@@ -61,6 +69,7 @@ export class UserDirectory {
   }
 
   private async readUsers(): Promise<void> {
+    this.lookBeganMs = performance.now();
     let users: UserRow[];
     try {
       users = (await (await this.people())?.users()) ?? [];

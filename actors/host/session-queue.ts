@@ -147,6 +147,7 @@ function newQueuedPrompt(frame: TurnStartFrame, turnId: string, position: number
     turnId,
     queuedAt: Date.now(),
     position,
+    by: frame.by ?? null,
   };
 }
 
@@ -299,7 +300,7 @@ export function startNextQueued(s: SessionState, env: SessionEnv): void {
   if (s.activity.phase !== 'idle' || s.queuePaused || s.queueRetry.holding || s.lifecycle !== 'open' || s.drainWaiters.length > 0) return;
   const item = s.queue.shift();
   if (item === undefined) return;
-  const frame: TurnStartFrame = { type: 'turn.start', sid: s.sid, request_id: item.requestId, text: item.text, turn_id: item.turnId };
+  const frame: TurnStartFrame = { type: 'turn.start', sid: s.sid, request_id: item.requestId, text: item.text, turn_id: item.turnId, ...(item.by === null ? {} : { by: item.by }) };
   const ticketId = nextTicketId();
   s.activity = { phase: 'waiting', ticketId, frame, turnId: item.turnId, queued: item, steering: new SteeringInbox() };
   tell(env.host, { kind: 'admit', ticket: { id: ticketId, sid: s.sid, session: env.self } });

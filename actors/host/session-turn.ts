@@ -105,7 +105,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
       if (row) w.saveSession(row);
       if (seed.length > 0) w.appendMessages(s.sid, firstSeq, seed, null);
       w.appendMessages(s.sid, firstSeq + seed.length, [prompt], turnId);
-      w.startTurn(turnId, s.sid, frame.request_id, bootId);
+      w.startTurn(turnId, s.sid, frame.request_id, bootId, frame.by ?? null);
       remember?.(w);
       if (queued) {
         w.removeQueued(queued.queueId);

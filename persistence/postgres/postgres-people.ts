@@ -51,8 +51,8 @@ export class PostgresPeople implements People {
     return (await this.rows<AccessRow>('SELECT user_name, role FROM session_access WHERE sid = $1', [sid])).rows;
   }
 
-  async sessionsOf(user: string): Promise<string[]> {
-    return (await this.rows<{ sid: string }>('SELECT sid FROM session_access WHERE user_name = $1', [user])).rows.map((row) => row.sid);
+  async sessionsOf(user: string): Promise<{ sid: string; role: SessionRole }[]> {
+    return (await this.rows<{ sid: string; role: SessionRole }>('SELECT sid, role FROM session_access WHERE user_name = $1', [user])).rows;
   }
 
   async grant(sid: string, user: string, role: SessionRole): Promise<void> {

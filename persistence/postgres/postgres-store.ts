@@ -318,7 +318,7 @@ export class PostgresStore implements Store {
       ),
       this.read<QueuedPrompt>(
         `SELECT queue_id AS "queueId", text, client_message_id AS "clientMessageId", request_id AS "requestId", turn_id AS "turnId",
-                queued_at AS "queuedAt", position
+                queued_at AS "queuedAt", position, by_user AS "by"
          FROM queue WHERE sid = $1 ORDER BY position`,
         [sid],
       ),

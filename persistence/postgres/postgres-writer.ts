@@ -16,7 +16,7 @@ const SQL: Record<StatementName, string> = {
   touchSession: 'UPDATE sessions SET history_version = $1, updated_at = $2 WHERE sid = $3',
   insertMessage: 'INSERT INTO messages (sid, seq, role, content, turn_id, created_at, tool_calls, tool_call_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
   deleteMessagesFrom: 'DELETE FROM messages WHERE sid = $1 AND seq >= $2',
-  insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at) VALUES ($1, $2, $3, 'running', $4, $5)",
+  insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at, by_user) VALUES ($1, $2, $3, 'running', $4, $5, $6)",
   updateTurn: `
     UPDATE turns SET status = $1, ended_at = $2, error = $3, model = $4, prompt_tokens = $5, completion_tokens = $6, model_calls = $7
     WHERE turn_id = $8`,
@@ -30,8 +30,8 @@ const SQL: Record<StatementName, string> = {
     VALUES ($1, $2, $3, $4, $5, 'open', $6, $7)`,
   updateRequest: 'UPDATE server_requests SET status = $1, answers = $2, reason = $3, resolved_at = $4 WHERE id = $5',
   insertQueued: `
-    INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at, by_user)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
   updateQueuedText: 'UPDATE queue SET text = $1 WHERE queue_id = $2',
   updateQueuedPlace: 'UPDATE queue SET steered = $1, position = $2 WHERE queue_id = $3',
   deleteQueued: 'DELETE FROM queue WHERE queue_id = $1',

@@ -169,6 +169,8 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (sid, user_name)
   );
   CREATE INDEX session_access_by_user ON session_access (user_name);
+  ALTER TABLE turns ADD COLUMN by_user text;
+  ALTER TABLE queue ADD COLUMN by_user text;
   `,
 ];
 

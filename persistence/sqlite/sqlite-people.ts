@@ -41,8 +41,8 @@ export class SqlitePeople implements People {
     return this.db.prepare('SELECT user_name, role FROM session_access WHERE sid = ?').all(sid) as AccessRow[];
   }
 
-  async sessionsOf(user: string): Promise<string[]> {
-    return (this.db.prepare('SELECT sid FROM session_access WHERE user_name = ?').all(user) as { sid: string }[]).map((row) => row.sid);
+  async sessionsOf(user: string): Promise<{ sid: string; role: SessionRole }[]> {
+    return this.db.prepare('SELECT sid, role FROM session_access WHERE user_name = ?').all(user) as { sid: string; role: SessionRole }[];
   }
 
   async grant(sid: string, user: string, role: SessionRole): Promise<void> {

@@ -71,7 +71,7 @@ export class SqliteStore implements Store {
     this.selectMessages = db.prepare('SELECT role, content, tool_calls, tool_call_id FROM messages WHERE sid = ? AND seq >= ? AND seq < ? ORDER BY seq');
     this.selectQueue = db.prepare(`
       SELECT queue_id AS "queueId", text, client_message_id AS "clientMessageId", request_id AS "requestId", turn_id AS "turnId",
-             queued_at AS "queuedAt", position
+             queued_at AS "queuedAt", position, by_user AS "by"
       FROM queue WHERE sid = ? ORDER BY position`);
     this.selectTurn = db.prepare('SELECT 1 FROM turns WHERE turn_id = ?');
     this.selectSubmit = db.prepare(`SELECT ${SUBMIT_COLUMNS} FROM submits s LEFT JOIN queue q ON q.queue_id = s.queue_id WHERE s.sid = ? AND s.client_message_id = ?`);

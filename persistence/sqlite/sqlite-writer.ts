@@ -17,7 +17,7 @@ const SQL: Record<StatementName, string> = {
   touchSession: 'UPDATE sessions SET history_version = ?, updated_at = ? WHERE sid = ?',
   insertMessage: 'INSERT INTO messages (sid, seq, role, content, turn_id, created_at, tool_calls, tool_call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   deleteMessagesFrom: 'DELETE FROM messages WHERE sid = ? AND seq >= ?',
-  insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at) VALUES (?, ?, ?, 'running', ?, ?)",
+  insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at, by_user) VALUES (?, ?, ?, 'running', ?, ?, ?)",
   updateTurn: `
     UPDATE turns SET status = ?, ended_at = ?, error = ?, model = ?, prompt_tokens = ?, completion_tokens = ?, model_calls = ?
     WHERE turn_id = ?`,
@@ -30,8 +30,8 @@ const SQL: Record<StatementName, string> = {
     VALUES (?, ?, ?, ?, ?, 'open', ?, ?)`,
   updateRequest: 'UPDATE server_requests SET status = ?, answers = ?, reason = ?, resolved_at = ? WHERE id = ?',
   insertQueued: `
-    INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at, by_user)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   updateQueuedText: 'UPDATE queue SET text = ? WHERE queue_id = ?',
   updateQueuedPlace: 'UPDATE queue SET steered = ?, position = ? WHERE queue_id = ?',
   deleteQueued: 'DELETE FROM queue WHERE queue_id = ?',

@@ -160,6 +160,7 @@ describe('the HTTP edge under load and bad behaviour (real daemon)', function ()
     // The owner is still served while they wait.
     expect((await httpRequest(port, { path: '/v1/sessions', headers: auth })).status).to.equal(200);
     // A first frame over 4 KiB, or one that is not UTF-8, ends its connection (1009, 1007); the others wait on.
+    const badFramesFrom = performance.now();
     const big = waiting.slice(0, 20);
     const bigClosed = big.map(closedWith);
     for (const ws of big) ws.send(JSON.stringify({ auth: 'x'.repeat(7 * 1024 * 1024) }));
@@ -168,6 +169,7 @@ describe('the HTTP edge under load and bad behaviour (real daemon)', function ()
     const brokenClosed = broken.map(closedWith);
     for (const ws of broken) ws.send(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { binary: false });
     expect(new Set(await Promise.all(brokenClosed))).to.deep.equal(new Set([1007]));
+    const badFrameSeconds = Math.ceil((performance.now() - badFramesFrom) / 1000);
     expect(rssMb(pid)).to.be.below(150);
     // The 24 still waiting, and 76 more clients, fill --max-clients: the next socket client is refused.
     const unix: TestClient[] = [];
@@ -184,6 +186,7 @@ describe('the HTTP edge under load and bad behaviour (real daemon)', function ()
     const log = readFileSync(`${daemon.home}/logs/turnhost.log`, 'utf8');
     expect(log).to.not.include('uncaught exception');
     const warnings = log.split('\n').filter((line) => line.includes('sent a bad frame'));
-    expect(warnings.length, 'bad-frame warnings, one a second').to.be.within(1, 5);
+    // One in each second the 40 bad frames took to arrive (more on a loaded machine), and one more for the count left over.
+    expect(warnings.length, `bad-frame warnings, one a second over ${badFrameSeconds} s`).to.be.within(1, badFrameSeconds + 1);
   });
 });

@@ -24,7 +24,7 @@ describe('host: persistence', () => {
     await host.next('turn.started');
     await killNow(host);
     const out = await h.runCli(['history', 's1', '--home', home, '--json']);
-    expect(JSON.parse(out.stdout)).to.deep.equal([{ seq: 0, role: 'user', content: 'remember me\n/sleep 30', turn_id: JSON.parse(out.stdout)[0].turn_id }]);
+    expect(JSON.parse(out.stdout)).to.deep.equal([{ seq: 0, role: 'user', content: 'remember me\n/sleep 30', turn_id: JSON.parse(out.stdout)[0].turn_id, by: 'owner' }]);
     expect(await turnRows(home, 's1')).to.deep.equal([{ status: 'running' }]);
   });
 
@@ -38,7 +38,7 @@ describe('host: persistence', () => {
     expect(out.code).to.equal(0);
     const history = JSON.parse(out.stdout) as { seq: number; role: string; content: string; turn_id: string }[];
     expect(history).to.deep.equal([
-      { seq: 0, role: 'user', content: 'keep this turn', turn_id: end['turn_id'] },
+      { seq: 0, role: 'user', content: 'keep this turn', turn_id: end['turn_id'], by: 'owner' },
       { seq: 1, role: 'assistant', content: 'keep this turn', turn_id: end['turn_id'] },
     ]);
     expect(await turnRows(home, 's1')).to.deep.equal([{ status: 'completed' }]);
@@ -65,7 +65,7 @@ describe('host: persistence', () => {
     const history = await h.runCli(['history', 'done', '--home', home, '--json']);
     const rows = JSON.parse(history.stdout) as Record<string, unknown>[];
     expect(rows.map((r) => Object.keys(r).sort())).to.deep.equal([
-      ['content', 'role', 'seq', 'turn_id'],
+      ['by', 'content', 'role', 'seq', 'turn_id'], // a prompt says who submitted it (PROTOCOL.md §5.6)
       ['content', 'role', 'seq', 'turn_id'],
     ]);
     const active = await h.runCli(['sessions', '--home', home, '--json', '--status', 'finalized']);

@@ -77,7 +77,7 @@ describe('model agent: streamed turns against an OpenAI-compatible server (real 
     expect(end).to.not.have.property('usage');
     const history = JSON.parse((await h.runCli(['history', 's1', '--home', home, '--json'])).stdout) as Record<string, unknown>[];
     expect(history).to.deep.equal([
-      { seq: 0, role: 'user', content: 'plain words', turn_id: end['turn_id'] },
+      { seq: 0, role: 'user', content: 'plain words', turn_id: end['turn_id'], by: 'owner' },
       { seq: 1, role: 'assistant', content: 'plain words', turn_id: end['turn_id'] },
     ]);
   });

@@ -234,6 +234,34 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await page.close();
   });
 
+  it('people: each logs in with their own token and is named; the owner shares a session with a viewer, whose page shows who sent each prompt and cannot send', async () => {
+    const edge = await pageDaemon(h);
+    const tokenOf = async (name: string) => (await h.runCli(['user', 'add', name, '--home', edge.home])).stdout.trim();
+    const alice = await loggedIn(browser, { url: edge.url, token: await tokenOf('alice') });
+    await alice.getByText('Signed in as alice', { exact: true }).waitFor();
+    await newSession(alice);
+    await send(alice, 'plan the week');
+    await alice.getByRole('log', { name: 'Transcript' }).locator('.reply').getByText('plan the week', { exact: true }).waitFor();
+    await alice.getByRole('button', { name: 'Share' }).click();
+    const form = alice.getByRole('form', { name: 'Share' });
+    await form.getByRole('textbox', { name: 'User' }).fill('bob');
+    await form.getByRole('combobox', { name: 'Role' }).selectOption('viewer');
+    await form.getByRole('button', { name: 'Share' }).click();
+    await form.waitFor({ state: 'detached' });
+
+    const bob = await loggedIn(browser, { url: edge.url, token: await tokenOf('bob') });
+    await bob.getByText('Signed in as bob', { exact: true }).waitFor();
+    await itemCount(bob, 'Sessions', 1);
+    await bob.getByRole('list', { name: 'Sessions' }).getByText('plan the week', { exact: true }).click();
+    const prompt = bob.getByRole('log', { name: 'Transcript' }).locator('.prompt');
+    await prompt.locator('.by').getByText('alice', { exact: true }).waitFor();
+    expect(await bob.getByRole('button', { name: 'Share' }).count(), 'a viewer cannot share').to.equal(0);
+    await send(bob, 'may I?');
+    await bob.getByRole('alert').getByText(/forbidden: bob may only view/).waitFor();
+    await alice.close();
+    await bob.close();
+  });
+
   it('sessions are named by their first prompt\'s first line, most recently active first', async () => {
     const edge = await pageDaemon(h);
     const page = await loggedIn(browser, edge);

@@ -12,7 +12,7 @@ import type { QueueDeltaFrame } from '../../protocol/outbound.js';
 let next = 0;
 function prompt(text = `prompt ${next}`): QueuedPrompt {
   next++;
-  return { queueId: `q-${next}`, text, clientMessageId: next % 2 ? `m-${next}` : null, requestId: `r-${next}`, turnId: `t-${next}`, queuedAt: 1_700_000_000_000 + next, position: next };
+  return { queueId: `q-${next}`, text, clientMessageId: next % 2 ? `m-${next}` : null, requestId: `r-${next}`, turnId: `t-${next}`, queuedAt: 1_700_000_000_000 + next, position: next, by: null };
 }
 
 type Payload = { revision: number; items: unknown[] };

@@ -45,6 +45,7 @@ describe('store', () => {
       raw.exec(`ALTER TABLE ${table} DROP COLUMN ${name}`);
     }
     raw.exec('DROP TABLE queue; DROP TABLE submits; ALTER TABLE sessions DROP COLUMN queue_revision; ALTER TABLE sessions DROP COLUMN agent_session_id');
+    raw.exec('DROP TABLE users; DROP TABLE session_access; ALTER TABLE turns DROP COLUMN by_user');
     raw.pragma('user_version = 1');
     raw.close();
     store = SqliteStore.open(file);
@@ -125,9 +126,9 @@ describe('store', () => {
   });
 
   it('fails only the bad unit of a group, and commits the others', async () => {
-    await store.commit((w) => w.startTurn('t1', 's1', 'r1', 'boot-1'));
+    await store.commit((w) => w.startTurn('t1', 's1', 'r1', 'boot-1', null));
     const good = store.commit((w) => w.saveSession(row('good', 0)));
-    const bad = store.commit((w) => w.startTurn('t1', 's1', 'r2', 'boot-1')); // duplicate turn id
+    const bad = store.commit((w) => w.startTurn('t1', 's1', 'r2', 'boot-1', null)); // duplicate turn id
     const alsoGood = store.commit((w) => w.saveSession(row('also-good', 0)));
     const results = await Promise.allSettled([good, bad, alsoGood]);
     expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
@@ -176,7 +177,7 @@ describe('store', () => {
         store.commit((w) => {
           const sid = i % 2 === 0 ? 'a' : 'b';
           const seq = Math.floor(i / 2) * 2;
-          w.startTurn(`t${i}`, sid, `r${i}`, 'boot-1');
+          w.startTurn(`t${i}`, sid, `r${i}`, 'boot-1', null);
           w.appendMessages(sid, seq, [{ role: 'user', content: `q${i}` }, { role: 'assistant', content: `a${i}` }], `t${i}`);
           w.touchSession(sid, i + 1);
         }),
@@ -201,11 +202,11 @@ describe('store', () => {
   it('forgets the touch of a transaction that rolled back', async () => {
     await store.commit((w) => {
       w.saveSession(row('s1', 0, 1));
-      w.startTurn('t1', 's1', 'r1', 'boot-1');
+      w.startTurn('t1', 's1', 'r1', 'boot-1', null);
     });
     const bad = store.commit((w) => {
       w.touchSession('s1', 42);
-      w.startTurn('t1', 's1', 'r2', 'boot-1'); // a duplicate turn id
+      w.startTurn('t1', 's1', 'r2', 'boot-1', null); // a duplicate turn id
     });
     const good = store.commit((w) => w.saveSession(row('s2', 0)));
     const results = await Promise.allSettled([bad, good]);
@@ -237,7 +238,7 @@ describe('store', () => {
     store.commitNowSync((w) => {
       w.startBoot('dead', 111);
       w.saveSession(row('live', 1));
-      w.startTurn('t-run', 'live', 'r1', 'dead');
+      w.startTurn('t-run', 'live', 'r1', 'dead', null);
       w.openRequest({ id: 'srq-000000000001', sid: 'live', turnId: 't-run', method: 'clarify.request', paramsText: '{}', bootId: 'dead' });
     });
     const counts = await store.recoverCrashedBoots();
@@ -254,7 +255,7 @@ describe('store', () => {
       w.appendMessages('s1', 0, [{ role: 'user', content: 'x' }], 't1');
     });
     const reader = SqliteReader.open(join(dir, 'turnhost.db'))!;
-    expect(await reader.history('s1')).to.deep.equal([{ seq: 0, role: 'user', content: 'x', turn_id: 't1' }]);
+    expect(await reader.history('s1')).to.deep.equal([{ seq: 0, role: 'user', content: 'x', turn_id: 't1', by: 'owner' }]);
     expect(await reader.history('nobody')).to.equal(undefined);
     expect(() => reader.db.prepare('DELETE FROM sessions').run()).to.throw(/readonly/);
     await reader.close();
