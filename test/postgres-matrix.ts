@@ -20,6 +20,7 @@ const FILES = [
   'test/integration/shutdown-triggers.test.ts',
   'test/integration/repl-and-recovered.test.ts',
   'test/integration/guest-agents.test.ts',
+  'test/integration/people.test.ts',
 ];
 /** More than the homes those tests make (about 75). */
 const DATABASES = 100;

@@ -18,7 +18,10 @@ export const ANSWERS = new Set(['request.answer', 'clarify.lock']);
 /** The daemon's own levers: admins only. */
 const ADMIN_ONLY = new Set(['host.restart', 'daemon.shutdown']);
 
-/** A member's role in a session is looked up at most this often: a share or unshare elsewhere holds within it. */
+/**
+ * A member's role in a session is looked up at most this often: an unshare made on another node
+ * holds here within it. No role is not kept: a share made elsewhere holds here at once.
+ */
 const ROLE_TTL_MS = 1000;
 const ROLES_KEPT = 10_000;
 
@@ -39,7 +42,7 @@ function forbidden(message: string): RpcError {
 
 /** Members' roles in sessions, read from the store's people and kept a second. */
 export class SessionAccess {
-  private readonly roles = new Map<string, { role: SessionRole | null; atMs: number }>();
+  private readonly roles = new Map<string, { role: SessionRole; atMs: number }>();
 
   constructor(private readonly people: () => Promise<People | null>) {}
 
@@ -68,6 +71,7 @@ export class SessionAccess {
     const rows = (await (await this.people())?.accessOf(sid)) ?? [];
     const role = rows.find((row) => row.user_name === user)?.role ?? (rows.length === 0 && user === OWNER ? 'owner' : null);
     this.roles.delete(key);
+    if (role === null) return null;
     this.roles.set(key, { role, atMs: Date.now() });
     if (this.roles.size > ROLES_KEPT) this.roles.delete(this.roles.keys().next().value!);
     return role;
