@@ -166,7 +166,7 @@ export async function backToBack(target: TurnTarget, sid: string, warmup: number
   return { turns, p50Ms: quantile(samples, 0.5), p99Ms: quantile(samples, 0.99), meanMs: samples.reduce((a, b) => a + b, 0) / samples.length, firstFifthP50Ms, lastFifthP50Ms };
 }
 
-function quantile(values: readonly number[], q: number): number {
+export function quantile(values: readonly number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }

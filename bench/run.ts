@@ -1,4 +1,4 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, guests, page, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, guests, page, people, or all.
 import { benchAgent } from './agent.js';
 import { benchCluster } from './cluster.js';
 import { benchDaemon } from './daemon.js';
@@ -6,6 +6,7 @@ import { benchEdge } from './edge.js';
 import { benchGuests } from './guests.js';
 import { benchHost } from './host.js';
 import { benchPage } from './page.js';
+import { benchPeople } from './people.js';
 import { benchProtocols } from './protocols.js';
 import { benchQueue } from './queue.js';
 import { benchRecovery } from './recovery.js';
@@ -25,6 +26,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   protocols: benchProtocols,
   guests: benchGuests,
   page: benchPage,
+  people: benchPeople,
 };
 
 const names = process.argv.slice(2);

@@ -30,6 +30,12 @@ export function appendLogRecord(path: string, record: LogRecord): number {
 export const LOG_ROTATE_BYTES = 10 * 1024 * 1024;
 /** The old files kept beside the current one. */
 export const LOG_KEPT_FILES = 3;
+/**
+ * The audit log (PROTOCOL.md §5.6) is kept longer: 64 MiB a file, ten old ones, some four million
+ * actions. Past that the oldest file goes, as with the log, so a busy daemon cannot fill the disk.
+ */
+export const AUDIT_ROTATE_BYTES = 64 * 1024 * 1024;
+export const AUDIT_KEPT_FILES = 10;
 
 /**
  * A log file kept open for a process's lifetime; the same one-write-per-record rule. It is rotated
@@ -45,6 +51,7 @@ export class LogFile {
   constructor(
     readonly path: string,
     private readonly rotateBytes = LOG_ROTATE_BYTES,
+    private readonly keptFiles = LOG_KEPT_FILES,
   ) {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     this.fd = openSync(path, APPEND_FLAGS, LOG_MODE);
@@ -64,7 +71,7 @@ export class LogFile {
 
   private rotate(): void {
     closeSync(this.fd);
-    for (let n = LOG_KEPT_FILES - 1; n >= 1; n--) renameQuietly(`${this.path}.${n}`, `${this.path}.${n + 1}`);
+    for (let n = this.keptFiles - 1; n >= 1; n--) renameQuietly(`${this.path}.${n}`, `${this.path}.${n + 1}`);
     renameQuietly(this.path, `${this.path}.1`);
     this.fd = openSync(this.path, APPEND_FLAGS, LOG_MODE);
     this.size = fstatSync(this.fd).size;

@@ -22,6 +22,7 @@ import { agentEnvironment, AgentLoadError } from '../../agents/loader.js';
 import { secretsRedactor, type Redactor } from '../../agents/model/key-redaction.js';
 import { ErrorCodes, errorLine, RpcError } from '../../protocol/client-rpc.js';
 import { isRecord } from '../../protocol/fields.js';
+import { AuditLog } from '../../persistence/audit-log.js';
 import { LogFile } from '../../persistence/log.js';
 import type { Reader } from '../../persistence/reader.js';
 import { DEFAULT_LEASE_SECS, nodeLockWaitMs } from '../../persistence/store.js';
@@ -169,7 +170,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   });
   const database = readerOnDemand(location);
   const people = peopleOnDemand(location);
-  const audit = new LogFile(paths.audit, Number.POSITIVE_INFINITY);
+  const audit = new AuditLog(paths.audit);
   const storeShown = describeLocation(location);
   const node = options.nodeId === undefined ? null : clusterView(options.nodeId, options.leaseSecs ?? DEFAULT_LEASE_SECS, database.get, supervisor, log);
   const cluster = node?.cluster ?? null;
@@ -184,7 +185,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     identity: HOME_OWNER,
     people: people.get,
     access: new SessionAccess(people.get),
-    audit: (record: AuditRecord) => audit.append({ at: new Date().toISOString(), ...record }),
+    audit: (record: AuditRecord) => audit.append(record),
   };
   metrics = daemonMetrics(shared);
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
