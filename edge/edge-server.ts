@@ -6,7 +6,7 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { acceptClient, nextClientId, type ClientLines } from '../actors/daemon/client-connection.js';
 import { ANSWERED_ELSEWHERE, authorize, callMethod, clientContext, type ClientContext, type SharedContext } from '../actors/daemon/client-methods.js';
 import type { Cluster } from '../actors/daemon/peer-links.js';
@@ -354,6 +354,7 @@ function firstFrameAuth(req: IncomingMessage, socket: Duplex, head: Buffer, upgr
     const timer = setTimeout(() => ws.close(POLICY_VIOLATION, 'unauthorized'), FIRST_FRAME_AUTH_MS);
     ws.once('message', (data) => {
       clearTimeout(timer);
+      const held = holdMessages(ws);
       access
         .identifyToken(firstFrameToken(data.toString()) ?? '')
         .catch(() => null)
@@ -362,10 +363,34 @@ function firstFrameAuth(req: IncomingMessage, socket: Duplex, head: Buffer, upgr
           if (identity === null) return ws.close(POLICY_VIOLATION, 'unauthorized');
           authenticated();
           admitWebSocket(ws, socket, options, { ends: upgrading.ends, identity });
+          held.replay();
         });
     });
     ws.once('close', () => clearTimeout(timer));
   });
+}
+
+/** Frames that may wait while a first frame's token is checked; a client that sends more is closed. */
+const MAX_HELD_FRAMES = 64;
+
+/**
+ * A client may send its first request right behind `auth`, before the token is checked (a lookup
+ * of the users may wait for the store): those frames are held, as small as any frame before
+ * `auth`, and handed to the connection once it is admitted, in order.
+ */
+function holdMessages(ws: WebSocket): { replay: () => void } {
+  const held: Array<[RawData, boolean]> = [];
+  const hold = (data: RawData, isBinary: boolean): void => {
+    if (held.length === MAX_HELD_FRAMES) return ws.close(POLICY_VIOLATION, 'too many frames before the login was checked');
+    held.push([data, isBinary]);
+  };
+  ws.on('message', hold);
+  return {
+    replay: () => {
+      ws.off('message', hold);
+      for (const [data, isBinary] of held) ws.emit('message', data, isBinary);
+    },
+  };
 }
 
 /** `who`: the credential that opened it, whose end closes it (a node's link has none: its secret's rotation closes it). */
