@@ -50,6 +50,8 @@ export interface HostPassOptions {
   leaseSecs?: number;
   /** Where other nodes reach this one; a daemon's default: its `--listen` address, when its port is fixed. */
   advertise?: string;
+  /** The webhook events the host writes to the outbox: set by a daemon that has `--webhook`s. */
+  webhookEvents?: readonly string[];
 }
 
 export function hostArgs(options: HostPassOptions): string[] {
@@ -63,5 +65,6 @@ export function hostArgs(options: HostPassOptions): string[] {
   if (options.nodeId !== undefined) args.push('--node-id', options.nodeId);
   if (options.leaseSecs !== undefined) args.push('--lease-secs', String(options.leaseSecs));
   if (options.advertise !== undefined) args.push('--advertise', options.advertise);
+  if (options.webhookEvents !== undefined) args.push('--webhook-events', options.webhookEvents.join(','));
   return args;
 }

@@ -12,6 +12,7 @@ import type { UnreadLimits } from '../actors/daemon/unread-bound.js';
 import { ask, type Ref, type SystemRef } from '../actors/runtime.js';
 import type { CallReply, GatewayMsg, HostStatus, SupervisorMsg } from '../actors/daemon/supervisor-messages.js';
 import type { Reader } from '../persistence/reader.js';
+import type { SideStore } from '../persistence/side-store.js';
 import { commandDefiner, defineDatabaseCommands, flattenActors, printRows } from './repl-commands.js';
 
 export interface ReplDeps {
@@ -21,6 +22,8 @@ export interface ReplDeps {
   gateway: Ref<GatewayMsg>;
   system: SystemRef;
   reader: () => Promise<Reader | null>;
+  /** Schedules and the webhook outbox. */
+  side: () => Promise<SideStore | null>;
   logPath: string;
   unreadLimits: UnreadLimits;
 }
@@ -147,6 +150,15 @@ function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { sessi
   command('requests', 'open server requests with their age', async () => {
     const requests = (await host('requests')) as { id: string; sid: string; method: string; age_ms: number }[];
     printRows(out, ['REQUEST', 'SESSION', 'METHOD', 'AGE'], requests.map((q) => [q.id, q.sid, q.method, `${Math.round(q.age_ms / 1000)} s`]));
+  });
+  command('schedules', 'schedules: plan, next and last fire, fires, who made it', async () => {
+    const rows = (await (await deps.side())?.schedules.list()) ?? [];
+    const when = (ms: number | null) => (ms === null ? '' : new Date(ms).toISOString());
+    printRows(out, ['SCHEDULE', 'SESSION', 'PLAN', 'NEXT', 'LAST', 'FIRES', 'BY'], rows.map((r) => [r.schedule_id, r.sid, `${r.kind} ${r.spec}${r.kind === 'cron' ? ` ${r.tz}` : ''}`, when(r.next_at), when(r.last_at), r.fires, r.created_by]));
+  });
+  command('webhooks', 'webhook events waiting or failed: attempts, next try, last error', async () => {
+    const rows = (await (await deps.side())?.outbox.list()) ?? [];
+    printRows(out, ['EVENT', 'SESSION', 'TYPE', 'STATUS', 'ATTEMPTS', 'NEXT TRY', 'LAST ERROR'], rows.map((r) => [r.id, r.sid, r.type, r.status, r.attempts, r.status === 'pending' ? new Date(Math.max(r.next_at, r.created_at)).toISOString() : '', r.last_error ?? '']));
   });
   command('actors', "the host's actor tree with mailbox sizes", async () => {
     printRows(out, ['ACTOR', 'MAILBOX', 'BUSY'], flattenActors((await host('actors')) as Parameters<typeof flattenActors>[0]));

@@ -15,6 +15,7 @@ import { packageVersion } from './build-info.js';
 import { homeFrom } from './home.js';
 import { hostArgs, parsePositiveInteger } from './host-options.js';
 import { STORE_ENV, storeLocation } from '../persistence/store-location.js';
+import { parseWebhookEvents, WEBHOOK_EVENTS, type WebhookEvent } from '../persistence/outbox.js';
 
 function positiveInteger(text: string): number {
   const value = parsePositiveInteger(text);
@@ -83,6 +84,41 @@ function jwtArgs(opts: JwtFlags): string[] {
     ['--jwt-admin-claim', opts.jwtAdminClaim],
   ];
   return flags.flatMap(([flag, value]) => (value === undefined ? [] : [flag, value]));
+}
+
+/** Webhooks (PROTOCOL.md §8.2), on `daemon`, `start` and `web`. */
+function webhookOptions(command: Command): Command {
+  return command
+    .option('--webhook <url>', 'POST each event (turn.end, turn.error, request.open, schedule.fired), signed, to this URL; repeatable', webhookUrl, [])
+    .option('--webhook-events <list>', `the events sent, comma-separated (default: all: ${WEBHOOK_EVENTS.join(',')})`, webhookEvents);
+}
+
+function webhookEvents(text: string): WebhookEvent[] {
+  try {
+    return parseWebhookEvents(text);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
+interface WebhookFlags {
+  webhook: string[];
+  webhookEvents?: WebhookEvent[];
+}
+
+function webhookUrl(value: string, previous: string[]): string[] {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError('--webhook: not a URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('--webhook: an http: or https: URL');
+  return [...previous, value];
+}
+
+function webhookArgs(opts: WebhookFlags): string[] {
+  return opts.webhook.flatMap((url) => ['--webhook', url]); // --webhook-events goes with the host's options
 }
 
 const loginDaysOption = () => new Option('--login-days <n>', 'how long a page login lasts (default 7)').argParser(positiveInteger);
@@ -210,11 +246,12 @@ hostOptions(program.command('host').description('run the compute host on stdin/s
   .addOption(homeOption())
   .addOption(new Option('--queue-deltas', 'send queue.delta frames instead of session.queue events (for the daemon)').hideHelp())
   .addOption(new Option('--log-fd <fd>', 'write log records to this open descriptor instead of stderr (for the daemon)').argParser(positiveInteger).hideHelp())
+  .addOption(new Option('--webhook-events <list>', 'write these webhook events to the outbox (for the daemon)').argParser(webhookEvents).hideHelp())
   .action((opts) =>
-    run('host', async () => (await import('./commands/host.js')).hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib, store: opts.store, nodeId: opts.nodeId, leaseSecs: opts.leaseSecs, advertise: opts.advertise })),
+    run('host', async () => (await import('./commands/host.js')).hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib, store: opts.store, nodeId: opts.nodeId, leaseSecs: opts.leaseSecs, advertise: opts.advertise, webhookEvents: opts.webhookEvents })),
   );
 
-httpOptions(hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)')))
+webhookOptions(httpOptions(hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)'))))
   .addOption(homeOption())
   .addOption(maxClientsOption())
   .addOption(maxUnreadOption())
@@ -234,13 +271,15 @@ httpOptions(hostOptions(program.command('daemon').description('run the superviso
         advertise: opts.advertise,
         maxClients: opts.maxClients,
         maxUnreadMib: opts.maxUnreadMib,
+        webhooks: opts.webhook,
+        ...(opts.webhook.length === 0 ? {} : { webhookEvents: opts.webhookEvents ?? [...WEBHOOK_EVENTS] }),
         echoLog: true,
         ...(http === undefined ? {} : { http }),
       });
     }),
   );
 
-httpOptions(hostOptions(program.command('start').description("start the daemon in the background; prints its pid once its host has said hello")))
+webhookOptions(httpOptions(hostOptions(program.command('start').description("start the daemon in the background; prints its pid once its host has said hello"))))
   .addOption(homeOption())
   .addOption(maxClientsOption())
   .addOption(maxUnreadOption())
@@ -253,13 +292,14 @@ httpOptions(hostOptions(program.command('start').description("start the daemon i
         ...(opts.maxClients === undefined ? [] : ['--max-clients', String(opts.maxClients)]),
         ...(opts.maxUnreadMib === undefined ? [] : ['--max-unread-mib', String(opts.maxUnreadMib)]),
         ...httpArgs(opts),
+        ...webhookArgs(opts),
       ];
       const { startCommand } = await import('./commands/lifecycle.js');
       return startCommand(homeFrom(opts.home), [...hostArgs(opts), ...daemonArgs]);
     }),
   );
 
-jwtOptions(hostOptions(program.command('web').description('the page: starts the daemon listening on 127.0.0.1:7433 when none runs, prints the login address')))
+webhookOptions(jwtOptions(hostOptions(program.command('web').description('the page: starts the daemon listening on 127.0.0.1:7433 when none runs, prints the login address'))))
   .addOption(homeOption())
   .option('--listen <host:port>', 'where a daemon started here listens (default 127.0.0.1:7433)')
   .option('--open', 'also open a single-use login address in a browser (the token is never on its command line)')
@@ -272,7 +312,7 @@ jwtOptions(hostOptions(program.command('web').description('the page: starts the 
       parseListenAddress(listen);
       const loginDays = opts.loginDays === undefined ? [] : ['--login-days', String(opts.loginDays)];
       jwtFrom(opts);
-      return webCommand(homeFrom(opts.home), { daemonArgs: [...hostArgs(opts), '--listen', listen, ...loginDays, ...jwtArgs(opts)], open: opts.open === true });
+      return webCommand(homeFrom(opts.home), { daemonArgs: [...hostArgs(opts), '--listen', listen, ...loginDays, ...jwtArgs(opts), ...webhookArgs(opts)], open: opts.open === true });
     }),
   );
 
@@ -368,6 +408,42 @@ user
   .addOption(homeOption())
   .addOption(storeOption())
   .action((name: string, opts) => run('user', async () => (await import('./commands/users.js')).userRemoveCommand(homeFrom(opts.home), name, opts)));
+
+const schedule = program.command('schedule').description('prompts that run on their own, on a plan (PROTOCOL.md §8.1); through the running daemon');
+schedule
+  .command('add')
+  .description('submit TEXT to SESSION on a plan: --cron, --every or --at (one of them)')
+  .argument('<session>', 'the session (made when it does not exist)')
+  .argument('<text>', 'the prompt')
+  .option('--cron <expr>', 'a cron expression: 5 fields, or 6 with seconds first')
+  .option('--every <secs>', 'every this many seconds', positiveInteger)
+  .option('--at <time>', 'once, at this ISO 8601 time')
+  .option('--tz <zone>', "the cron's IANA time zone (default UTC)")
+  .option('--catch-up <one|none>', 'fires missed while turnhost was down: one fire at start (one, the default) or none')
+  .option('--on-busy <queue|reject>', 'when a turn runs: queue the fire behind it (the default) or skip it')
+  .addOption(homeOption())
+  .action((session: string, text: string, opts) => run('schedule', async () => (await import('./commands/schedules.js')).scheduleAddCommand(homeFrom(opts.home), session, text, opts)));
+schedule
+  .command('list')
+  .description('the schedules: plan, next and last fire, how many fires')
+  .option('--json', 'print one JSON array')
+  .addOption(homeOption())
+  .action((opts) => run('schedule', async () => (await import('./commands/schedules.js')).scheduleListCommand(homeFrom(opts.home), opts)));
+schedule
+  .command('rm')
+  .description('delete a schedule')
+  .argument('<id>', 'the schedule id')
+  .addOption(homeOption())
+  .action((id: string, opts) => run('schedule', async () => (await import('./commands/schedules.js')).scheduleRemoveCommand(homeFrom(opts.home), id)));
+
+program
+  .command('webhook')
+  .description('the webhooks (PROTOCOL.md §8.2)')
+  .command('secret')
+  .description('print the secret the webhooks are signed with (made when there is none); --rotate replaces it')
+  .option('--rotate', 'make a new secret; the daemon signs with it from the next attempt')
+  .addOption(homeOption())
+  .action((opts) => run('webhook', async () => (await import('./commands/schedules.js')).webhookSecretCommand(homeFrom(opts.home), opts.rotate === true)));
 
 const cluster = program.command('cluster').description('the nodes that share one PostgreSQL (docs/CLUSTER.md)');
 cluster

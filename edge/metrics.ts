@@ -12,7 +12,11 @@ export interface MetricSources {
   status(): Promise<HostStatus>;
   reader(): Promise<Reader | null>;
   openRequests(): Promise<number>;
+  /** The webhook outbox's pending and failed events; null when no webhook is configured. */
+  outbox(): Promise<{ pending: number; failed: number } | null>;
 }
+
+export type DeliveryOutcome = 'delivered' | 'retried' | 'failed';
 
 /** Turn start times kept for the duration histogram; a turn whose end never comes is forgotten past this. */
 const STARTS_KEPT = 10_000;
@@ -25,6 +29,7 @@ export class DaemonMetrics implements ClientWatcher {
   private readonly tokens: Counter<'kind'>;
   private readonly clients: Gauge<'transport'>;
   private readonly droppedClients: Counter<'reason'>;
+  private readonly deliveries: Counter<'outcome'>;
   private readonly starts = new Map<string, number>();
 
   constructor(sources: MetricSources) {
@@ -72,6 +77,19 @@ export class DaemonMetrics implements ClientWatcher {
         this.set(((await (await sources.reader())?.queues()) ?? []).reduce((sum, queue) => sum + queue.queued, 0));
       },
     });
+    this.deliveries = new Counter({ name: 'turnhost_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome', labelNames: ['outcome'], registers });
+    for (const outcome of ['delivered', 'retried', 'failed']) this.deliveries.inc({ outcome }, 0);
+    new Gauge({
+      name: 'turnhost_webhook_pending',
+      help: 'Webhook events waiting in the outbox (status="failed": given up after a day)',
+      labelNames: ['status'],
+      registers,
+      async collect() {
+        const counts = await sources.outbox().catch(() => null);
+        this.set({ status: 'pending' }, counts?.pending ?? 0);
+        this.set({ status: 'failed' }, counts?.failed ?? 0);
+      },
+    });
     new Gauge({
       name: 'turnhost_open_requests',
       help: 'Server requests (clarify, approval) waiting for an answer',
@@ -80,6 +98,10 @@ export class DaemonMetrics implements ClientWatcher {
         this.set(await sources.openRequests());
       },
     });
+  }
+
+  delivery(outcome: DeliveryOutcome): void {
+    this.deliveries.inc({ outcome });
   }
 
   /** A turn event of any session, as the gateway sends it to clients. */

@@ -60,6 +60,11 @@ const ROUTES: Route[] = [
     ok(await method('session.share', { ...pick(await readJsonBody(req), ['role']), session_id: parts['id'], user: parts['user'] }, ctx)),
   ),
   route('DELETE', '/v1/sessions/{id}/shares/{user}', async ({ ctx, parts }) => ok(await method('session.unshare', { session_id: parts['id'], user: parts['user'] }, ctx))),
+  route('GET', '/v1/schedules', async ({ ctx, query }) => ok(await method('schedule.list', query.has('session_id') ? { session_id: query.get('session_id') } : {}, ctx))),
+  route('POST', '/v1/schedules', async ({ ctx, req }) =>
+    ok(await method('schedule.create', pick(await readJsonBody(req), ['session_id', 'text', 'cron', 'every_secs', 'at', 'tz', 'catch_up', 'on_busy']), ctx), 201),
+  ),
+  route('DELETE', '/v1/schedules/{id}', async ({ ctx, parts }) => ok(await method('schedule.delete', { schedule_id: parts['id'] }, ctx))),
   route('POST', '/v1/requests/{request_id}/answer', async ({ ctx, parts, req }) => {
     const body = await readJsonBody(req);
     // One answer of a batch locks that question; a whole answer resolves the request.

@@ -1,9 +1,9 @@
 // People (PROTOCOL.md §5.6) as the store keeps them: the users of personal tokens (a SHA-256 of
 // each token, never the token) and who may see or drive each session. The daemon and the CLI read
-// and write these rows on their own connection, beside the host's: they change when someone is
-// added, removed or shared with, never on a turn's path. Every node of a cluster reads the same.
+// and write these rows on the store's side connection (side-store.ts), beside the host's: they
+// change when someone is added, removed or shared with, never on a turn's path. Every node of a
+// cluster reads the same.
 import { createHash, randomBytes } from 'node:crypto';
-import type { StoreLocation } from './store-location.js';
 
 /** The name of the home's owner: the home's token, the unix socket and the REPL. */
 export const OWNER = 'owner';
@@ -38,7 +38,6 @@ export interface People {
   grant(sid: string, user: string, role: SessionRole): Promise<void>;
   /** False when the user had no share of it. */
   revoke(sid: string, user: string): Promise<boolean>;
-  close(): Promise<void>;
 }
 
 /** A personal token: 32 random bytes, base64url, as the home's token. */
@@ -53,14 +52,4 @@ export function tokenDigest(token: string): string {
 /** A user's name: what an audit record, a share and `by` say; printable, no spaces, 1–64 characters. */
 export function validUserName(name: string): boolean {
   return /^[A-Za-z0-9._@+-]{1,64}$/.test(name) && name !== OWNER;
-}
-
-/** The store's people, its schema made when missing (the CLI may come before any host). */
-export async function openPeople(location: StoreLocation): Promise<People> {
-  if (location.kind === 'sqlite') {
-    const { SqlitePeople } = await import('./sqlite/sqlite-people.js');
-    return SqlitePeople.open(location.file);
-  }
-  const { PostgresPeople } = await import('./postgres/postgres-people.js');
-  return PostgresPeople.open(location);
 }

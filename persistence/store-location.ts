@@ -1,6 +1,6 @@
 // Where a home's sessions live (PROTOCOL.md §6.1): `--store`, else $TURNHOST_STORE, else SQLite
 // in the home. The PostgreSQL driver is loaded only when a URL names it.
-import type { People } from './people.js';
+import type { SideStore } from './side-store.js';
 import type { Reader } from './reader.js';
 import { SqliteReader } from './sqlite/sqlite-reader.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
@@ -67,9 +67,9 @@ export function readerOnDemand(location: StoreLocation): OnDemand<Reader> {
   return onDemand(() => openReader(location));
 }
 
-/** The store's people (persistence/people.ts) for a long-running process, as the reader is opened. */
-export function peopleOnDemand(location: StoreLocation): OnDemand<People> {
-  return onDemand(async () => (await import('./people.js')).openPeople(location));
+/** The store's side connection (people, schedules, the outbox) for a long-running process, as the reader is opened. */
+export function sideOnDemand(location: StoreLocation): OnDemand<SideStore> {
+  return onDemand(async () => (await import('./side-store.js')).openSideStore(location));
 }
 
 export interface OnDemand<T extends { close(): Promise<void> }> {

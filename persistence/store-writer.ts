@@ -4,6 +4,7 @@
 import type { HistoryCache } from './history-cache.js';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { TurnUsage } from '../protocol/outbound.js';
+import { outboxId, type WebhookEvent } from './outbox.js';
 
 export type TurnStatus = 'running' | 'completed' | 'interrupted' | 'failed' | 'lost';
 export type RequestStatus = 'open' | 'answered' | 'expired' | 'cancelled';
@@ -109,6 +110,8 @@ export interface StatementParams {
   insertSubmit: [sid: string, clientMessageId: string, turnId: string, queueId: string | null, steered: 0 | 1];
   updateSubmit: [steered: 0 | 1, sid: string, clientMessageId: string];
   deleteOldestSubmit: [sid: string];
+  /** An event for the webhooks (PROTOCOL.md §8.2), in the commit of what it reports; an id already there is kept. */
+  insertWebhook: [id: string, sid: string, type: string, body: string, now: number];
 }
 
 export type StatementName = keyof StatementParams;
@@ -250,6 +253,12 @@ export abstract class StoreWriter {
   /** The submit's text went into a running turn (steered), or back into the queue. */
   markSteered(sid: string, clientMessageId: string, steered: boolean): void {
     this.run('updateSubmit', [steered ? 1 : 0, sid, clientMessageId]);
+  }
+
+  /** An event the daemon delivers to the webhooks: written with what it reports, so a crash loses neither. */
+  queueWebhook(sid: string, type: WebhookEvent, data: Record<string, unknown>, now = Date.now()): void {
+    const body = JSON.stringify({ type, timestamp: new Date(now).toISOString(), data: { session_id: sid, ...data } });
+    this.run('insertWebhook', [outboxId(), sid, type, body, now]);
   }
 
   /** The session's oldest remembered client_message_id is forgotten. */

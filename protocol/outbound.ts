@@ -126,7 +126,7 @@ export type HostOutFrame =
   | { type: 'orphan'; old_ppid: number; ppid: number }
   | { type: 'rpc'; sid: string; message: RpcMessage }
   | QueueDeltaFrame
-  | { type: 'turn.started'; sid: string; request_id: string; turn_id: string; queue_id?: string; started_ns: Nanos }
+  | { type: 'turn.started'; sid: string; request_id: string; turn_id: string; queue_id?: string; schedule_id?: string; started_ns: Nanos }
   | TurnEndFrame
   | { type: 'turn.error'; sid: string | null; request_id: string | null; turn_id?: string; queue_id?: string; message: string; reason: TurnErrorReason }
   /** Written only for a turn.start that carried on_busy: the prompt will run (once a worker is free). */

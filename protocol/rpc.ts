@@ -28,7 +28,7 @@ export type EventPayloads = {
   /** To a viewer (PROTOCOL.md §5.6): a question is open that they may see but not answer. */
   'request.open': { request_id: string; method: string; params: Record<string, unknown> };
   error: { message: string; reason?: string };
-  'turn.started': { turn_id: string; queue_id?: string };
+  'turn.started': { turn_id: string; queue_id?: string; schedule_id?: string };
   'turn.end': { turn_id: string; queue_id?: string; interrupted: boolean; message_count?: number; history_version?: number; usage?: TurnUsage; finish_reason?: 'length' };
   'turn.error': { turn_id: string; queue_id?: string; message: string; reason: string };
   'session.queue': QueueView;

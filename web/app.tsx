@@ -56,6 +56,7 @@ function App() {
   const [selected, setSelected] = useState<string | null>(sessionStorage.getItem(SELECTED_KEY));
   const [history, setHistory] = useState<HistoryEntry[]>([]);
   const [queue, setQueue] = useState<QueueItem[]>([]);
+  const [schedules, setSchedules] = useState<ScheduleItem[]>([]);
   const [requests, setRequests] = useState<ServerRequest[]>([]);
   const [host, setHost] = useState<HostView | null>(null);
   const [you, setYou] = useState<You | null>(null);
@@ -103,6 +104,11 @@ function App() {
     setSessions(withQueues);
   }
 
+  async function loadSchedules(sid: string): Promise<void> {
+    const result = await rpc.call<{ schedules: ScheduleItem[] }>('schedule.list', { session_id: sid });
+    if (view.current?.sid === sid) setSchedules(result.schedules);
+  }
+
   async function loadHistory(sid: string): Promise<void> {
     const result = await rpc.call<{ messages: HistoryEntry[] }>('session.history', { session_id: sid });
     if (view.current?.sid === sid) setHistory(result.messages);
@@ -114,6 +120,7 @@ function App() {
       view.current = new SessionView(sid);
       setHistory([]);
       setQueue([]);
+      setSchedules([]);
       setRequests([]);
     }
     const afterSeq = view.current!.lastSeq;
@@ -123,6 +130,7 @@ function App() {
       await loadHistory(sid);
       const q = await rpc.call<{ items: QueueItem[] }>('session.queue.get', { session_id: sid });
       setQueue(q.items);
+      await loadSchedules(sid);
     } catch (err) {
       setError((err as Error).message);
     }
@@ -142,6 +150,7 @@ function App() {
         current.live.set(started.turnId, started);
         current.current = started;
         void loadHistory(current.sid);
+        if (typeof p['schedule_id'] === 'string') void loadSchedules(current.sid);
         break;
       }
       case 'message.delta':
@@ -276,6 +285,7 @@ function App() {
             onShare={(user, role) => act(() => rpc.call('session.share', { session_id: sid, user, role }))}
             lines={[...past.lines, ...liveLines(live, past.replied)]}
             queue={queue}
+            schedules={schedules}
             running={runningTurn !== null || shown?.runningAtOpen === true}
             onSend={(text, steer) => act(() => rpc.call('prompt.submit', { session_id: sid, text, ...(steer ? { on_busy: 'steer' } : {}) }))}
             onStop={() => act(() => rpc.call('session.interrupt', { session_id: sid, ...(runningTurn ? { turn_id: runningTurn.turnId } : {}) }))}
@@ -328,6 +338,7 @@ interface SessionPaneProps {
   onShare(user: string, role: 'viewer' | 'editor'): Promise<void>;
   lines: Line[];
   queue: QueueItem[];
+  schedules: ScheduleItem[];
   running: boolean;
   onSend(text: string, steer: boolean): Promise<void>;
   onStop(): Promise<void>;
@@ -373,6 +384,7 @@ function SessionPane(props: SessionPaneProps) {
         <button type="button" disabled={!props.running} onClick={() => void props.onStop()}>Stop</button>
       </div>
       <QueueList items={props.queue} onQueue={props.onQueue} />
+      {props.schedules.length > 0 && <ScheduleList items={props.schedules} />}
     </>
   );
 }
@@ -490,6 +502,34 @@ function QueueList({ items, onQueue }: { items: QueueItem[]; onQueue: SessionPan
               </>
             )}
             <button type="button" onClick={() => void onQueue(item.queue_id, 'delete')}>Delete</button>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+interface ScheduleItem {
+  schedule_id: string;
+  text: string;
+  cron?: string;
+  every_secs?: number;
+  at?: string;
+  tz: string;
+  next_at: string | null;
+  fires: number;
+}
+
+/** The session's schedules (PROTOCOL.md §8.1): what runs by itself, and when next. */
+function ScheduleList({ items }: { items: ScheduleItem[] }) {
+  const plan = (s: ScheduleItem): string => (s.cron !== undefined ? `cron ${s.cron} (${s.tz})` : s.every_secs !== undefined ? `every ${s.every_secs} s` : `at ${s.at ?? ''}`);
+  return (
+    <section>
+      <h3>Schedules</h3>
+      <ul aria-label="Schedules">
+        {items.map((s) => (
+          <li key={s.schedule_id}>
+            <span>{s.text}</span> <small>{plan(s)} · next {s.next_at === null ? 'none' : new Date(s.next_at).toLocaleString()} · {s.fires} fired</small>
           </li>
         ))}
       </ul>

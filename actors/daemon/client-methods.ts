@@ -12,6 +12,9 @@ import { ask, tell, SECOND_MS, type Ref } from '../runtime.js';
 import { isSessionMethod, type Cluster } from './peer-links.js';
 import type { CallReply, GatewayMsg, HostCall, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
 import { OWNER, SHARE_ROLES, validUserName, type People } from '../../persistence/people.js';
+import type { SideStore } from '../../persistence/side-store.js';
+import type { ScheduleRow } from '../../persistence/schedules.js';
+import { firstPlanned, planFrom } from './schedule-plan.js';
 import type { Identity } from './identity.js';
 import { ANSWERS, notFound, type SessionAccess } from './session-access.js';
 
@@ -39,6 +42,10 @@ export interface ClientContext {
   identity: Identity;
   /** The store's users and shares, opened on first use. */
   people(): Promise<People | null>;
+  /** The store's side connection (people, schedules, the outbox), opened on first use. */
+  side(): Promise<SideStore | null>;
+  /** Tells the scheduler a schedule was made here: its first fire may be sooner than its sleep. */
+  scheduled(): void;
   access: SessionAccess;
   /** One record of `<home>/logs/audit.log` (who did what), never a token. */
   audit(record: AuditRecord): void;
@@ -213,9 +220,47 @@ async function knownSession(ctx: ClientContext, sid: string) {
 }
 
 async function openPeople(ctx: ClientContext): Promise<People> {
-  const people = await ctx.people();
-  if (people === null) throw new RpcError(ErrorCodes.internal, 'the store cannot be written yet');
-  return people;
+  return (await openSide(ctx)).people;
+}
+
+async function openSide(ctx: ClientContext): Promise<SideStore> {
+  const side = await ctx.side();
+  if (side === null) throw new RpcError(ErrorCodes.internal, 'the store cannot be written yet');
+  return side;
+}
+
+/** A schedule as `schedule.list` shows it (PROTOCOL.md §8.1): its plan under its own name. */
+export interface ShownSchedule {
+  schedule_id: string;
+  session_id: string;
+  text: string;
+  cron?: string;
+  every_secs?: number;
+  at?: string;
+  tz: string;
+  catch_up: string;
+  on_busy: string;
+  next_at: string | null;
+  last_at: string | null;
+  fires: number;
+}
+
+function shownSchedule(row: ScheduleRow): ShownSchedule {
+  const plan = row.kind === 'cron' ? { cron: row.spec } : row.kind === 'every' ? { every_secs: Number(row.spec) } : { at: row.spec };
+  const at = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return { schedule_id: row.schedule_id, session_id: row.sid, text: row.text, ...plan, tz: row.tz, catch_up: row.catch_up, on_busy: row.on_busy, next_at: at(row.next_at), last_at: at(row.last_at), fires: row.fires };
+}
+
+/** A schedule someone may see or change: theirs to know of (as its session is), else as if it did not exist. */
+async function knownSchedule(ctx: ClientContext, scheduleId: string, need: 'read' | 'write'): Promise<ScheduleRow> {
+  const row = await (await openSide(ctx)).schedules.get(scheduleId);
+  const notThere = new RpcError(ErrorCodes.sessionNotFound, `schedule not found: ${scheduleId}`);
+  if (row === undefined) throw notThere;
+  if (ctx.identity.admin) return row;
+  const role = await ctx.access.roleOf(ctx.identity.user, row.sid);
+  if (role === null) throw notThere;
+  if (need === 'write' && role === 'viewer') throw new RpcError(ErrorCodes.forbidden, `forbidden: ${ctx.identity.user} may only view session ${row.sid}`);
+  return row;
 }
 
 /**
@@ -263,6 +308,11 @@ function titleOf(prompt: string | null): string | null {
   const line = prompt?.split('\n').find((l) => l.trim() !== '')?.trim();
   if (line === undefined) return null;
   return line.length <= TITLE_MAX ? line : `${line.slice(0, TITLE_MAX - 1)}…`;
+}
+
+async function asyncFilter<T>(items: readonly T[], keep: (item: T) => Promise<boolean>): Promise<T[]> {
+  const kept = await Promise.all(items.map(keep));
+  return items.filter((_, i) => kept[i]);
 }
 
 function sharedUser(p: Fields): string {
@@ -344,6 +394,46 @@ const METHODS: Record<string, Method> = {
     const removed = await (await openPeople(ctx)).revoke(sid, user);
     ctx.access.forget(sid, user);
     return { session_id: sid, user, removed };
+  },
+
+  /** A schedule is stored before the answer; the session is made when it does not exist (PROTOCOL.md §8.1). */
+  async 'schedule.create'(p, ctx) {
+    const sid = p.identifier('session_id');
+    const text = p.requiredString('text');
+    const plan = planFrom(p);
+    const now = Date.now();
+    if ((await (await ctx.reader())?.session(sid)) === undefined) await invokeMethod('session.create', { session_id: sid }, ctx);
+    const row: ScheduleRow = {
+      schedule_id: `sch-${randomBytes(6).toString('hex')}`,
+      sid,
+      text,
+      kind: plan.kind,
+      spec: plan.spec,
+      tz: plan.tz,
+      catch_up: plan.catchUp,
+      on_busy: plan.onBusy,
+      next_at: firstPlanned(plan, now),
+      last_at: null,
+      fires: 0,
+      created_by: ctx.identity.user,
+      created_at: now,
+    };
+    await (await openSide(ctx)).schedules.create(row);
+    ctx.scheduled();
+    return { schedule_id: row.schedule_id, next_at: row.next_at === null ? null : new Date(row.next_at).toISOString() };
+  },
+
+  async 'schedule.list'(p, ctx) {
+    const sid = p.optionalIdentifier('session_id');
+    const rows = await (await openSide(ctx)).schedules.list(sid);
+    const visible = ctx.identity.admin ? rows : await asyncFilter(rows, async (row) => (await ctx.access.roleOf(ctx.identity.user, row.sid)) !== null);
+    return { schedules: visible.map(shownSchedule) };
+  },
+
+  async 'schedule.delete'(p, ctx) {
+    const row = await knownSchedule(ctx, p.identifier('schedule_id'), 'write');
+    await (await openSide(ctx)).schedules.delete(row.schedule_id);
+    return { deleted: true };
   },
 
   async 'session.history'(p, ctx) {

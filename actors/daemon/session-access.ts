@@ -11,7 +11,7 @@ import { routeClass } from '../host/routes.js';
 type Need = 'read' | 'write' | 'share';
 
 const READS = new Set(['session.resume', 'session.history', 'session.queue.get']);
-const WRITES = new Set(['prompt.submit', 'session.interrupt', 'session.queue.update']);
+const WRITES = new Set(['prompt.submit', 'session.interrupt', 'session.queue.update', 'schedule.create']);
 const SHARES = new Set(['session.share', 'session.unshare']);
 /** Methods that name a server request: the request's session is checked. */
 export const ANSWERS = new Set(['request.answer', 'clarify.lock']);

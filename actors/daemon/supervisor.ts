@@ -255,7 +255,8 @@ function turnEvents(frame: HostFrameIn, forClients: GatewayMsg[]): void {
   const turn_id = String(frame['turn_id'] ?? frame['request_id']);
   const queued = typeof frame['queue_id'] === 'string' ? { queue_id: frame['queue_id'] } : {};
   if (frame.type === 'turn.started') {
-    forClients.push({ kind: 'event', sid, type: 'turn.started', payload: { turn_id, ...queued } });
+    const scheduled = typeof frame['schedule_id'] === 'string' ? { schedule_id: frame['schedule_id'] } : {};
+    forClients.push({ kind: 'event', sid, type: 'turn.started', payload: { turn_id, ...queued, ...scheduled } });
     return;
   }
   if (frame.type === 'turn.error') {

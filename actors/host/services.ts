@@ -1,6 +1,7 @@
 // What the host's actors share: each is a single owner of its own output or file.
 import type { Logger } from 'pino';
 import type { Agent } from '../../agents/agent.js';
+import type { WebhookEvent } from '../../persistence/outbox.js';
 import type { Store } from '../../persistence/store.js';
 import type { FrameWriter } from '../../protocol/frame-writer.js';
 import type { Clock } from '../clock.js';
@@ -17,4 +18,6 @@ export interface HostServices {
   bootId: string;
   /** Default timeout of a server request when the agent's ask gives none. */
   requestTimeoutMs: number;
+  /** The webhook events the host writes to the outbox with what they report (PROTOCOL.md §8.2); empty when no webhook is configured. */
+  webhookEvents: ReadonlySet<WebhookEvent>;
 }

@@ -188,7 +188,10 @@ async function openRequest(
   const id = uniqueId('srq');
   const params = { session_id: s.sid, ...msg.params };
   try {
-    await store.commit((w) => w.openRequest({ id, sid: s.sid, turnId: turn.turnId, method: msg.method, paramsText: encode(params), bootId }));
+    await store.commit((w) => {
+      w.openRequest({ id, sid: s.sid, turnId: turn.turnId, method: msg.method, paramsText: encode(params), bootId });
+      if (env.services.webhookEvents.has('request.open')) w.queueWebhook(s.sid, 'request.open', { turn_id: turn.turnId, request_id: id, method: msg.method, question: questionOf(msg.params) });
+    });
   } catch (err) {
     log.error({ err, sid: s.sid }, 'could not store a server request');
     tell(msg.replyTo, null);
@@ -201,6 +204,13 @@ async function openRequest(
   s.requests.set(id, { id, method: msg.method, ref, createdMs: clock.nowMs() });
   turn.lastEventNs = clock.hostNs();
   writer.write({ type: 'rpc', sid: s.sid, message: { jsonrpc: '2.0', id, method: msg.method, params } });
+}
+
+/** What a webhook says a request asks: its question, or a batch's questions one per line. */
+function questionOf(params: Record<string, unknown>): string {
+  if (typeof params['question'] === 'string') return params['question'];
+  const questions = Array.isArray(params['questions']) ? params['questions'] : [];
+  return questions.map((q: unknown) => String((q as { question?: unknown } | null)?.question ?? '')).join('\n');
 }
 
 function drain(s: SessionState, replyTo: Ref<Settled>, endReason: string): void {

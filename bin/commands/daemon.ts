@@ -5,7 +5,13 @@ import { createServer, type Server, type Socket } from 'node:net';
 import pino from 'pino';
 import { acceptClient, unixTransport, type ClientLines } from '../../actors/daemon/client-connection.js';
 import { unreadLimits } from '../../actors/daemon/unread-bound.js';
-import type { AuditRecord, SharedContext } from '../../actors/daemon/client-methods.js';
+import { clientContext, invokeMethod, type AuditRecord, type SharedContext } from '../../actors/daemon/client-methods.js';
+import { fireOutcomeOf, Scheduler, type FireOutcome } from '../../actors/daemon/scheduler.js';
+import { WebhookDelivery } from '../../actors/daemon/webhook-delivery.js';
+import type { Identity } from '../../actors/daemon/identity.js';
+import { OWNER } from '../../persistence/people.js';
+import type { ScheduleRow } from '../../persistence/schedules.js';
+import { WebhookSecret } from '../../persistence/webhook-secret.js';
 import { HOME_OWNER } from '../../actors/daemon/identity.js';
 import { SessionAccess } from '../../actors/daemon/session-access.js';
 import type { Cluster } from '../../actors/daemon/peer-links.js';
@@ -27,7 +33,7 @@ import { LogFile } from '../../persistence/log.js';
 import type { Reader } from '../../persistence/reader.js';
 import { DEFAULT_LEASE_SECS, nodeLockWaitMs } from '../../persistence/store.js';
 import { realProbe } from '../../persistence/proc.js';
-import { describeLocation, openReader, peopleOnDemand, readerOnDemand, STORE_ENV, storeLocation, type StoreLocation } from '../../persistence/store-location.js';
+import { describeLocation, openReader, readerOnDemand, sideOnDemand, STORE_ENV, storeLocation, type StoreLocation } from '../../persistence/store-location.js';
 import { buildSha, cliEntry } from '../build-info.js';
 import { onceASecond } from '../log-repeats.js';
 import { acquireHomeLock } from '../home-lock.js';
@@ -53,6 +59,8 @@ export interface DaemonOptions extends HostPassOptions {
   echoLog?: boolean;
   /** The HTTP edge (PROTOCOL.md §5); none when absent. */
   http?: HttpOptions;
+  /** `--webhook`: where each event of `webhookEvents` is POSTed, signed (PROTOCOL.md §8.2). */
+  webhooks?: string[];
 }
 
 export interface HttpOptions {
@@ -141,7 +149,12 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const gate = new OutputGate();
   let metrics: DaemonMetrics | null = null;
   let edge: Edge | null = null;
-  const gateway = spawnGateway(system, log, gate, (type, payload) => metrics?.turnEvent(type, payload));
+  let delivery: WebhookDelivery | null = null;
+  const gateway = spawnGateway(system, log, gate, (type, payload) => {
+    metrics?.turnEvent(type, payload);
+    // A turn's end was committed with its webhook event: deliver it now, not at the next look.
+    if (type !== 'turn.started') delivery?.wake();
+  });
   const supervisor = spawnSupervisor(system, {
     gateway,
     gate,
@@ -169,12 +182,14 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     },
   });
   const database = readerOnDemand(location);
-  const people = peopleOnDemand(location);
+  const side = sideOnDemand(location);
+  const people = async () => (await side.get())?.people ?? null;
   const audit = new AuditLog(paths.audit);
   const storeShown = describeLocation(location);
   const node = options.nodeId === undefined ? null : clusterView(options.nodeId, options.leaseSecs ?? DEFAULT_LEASE_SECS, database.get, supervisor, log);
   const cluster = node?.cluster ?? null;
-  const shared = {
+  let scheduler: Scheduler | null = null;
+  const shared: SharedContext = {
     supervisor,
     gateway,
     reader: database.get,
@@ -183,11 +198,21 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     cluster,
     edgeUrl: () => edge?.url ?? null,
     identity: HOME_OWNER,
-    people: people.get,
-    access: new SessionAccess(people.get),
+    people,
+    side: side.get,
+    access: new SessionAccess(people),
     audit: (record: AuditRecord) => audit.append(record),
+    scheduled: () => scheduler?.wake(),
   };
-  metrics = daemonMetrics(shared);
+  const webhooks = options.webhooks ?? [];
+  metrics = daemonMetrics(shared, webhooks.length > 0);
+  delivery = webhooks.length === 0 ? null : webhookDelivery(home, webhooks, shared, metrics, log);
+  scheduler = new Scheduler({
+    side: side.get,
+    submit: (row, clientMessageId) => submitFire(shared, row, clientMessageId),
+    node: options.nodeId ?? 'local',
+    log,
+  });
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
   // Every client's output, whatever its door: one cap, and each is ended when the daemon stops.
   const connections = new Set<ClientLines>();
@@ -208,13 +233,15 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     socket.once('close', track(acceptClient(clients, unixTransport(socket, limits), shared, log, metrics!)));
   });
   await listen(server, paths.socket);
-  const repl = await startRepl({ path: paths.replSocket, home, supervisor, gateway, system, reader: shared.reader, logPath: paths.log, unreadLimits: limits });
+  const repl = await startRepl({ path: paths.replSocket, home, supervisor, gateway, system, reader: shared.reader, side: side.get, logPath: paths.log, unreadLimits: limits });
   if (options.http !== undefined) {
     const http = options.http;
     edge = await startEdge({ ...http, home, envToken: process.env['TURNHOST_TOKEN'] || undefined, shared, clients, limits, admit, preAuth, track, maxClients, metrics, log });
   }
   log.info({ home, socket: paths.socket, ...(edge === null ? {} : { http: edge.url }) }, 'daemon listening');
   tell(supervisor, { kind: 'spawn' });
+  scheduler.start();
+  delivery?.start();
 
   const stop = (): void => tell(supervisor, { kind: 'stop', waitSec: DEFAULT_STOP_WAIT_SEC });
   process.on('SIGTERM', stop);
@@ -223,13 +250,15 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
 
   await stopped;
+  await scheduler.close();
+  await delivery?.close();
   await repl.close();
   await edge?.close();
   await closeServer(server, connections);
   rmSync(paths.socket, { force: true });
   node?.close();
   await database.close();
-  await people.close();
+  await side.close();
   audit.close();
   stopSystem(system);
   lock.release();
@@ -262,13 +291,36 @@ function clusterView(nodeId: string, leaseSecs: number, reader: () => Promise<Re
   };
 }
 
-/** The metrics read the supervisor, the database and the gateway when scraped. */
-function daemonMetrics(shared: SharedContext): DaemonMetrics {
+/** The metrics read the supervisor, the database and the gateway when scraped; the outbox when there are webhooks. */
+function daemonMetrics(shared: SharedContext, webhooks: boolean): DaemonMetrics {
   return new DaemonMetrics({
     status: () => ask(shared.supervisor, (replyTo: Ref<HostStatus>): SupervisorMsg => ({ kind: 'status', replyTo }), SECOND_MS * 10),
     reader: shared.reader,
     openRequests: () => ask(shared.gateway, (replyTo: Ref<number>): GatewayMsg => ({ kind: 'count-open-requests', replyTo }), SECOND_MS * 10),
+    outbox: async () => (webhooks ? ((await (await shared.side())?.outbox.counts()) ?? null) : null),
   });
+}
+
+function webhookDelivery(home: string, urls: string[], shared: SharedContext, metrics: DaemonMetrics, log: pino.Logger): WebhookDelivery {
+  const secret = new WebhookSecret(home);
+  return new WebhookDelivery({ side: shared.side, urls, secret: () => secret.current(), counted: (outcome) => metrics.delivery(outcome), log });
+}
+
+/**
+ * A schedule's fire is a prompt as its maker would submit it, through the same method (so a
+ * session another node owns is forwarded to it), whether or not anyone is attached.
+ */
+async function submitFire(shared: SharedContext, row: ScheduleRow, clientMessageId: string): Promise<FireOutcome> {
+  const maker: Identity = { user: row.created_by, admin: row.created_by === OWNER, via: 'home' };
+  // Marked attached: nobody is, and the gateway is not to keep an attachment for this call.
+  const ctx = { ...clientContext({ ...shared, identity: maker }, -1), attached: new Set([row.sid]) };
+  const params = { session_id: row.sid, text: row.text, on_busy: row.on_busy, client_message_id: clientMessageId };
+  try {
+    const result = (await invokeMethod('prompt.submit', params, ctx)) as { turn_id?: unknown };
+    return { kind: 'submitted', turnId: typeof result.turn_id === 'string' ? result.turn_id : null };
+  } catch (err) {
+    return fireOutcomeOf(err);
+  }
 }
 
 function sameFile(fd: number, path: string): boolean {

@@ -1,5 +1,6 @@
 // `turnhost host`: the compute host on stdin/stdout. Process-level wiring only: options, the
 // database, hello, stdin, signals, the parent guard; the behaviour lives in actors/.
+import type { WebhookEvent } from '../../persistence/outbox.js';
 import { randomBytes } from 'node:crypto';
 import { startHost, DEFAULT_SHUTDOWN_WAIT_SEC } from '../../actors/host/host.js';
 import type { ShutdownReason } from '../../actors/host/messages.js';
@@ -40,6 +41,8 @@ export interface HostCommandOptions {
   leaseSecs?: number;
   /** Where other nodes reach this node (its daemon's HTTP edge). */
   advertise?: string;
+  /** The webhook events written to the outbox with what they report (PROTOCOL.md §8.2); none when absent. */
+  webhookEvents?: WebhookEvent[];
 }
 
 /** How long a node's lease on a session lasts unless renewed (`--lease-secs`). */
@@ -113,7 +116,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   writer.flush();
 
   const queueEvents = options.queueDeltas ? queueDeltas(writer) : fullQueueEvents(writer);
-  const services: HostServices = { store, writer, queueEvents, agent, clock, log, bootId, requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS };
+  const services: HostServices = { store, writer, queueEvents, agent, clock, log, bootId, requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS, webhookEvents: new Set(options.webhookEvents ?? []) };
   const system = startSystem();
   const host = startHost(system, services, { workers, heartbeatSecs });
   const shutdown = (reason: ShutdownReason, waitSec: number): void => void host.shutdown(reason, waitSec).catch(() => {});

@@ -2,7 +2,8 @@
 // so that every node of a cluster knows every user. A token is printed once, at `add`; only its
 // SHA-256 is kept. A removal is seen by every daemon within a second (actors/daemon/user-directory.ts).
 import { appendLogRecord } from '../../persistence/log.js';
-import { newPersonalToken, openPeople, tokenDigest, validUserName, type People } from '../../persistence/people.js';
+import { newPersonalToken, tokenDigest, validUserName, type People } from '../../persistence/people.js';
+import { openSideStore, type SideStore } from '../../persistence/side-store.js';
 import { storeLocation } from '../../persistence/store-location.js';
 import { ensureHome, homePaths } from '../home.js';
 import { printTable } from '../table.js';
@@ -60,17 +61,17 @@ export async function userRemoveCommand(home: string, name: string, options: Sto
 
 /** The store's people for one command; null (said on stderr) when the store cannot be opened. */
 async function withPeople<T>(home: string, options: StoreFlag, work: (people: People) => Promise<T>): Promise<T | null> {
-  let people: People | null = null;
+  let side: SideStore | null = null;
   try {
     const location = storeLocation(options.store, homePaths(home).database);
     if (location.kind === 'sqlite') ensureHome(home);
-    people = await openPeople(location);
-    return await work(people);
+    side = await openSideStore(location);
+    return await work(side.people);
   } catch (err) {
     process.stderr.write(`turnhost user: ${(err as Error).message}\n`);
     return null;
   } finally {
-    await people?.close();
+    await side?.close();
   }
 }
 

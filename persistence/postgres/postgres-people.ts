@@ -1,34 +1,10 @@
-// The people of a PostgreSQL store (persistence/people.ts), on a small pool of their own: every
-// node of a cluster reads the same users and shares.
-import pg from 'pg';
+// The people of a PostgreSQL store (persistence/people.ts), on the side pool (postgres-side.ts):
+// every node of a cluster reads the same users and shares.
 import type { AccessRow, People, SessionRole, UserRow } from '../people.js';
-import type { StoreLocation } from '../store-location.js';
-import { clientConfig, described, readPool } from './connection.js';
-import { migrate } from './schema.js';
+import type { SideQuery } from './postgres-side.js';
 
 export class PostgresPeople implements People {
-  private constructor(private readonly pool: pg.Pool) {}
-
-  static async open(location: Extract<StoreLocation, { kind: 'postgres' }>): Promise<PostgresPeople> {
-    const client = new pg.Client(clientConfig(location, 'people'));
-    try {
-      await client.connect();
-      await migrate(client);
-    } catch (err) {
-      throw described(err as Error);
-    } finally {
-      await client.end().catch(() => {});
-    }
-    return new PostgresPeople(readPool(location));
-  }
-
-  private async rows<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
-    try {
-      return await this.pool.query<R>(text, values);
-    } catch (err) {
-      throw described(err as Error);
-    }
-  }
+  constructor(private readonly rows: SideQuery) {}
 
   async users(): Promise<UserRow[]> {
     return (await this.rows<UserRow>('SELECT name, admin, token_sha256, created_at, last_seen_at FROM users ORDER BY name')).rows;
@@ -61,9 +37,5 @@ export class PostgresPeople implements People {
 
   async revoke(sid: string, user: string): Promise<boolean> {
     return (await this.rows("DELETE FROM session_access WHERE sid = $1 AND user_name = $2 AND role <> 'owner'", [sid, user])).rowCount === 1;
-  }
-
-  async close(): Promise<void> {
-    await this.pool.end();
   }
 }

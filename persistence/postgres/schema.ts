@@ -172,6 +172,41 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE turns ADD COLUMN by_user text;
   ALTER TABLE queue ADD COLUMN by_user text;
   `,
+  // Unattended work (PROTOCOL.md §8): schedules, and the webhook outbox. The daemon writes both on
+  // its side connection; the host adds an outbox row in the commit of what it reports.
+  `
+  CREATE TABLE schedules (
+    schedule_id text PRIMARY KEY,
+    sid         text NOT NULL,
+    text        text NOT NULL,
+    kind        text NOT NULL CHECK (kind IN ('cron', 'every', 'at')),
+    spec        text NOT NULL,
+    tz          text NOT NULL,
+    catch_up    text NOT NULL,
+    on_busy     text NOT NULL,
+    next_at     bigint,
+    last_at     bigint,
+    fires       integer NOT NULL DEFAULT 0,
+    created_by  text NOT NULL,
+    created_at  bigint NOT NULL,
+    claimed_by  text,
+    claim_until bigint
+  );
+  CREATE INDEX schedules_by_next ON schedules (next_at);
+  CREATE TABLE webhook_outbox (
+    id           text PRIMARY KEY,
+    sid          text NOT NULL,
+    type         text NOT NULL,
+    body         text NOT NULL,
+    created_at   bigint NOT NULL,
+    attempts     integer NOT NULL DEFAULT 0,
+    next_at      bigint NOT NULL,
+    status       text NOT NULL DEFAULT 'pending',
+    delivered_to text NOT NULL DEFAULT '[]',
+    last_error   text
+  );
+  CREATE INDEX webhook_outbox_pending ON webhook_outbox (status, sid, created_at);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

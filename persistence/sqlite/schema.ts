@@ -128,6 +128,41 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE turns ADD COLUMN by_user TEXT;
   ALTER TABLE queue ADD COLUMN by_user TEXT;
   `,
+  // Unattended work (PROTOCOL.md §8): schedules, and the webhook outbox. The daemon writes both on
+  // its side connection; the host adds an outbox row in the commit of what it reports.
+  `
+  CREATE TABLE schedules (
+    schedule_id TEXT PRIMARY KEY,
+    sid         TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    kind        TEXT NOT NULL CHECK (kind IN ('cron', 'every', 'at')),
+    spec        TEXT NOT NULL,
+    tz          TEXT NOT NULL,
+    catch_up    TEXT NOT NULL,
+    on_busy     TEXT NOT NULL,
+    next_at     INTEGER,
+    last_at     INTEGER,
+    fires       INTEGER NOT NULL DEFAULT 0,
+    created_by  TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    claimed_by  TEXT,
+    claim_until INTEGER
+  );
+  CREATE INDEX schedules_by_next ON schedules (next_at);
+  CREATE TABLE webhook_outbox (
+    id           TEXT PRIMARY KEY,
+    sid          TEXT NOT NULL,
+    type         TEXT NOT NULL,
+    body         TEXT NOT NULL,
+    created_at   INTEGER NOT NULL,
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    next_at      INTEGER NOT NULL,
+    status       TEXT NOT NULL DEFAULT 'pending',
+    delivered_to TEXT NOT NULL DEFAULT '[]',
+    last_error   TEXT
+  );
+  CREATE INDEX webhook_outbox_pending ON webhook_outbox (status, sid, created_at);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,21 +1,9 @@
-// The people of a SQLite home (persistence/people.ts), on a connection of their own beside the
-// host's: WAL lets both write, one at a time, each waiting at most busy_timeout for the other.
-import { chmodSync } from 'node:fs';
-import Database from 'better-sqlite3';
+// The people of a SQLite home (persistence/people.ts), on the side connection (sqlite-side.ts).
+import type Database from 'better-sqlite3';
 import type { AccessRow, People, SessionRole, UserRow } from '../people.js';
-import { migrate } from './schema.js';
 
 export class SqlitePeople implements People {
-  private constructor(private readonly db: Database.Database) {}
-
-  static open(file: string): SqlitePeople {
-    const db = new Database(file);
-    chmodSync(file, 0o600);
-    db.pragma('journal_mode = WAL');
-    db.pragma('busy_timeout = 5000');
-    migrate(db);
-    return new SqlitePeople(db);
-  }
+  constructor(private readonly db: Database.Database) {}
 
   async users(): Promise<UserRow[]> {
     const rows = this.db.prepare('SELECT name, admin, token_sha256, created_at, last_seen_at FROM users ORDER BY name').all() as (Omit<UserRow, 'admin'> & { admin: number })[];
@@ -51,9 +39,5 @@ export class SqlitePeople implements People {
 
   async revoke(sid: string, user: string): Promise<boolean> {
     return this.db.prepare("DELETE FROM session_access WHERE sid = ? AND user_name = ? AND role <> 'owner'").run(sid, user).changes === 1;
-  }
-
-  async close(): Promise<void> {
-    this.db.close();
   }
 }

@@ -1,0 +1,141 @@
+// Delivers the webhook outbox (PROTOCOL.md §8.2): each event is POSTed to every `--webhook` URL,
+// signed as Standard Webhooks says, with the same `webhook-id` on every attempt. An event goes once
+// all URLs answered 2xx; otherwise it is tried again (1 s, doubling, at most 5 min apart) for a
+// day, then marked failed. One session's events go in order: its next is not sent before its
+// last is done (persistence/outbox.ts), while different sessions' events go side by side.
+import type { Logger } from 'pino';
+import { Webhook } from 'standardwebhooks';
+import type { DeliveryOutcome } from '../../edge/metrics.js';
+import type { OutboxRow } from '../../persistence/outbox.js';
+import type { SideStore } from '../../persistence/side-store.js';
+import { WakeLoop } from './wake-loop.js';
+
+/** The longest sleep: an event written by the host is seen within it even when no turn event wakes us. */
+const LOOK_EVERY_MS = 1000;
+/** A receiver that has not answered in this long failed this attempt (PROTOCOL.md §8.2). */
+export const ATTEMPT_TIMEOUT_MS = 10_000;
+const FIRST_RETRY_MS = 1000;
+const MAX_RETRY_MS = 5 * 60_000;
+/** Retried for a day from the event, then given up and kept as failed, for `.webhooks` to show. */
+const GIVE_UP_AFTER_MS = 24 * 60 * 60_000;
+/** Sessions whose next event is sent at once. */
+const SESSIONS_AT_ONCE = 16;
+/** What of a receiver's error answer is kept as the event's last error. */
+const ERROR_BODY_CHARS = 200;
+
+export interface WebhookDeliveryOptions {
+  side(): Promise<SideStore | null>;
+  urls: readonly string[];
+  /** The signing secret now (`whsec_…`): read at each attempt, so a rotation applies at once. */
+  secret(): string;
+  counted(outcome: DeliveryOutcome): void;
+  log: Logger;
+}
+
+/** How long after `attempts` failed attempts the next is made: 1 s, doubling, at most 5 min. */
+export function retryDelayMs(attempts: number): number {
+  return Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(attempts - 1, 20));
+}
+
+export class WebhookDelivery {
+  private readonly loop = new WakeLoop(() => this.look());
+  private readonly inflight = new Set<AbortController>();
+  private closed = false;
+
+  constructor(private readonly options: WebhookDeliveryOptions) {}
+
+  start(): void {
+    this.loop.wake();
+  }
+
+  /** Looks at the outbox now: a turn just ended, and its event is there. */
+  wake(): void {
+    this.loop.wake();
+  }
+
+  /** Stops: an attempt under way is aborted and stays pending, tried again at the next start. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const controller of this.inflight) controller.abort();
+    await this.loop.close();
+  }
+
+  /** Sends each session's next event; sleeps until the next is due, at most a second. */
+  private async look(): Promise<number> {
+    try {
+      const side = await this.options.side();
+      if (side === null) return LOOK_EVERY_MS;
+      const ready = await side.outbox.ready(Date.now(), SESSIONS_AT_ONCE);
+      const done = await Promise.all(ready.map((row) => this.deliver(side.outbox, row)));
+      // A session's next event may be ready now that the one before it went.
+      if (done.some((went) => went)) return 0;
+      const next = await side.outbox.nextDue();
+      return next === null ? LOOK_EVERY_MS : Math.max(0, Math.min(LOOK_EVERY_MS, next - Date.now()));
+    } catch (err) {
+      this.options.log.warn({ why: (err as Error).message }, 'webhooks: could not read the outbox; looking again in a second');
+      return LOOK_EVERY_MS;
+    }
+  }
+
+  /** One attempt of an event to the URLs that have not taken it yet; true when it is done with. */
+  private async deliver(outbox: SideStore['outbox'], row: OutboxRow): Promise<boolean> {
+    const deliveredTo = new Set<string>(JSON.parse(row.delivered_to) as string[]);
+    const targets = this.options.urls.filter((url) => !deliveredTo.has(url));
+    const errors: string[] = [];
+    await Promise.all(
+      targets.map(async (url) => {
+        const error = await this.post(url, row);
+        if (error === null) deliveredTo.add(url);
+        else errors.push(`${url}: ${error}`);
+      }),
+    );
+    if (this.closed && errors.length > 0) return false; // aborted by the stop: not an attempt
+    const attempts = row.attempts + 1;
+    if (errors.length === 0) {
+      await outbox.delivered(row.id);
+      this.options.counted('delivered');
+      return true;
+    }
+    const error = errors.join('; ');
+    if (Date.now() - row.created_at >= GIVE_UP_AFTER_MS) {
+      await outbox.failed(row.id, attempts, error);
+      this.options.counted('failed');
+      this.options.log.error({ id: row.id, sid: row.sid, type: row.type, attempts, why: error }, 'webhook: an event was not taken in a day of tries: given up (failed)');
+      return true;
+    }
+    await outbox.retry(row.id, attempts, Date.now() + retryDelayMs(attempts), JSON.stringify([...deliveredTo]), error);
+    this.options.counted('retried');
+    this.options.log.warn({ id: row.id, sid: row.sid, type: row.type, attempts, why: error }, 'webhook: an attempt failed; it is tried again');
+    return false;
+  }
+
+  /** null when the receiver answered 2xx; else what went wrong, without the secret or the signature. */
+  private async post(url: string, row: OutboxRow): Promise<string | null> {
+    const now = new Date();
+    const headers = {
+      'content-type': 'application/json',
+      'webhook-id': row.id,
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': new Webhook(this.options.secret()).sign(row.id, now, row.body),
+    };
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), ATTEMPT_TIMEOUT_MS);
+    this.inflight.add(controller);
+    try {
+      const answer = await fetch(url, { method: 'POST', headers, body: row.body, signal: controller.signal, redirect: 'manual' });
+      if (answer.status >= 200 && answer.status < 300) {
+        await answer.body?.cancel();
+        return null;
+      }
+      const text = (await answer.text().catch(() => '')).slice(0, ERROR_BODY_CHARS);
+      return `HTTP ${answer.status}${text === '' ? '' : ` ${JSON.stringify(text)}`}`;
+    } catch (err) {
+      if (controller.signal.aborted) return `no answer in ${ATTEMPT_TIMEOUT_MS / 1000} s`;
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      return cause?.code ?? cause?.message ?? (err as Error).message;
+    } finally {
+      clearTimeout(timer);
+      this.inflight.delete(controller);
+    }
+  }
+}

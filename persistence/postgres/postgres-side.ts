@@ -1,0 +1,39 @@
+// The side store of a PostgreSQL store (persistence/side-store.ts): the schema brought up to date
+// once, then a small pool of its own.
+import pg from 'pg';
+import type { SideStore } from '../side-store.js';
+import type { StoreLocation } from '../store-location.js';
+import { clientConfig, described, readPool } from './connection.js';
+import { PostgresOutbox } from './postgres-outbox.js';
+import { PostgresPeople } from './postgres-people.js';
+import { PostgresSchedules } from './postgres-schedules.js';
+import { migrate } from './schema.js';
+
+/** A statement on the side pool; its error names the table and the SQLSTATE, never the password. */
+export type SideQuery = <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<pg.QueryResult<R>>;
+
+export async function openPostgresSide(location: Extract<StoreLocation, { kind: 'postgres' }>): Promise<SideStore> {
+  const client = new pg.Client(clientConfig(location, 'side'));
+  try {
+    await client.connect();
+    await migrate(client);
+  } catch (err) {
+    throw described(err as Error);
+  } finally {
+    await client.end().catch(() => {});
+  }
+  const pool = readPool(location);
+  const query: SideQuery = async (text, values = []) => {
+    try {
+      return await pool.query(text, values);
+    } catch (err) {
+      throw described(err as Error);
+    }
+  };
+  return {
+    people: new PostgresPeople(query),
+    schedules: new PostgresSchedules(query),
+    outbox: new PostgresOutbox(query),
+    close: () => pool.end(),
+  };
+}

@@ -1,0 +1,20 @@
+// What the daemon and the CLI write in the store beside the host (PROTOCOL.md §5.6, §8): people,
+// schedules and the webhook outbox, on one connection of their own (SQLite: WAL lets it write
+// beside the host, each waiting at most its busy timeout for the other; PostgreSQL: a small pool).
+// None of it is on a turn's path. The schema is made when missing: a CLI may come before any host.
+import type { Outbox } from './outbox.js';
+import type { People } from './people.js';
+import type { Schedules } from './schedules.js';
+import type { StoreLocation } from './store-location.js';
+
+export interface SideStore {
+  people: People;
+  schedules: Schedules;
+  outbox: Outbox;
+  close(): Promise<void>;
+}
+
+export async function openSideStore(location: StoreLocation): Promise<SideStore> {
+  if (location.kind === 'sqlite') return (await import('./sqlite/sqlite-side.js')).openSqliteSide(location.file);
+  return (await import('./postgres/postgres-side.js')).openPostgresSide(location);
+}

@@ -1,0 +1,37 @@
+// The webhook outbox in a SQLite home (persistence/outbox.ts), as the daemon reads and moves it on
+// the side connection; the host adds rows with its own commits (store-writer.ts).
+import type Database from 'better-sqlite3';
+import { NEXT_DUE_SQL, OUTBOX_COLUMNS, READY_SQL, type Outbox, type OutboxRow } from '../outbox.js';
+
+export class SqliteOutbox implements Outbox {
+  constructor(private readonly db: Database.Database) {}
+
+  async ready(nowMs: number, limit: number): Promise<OutboxRow[]> {
+    return this.db.prepare(READY_SQL.replace('$1', '?').replace('$2', '?')).all(nowMs, limit) as OutboxRow[];
+  }
+
+  async nextDue(): Promise<number | null> {
+    return (this.db.prepare(NEXT_DUE_SQL).get() as { next: number | null }).next;
+  }
+
+  async delivered(id: string): Promise<void> {
+    this.db.prepare('DELETE FROM webhook_outbox WHERE id = ?').run(id);
+  }
+
+  async retry(id: string, attempts: number, nextAt: number, deliveredTo: string, error: string): Promise<void> {
+    this.db.prepare('UPDATE webhook_outbox SET attempts = ?, next_at = ?, delivered_to = ?, last_error = ? WHERE id = ?').run(attempts, nextAt, deliveredTo, error, id);
+  }
+
+  async failed(id: string, attempts: number, error: string): Promise<void> {
+    this.db.prepare("UPDATE webhook_outbox SET status = 'failed', attempts = ?, last_error = ? WHERE id = ?").run(attempts, error, id);
+  }
+
+  async list(): Promise<OutboxRow[]> {
+    return this.db.prepare(`SELECT ${OUTBOX_COLUMNS} FROM webhook_outbox ORDER BY created_at, id`).all() as OutboxRow[];
+  }
+
+  async counts(): Promise<{ pending: number; failed: number }> {
+    const rows = this.db.prepare('SELECT status, count(*) AS n FROM webhook_outbox GROUP BY status').all() as { status: string; n: number }[];
+    return { pending: rows.find((r) => r.status === 'pending')?.n ?? 0, failed: rows.find((r) => r.status === 'failed')?.n ?? 0 };
+  }
+}
