@@ -1,4 +1,4 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, guests, page, people, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, guests, page, people, webhooks, or all.
 import { benchAgent } from './agent.js';
 import { benchCluster } from './cluster.js';
 import { benchDaemon } from './daemon.js';
@@ -12,6 +12,7 @@ import { benchQueue } from './queue.js';
 import { benchRecovery } from './recovery.js';
 import { benchShutdown } from './shutdown.js';
 import { benchStore } from './store.js';
+import { benchWebhooks } from './webhooks.js';
 
 const BENCHES: Record<string, () => Promise<void>> = {
   host: benchHost,
@@ -27,6 +28,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   guests: benchGuests,
   page: benchPage,
   people: benchPeople,
+  webhooks: benchWebhooks,
 };
 
 const names = process.argv.slice(2);

@@ -18,6 +18,8 @@ export function parseWebhookEvents(text: string): WebhookEvent[] {
 }
 
 export interface OutboxRow {
+  /** Its place in the outbox: a session's events go in this order. */
+  seq: number;
   /** The `webhook-id` of every attempt. */
   id: string;
   sid: string;
@@ -38,33 +40,34 @@ export interface Outbox {
   ready(nowMs: number, limit: number): Promise<OutboxRow[]>;
   /** When the next pending event is due, or null. */
   nextDue(): Promise<number | null>;
-  delivered(id: string): Promise<void>;
-  retry(id: string, attempts: number, nextAt: number, deliveredTo: string, error: string): Promise<void>;
-  failed(id: string, attempts: number, error: string): Promise<void>;
+  delivered(seq: number): Promise<void>;
+  retry(seq: number, attempts: number, nextAt: number, deliveredTo: string, error: string): Promise<void>;
+  failed(seq: number, attempts: number, error: string): Promise<void>;
   /** What waits and what failed, for `.webhooks` and the metrics. */
   list(): Promise<OutboxRow[]>;
   counts(): Promise<{ pending: number; failed: number }>;
 }
 
+/** Unique to this process: with the time and a count, an id no other process makes. */
+const PROCESS_PART = randomBytes(6).toString('base64url');
 let made = 0;
 
-/** An event's id: what every attempt of it carries as `webhook-id`; in the order they were made (time, then a count), then random. */
+/** An event's id: what every attempt of it carries as `webhook-id`. */
 export function outboxId(): string {
   made = (made + 1) % 1_679_616;
-  return `msg_${Date.now().toString(36).padStart(9, '0')}${made.toString(36).padStart(4, '0')}${randomBytes(6).toString('base64url')}`;
+  return `msg_${Date.now().toString(36)}${made.toString(36).padStart(4, '0')}${PROCESS_PART}`;
 }
 
-export const OUTBOX_COLUMNS = 'id, sid, type, body, created_at, attempts, next_at, status, delivered_to, last_error';
+export const OUTBOX_COLUMNS = 'seq, id, sid, type, body, created_at, attempts, next_at, status, delivered_to, last_error';
 
-/** A pending event with no pending event of its session before it: what may be sent next. */
-const SESSION_HEAD = `o.status = 'pending'
-    AND NOT EXISTS (SELECT 1 FROM webhook_outbox e WHERE e.sid = o.sid AND e.status = 'pending' AND (e.created_at < o.created_at OR (e.created_at = o.created_at AND e.id < o.id)))`;
+/** Each session's oldest pending event: what may be sent next (a session's events go in order). */
+const SESSION_HEADS = "SELECT min(seq) FROM webhook_outbox WHERE status = 'pending' GROUP BY sid";
 
 /**
  * Each session's oldest pending event, when its time has come (`$1` now, `$2` how many): a
  * session's next event waits until the one before it is delivered or has failed.
  */
-export const READY_SQL = `SELECT ${OUTBOX_COLUMNS} FROM webhook_outbox o WHERE ${SESSION_HEAD} AND o.next_at <= $1 ORDER BY o.created_at, o.id LIMIT $2`;
+export const READY_SQL = `SELECT ${OUTBOX_COLUMNS} FROM webhook_outbox WHERE seq IN (${SESSION_HEADS}) AND next_at <= $1 ORDER BY seq LIMIT $2`;
 
 /** When the next of those is due: an event behind one that waits for its retry waits with it. */
-export const NEXT_DUE_SQL = `SELECT min(o.next_at) AS next FROM webhook_outbox o WHERE ${SESSION_HEAD}`;
+export const NEXT_DUE_SQL = `SELECT min(next_at) AS next FROM webhook_outbox WHERE seq IN (${SESSION_HEADS})`;

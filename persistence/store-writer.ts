@@ -110,7 +110,7 @@ export interface StatementParams {
   insertSubmit: [sid: string, clientMessageId: string, turnId: string, queueId: string | null, steered: 0 | 1];
   updateSubmit: [steered: 0 | 1, sid: string, clientMessageId: string];
   deleteOldestSubmit: [sid: string];
-  /** An event for the webhooks (PROTOCOL.md §8.2), in the commit of what it reports; an id already there is kept. */
+  /** An event for the webhooks (PROTOCOL.md §8.2), in the commit of what it reports. */
   insertWebhook: [id: string, sid: string, type: string, body: string, now: number];
 }
 

@@ -21,9 +21,11 @@ const FILES = [
   'test/integration/repl-and-recovered.test.ts',
   'test/integration/guest-agents.test.ts',
   'test/integration/people.test.ts',
+  'test/integration/schedules.test.ts',
+  'test/integration/webhooks.test.ts',
 ];
-/** More than the homes those tests make (about 75). */
-const DATABASES = 100;
+/** More than the homes those tests make (about 85). */
+const DATABASES = 110;
 
 function mocha(files: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<number> {
   const child = spawn(process.execPath, ['node_modules/mocha/bin/mocha.js', '--no-config', '--node-option', 'import=tsx', '--timeout', '20000', '--reporter', './test/summary-reporter.cjs', ...files], {

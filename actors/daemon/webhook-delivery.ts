@@ -41,6 +41,8 @@ export class WebhookDelivery {
   private readonly loop = new WakeLoop(() => this.look());
   private readonly inflight = new Set<AbortController>();
   private closed = false;
+  /** The last look found nothing waiting, or delivered something. */
+  private flowing = true;
 
   constructor(private readonly options: WebhookDeliveryOptions) {}
 
@@ -48,9 +50,13 @@ export class WebhookDelivery {
     this.loop.wake();
   }
 
-  /** Looks at the outbox now: a turn just ended, and its event is there. */
+  /**
+   * A turn just ended, and its event is in the outbox: looks now, while events go out. While
+   * they wait for a receiver that is down, the next look is the timer's, at most a second away:
+   * each turn of a busy daemon would otherwise make a look at an outbox that only grows.
+   */
   wake(): void {
-    this.loop.wake();
+    if (this.flowing) this.loop.wake();
   }
 
   /** Stops: an attempt under way is aborted and stays pending, tried again at the next start. */
@@ -67,9 +73,11 @@ export class WebhookDelivery {
       if (side === null) return LOOK_EVERY_MS;
       const ready = await side.outbox.ready(Date.now(), SESSIONS_AT_ONCE);
       const done = await Promise.all(ready.map((row) => this.deliver(side.outbox, row)));
+      this.flowing = done.some((went) => went);
       // A session's next event may be ready now that the one before it went.
-      if (done.some((went) => went)) return 0;
+      if (this.flowing) return 0;
       const next = await side.outbox.nextDue();
+      this.flowing = next === null;
       return next === null ? LOOK_EVERY_MS : Math.max(0, Math.min(LOOK_EVERY_MS, next - Date.now()));
     } catch (err) {
       this.options.log.warn({ why: (err as Error).message }, 'webhooks: could not read the outbox; looking again in a second');
@@ -92,18 +100,18 @@ export class WebhookDelivery {
     if (this.closed && errors.length > 0) return false; // aborted by the stop: not an attempt
     const attempts = row.attempts + 1;
     if (errors.length === 0) {
-      await outbox.delivered(row.id);
+      await outbox.delivered(row.seq);
       this.options.counted('delivered');
       return true;
     }
     const error = errors.join('; ');
     if (Date.now() - row.created_at >= GIVE_UP_AFTER_MS) {
-      await outbox.failed(row.id, attempts, error);
+      await outbox.failed(row.seq, attempts, error);
       this.options.counted('failed');
       this.options.log.error({ id: row.id, sid: row.sid, type: row.type, attempts, why: error }, 'webhook: an event was not taken in a day of tries: given up (failed)');
       return true;
     }
-    await outbox.retry(row.id, attempts, Date.now() + retryDelayMs(attempts), JSON.stringify([...deliveredTo]), error);
+    await outbox.retry(row.seq, attempts, Date.now() + retryDelayMs(attempts), JSON.stringify([...deliveredTo]), error);
     this.options.counted('retried');
     this.options.log.warn({ id: row.id, sid: row.sid, type: row.type, attempts, why: error }, 'webhook: an attempt failed; it is tried again');
     return false;

@@ -13,20 +13,20 @@ export class PostgresOutbox implements Outbox {
     return (await this.rows<{ next: number | null }>(NEXT_DUE_SQL)).rows[0]?.next ?? null;
   }
 
-  async delivered(id: string): Promise<void> {
-    await this.rows('DELETE FROM webhook_outbox WHERE id = $1', [id]);
+  async delivered(seq: number): Promise<void> {
+    await this.rows('DELETE FROM webhook_outbox WHERE seq = $1', [seq]);
   }
 
-  async retry(id: string, attempts: number, nextAt: number, deliveredTo: string, error: string): Promise<void> {
-    await this.rows('UPDATE webhook_outbox SET attempts = $1, next_at = $2, delivered_to = $3, last_error = $4 WHERE id = $5', [attempts, nextAt, deliveredTo, error, id]);
+  async retry(seq: number, attempts: number, nextAt: number, deliveredTo: string, error: string): Promise<void> {
+    await this.rows('UPDATE webhook_outbox SET attempts = $1, next_at = $2, delivered_to = $3, last_error = $4 WHERE seq = $5', [attempts, nextAt, deliveredTo, error, seq]);
   }
 
-  async failed(id: string, attempts: number, error: string): Promise<void> {
-    await this.rows("UPDATE webhook_outbox SET status = 'failed', attempts = $1, last_error = $2 WHERE id = $3", [attempts, error, id]);
+  async failed(seq: number, attempts: number, error: string): Promise<void> {
+    await this.rows("UPDATE webhook_outbox SET status = 'failed', attempts = $1, last_error = $2 WHERE seq = $3", [attempts, error, seq]);
   }
 
   async list(): Promise<OutboxRow[]> {
-    return (await this.rows<OutboxRow>(`SELECT ${OUTBOX_COLUMNS} FROM webhook_outbox ORDER BY created_at, id`)).rows;
+    return (await this.rows<OutboxRow>(`SELECT ${OUTBOX_COLUMNS} FROM webhook_outbox ORDER BY seq`)).rows;
   }
 
   async counts(): Promise<{ pending: number; failed: number }> {

@@ -173,7 +173,9 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE queue ADD COLUMN by_user text;
   `,
   // Unattended work (PROTOCOL.md §8): schedules, and the webhook outbox. The daemon writes both on
-  // its side connection; the host adds an outbox row in the commit of what it reports.
+  // its side connection; the host adds an outbox row in the commit of what it reports. The outbox
+  // has no index but its key: one would cost each turn's commit more than the rest of the row
+  // (bench: host), and the table holds only what waits.
   `
   CREATE TABLE schedules (
     schedule_id text PRIMARY KEY,
@@ -194,7 +196,8 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX schedules_by_next ON schedules (next_at);
   CREATE TABLE webhook_outbox (
-    id           text PRIMARY KEY,
+    seq          bigserial PRIMARY KEY,
+    id           text NOT NULL,
     sid          text NOT NULL,
     type         text NOT NULL,
     body         text NOT NULL,
@@ -205,7 +208,6 @@ const MIGRATIONS: readonly string[] = [
     delivered_to text NOT NULL DEFAULT '[]',
     last_error   text
   );
-  CREATE INDEX webhook_outbox_pending ON webhook_outbox (status, sid, created_at);
   `,
 ];
 

@@ -129,7 +129,9 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE queue ADD COLUMN by_user TEXT;
   `,
   // Unattended work (PROTOCOL.md §8): schedules, and the webhook outbox. The daemon writes both on
-  // its side connection; the host adds an outbox row in the commit of what it reports.
+  // its side connection; the host adds an outbox row in the commit of what it reports. The outbox
+  // has no index but its key: one would cost each turn's commit more than the rest of the row
+  // (bench: host), and the table holds only what waits.
   `
   CREATE TABLE schedules (
     schedule_id TEXT PRIMARY KEY,
@@ -150,7 +152,8 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX schedules_by_next ON schedules (next_at);
   CREATE TABLE webhook_outbox (
-    id           TEXT PRIMARY KEY,
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT NOT NULL,
     sid          TEXT NOT NULL,
     type         TEXT NOT NULL,
     body         TEXT NOT NULL,
@@ -161,7 +164,6 @@ const MIGRATIONS: readonly string[] = [
     delivered_to TEXT NOT NULL DEFAULT '[]',
     last_error   TEXT
   );
-  CREATE INDEX webhook_outbox_pending ON webhook_outbox (status, sid, created_at);
   `,
 ];
 

@@ -14,20 +14,20 @@ export class SqliteOutbox implements Outbox {
     return (this.db.prepare(NEXT_DUE_SQL).get() as { next: number | null }).next;
   }
 
-  async delivered(id: string): Promise<void> {
-    this.db.prepare('DELETE FROM webhook_outbox WHERE id = ?').run(id);
+  async delivered(seq: number): Promise<void> {
+    this.db.prepare('DELETE FROM webhook_outbox WHERE seq = ?').run(seq);
   }
 
-  async retry(id: string, attempts: number, nextAt: number, deliveredTo: string, error: string): Promise<void> {
-    this.db.prepare('UPDATE webhook_outbox SET attempts = ?, next_at = ?, delivered_to = ?, last_error = ? WHERE id = ?').run(attempts, nextAt, deliveredTo, error, id);
+  async retry(seq: number, attempts: number, nextAt: number, deliveredTo: string, error: string): Promise<void> {
+    this.db.prepare('UPDATE webhook_outbox SET attempts = ?, next_at = ?, delivered_to = ?, last_error = ? WHERE seq = ?').run(attempts, nextAt, deliveredTo, error, seq);
   }
 
-  async failed(id: string, attempts: number, error: string): Promise<void> {
-    this.db.prepare("UPDATE webhook_outbox SET status = 'failed', attempts = ?, last_error = ? WHERE id = ?").run(attempts, error, id);
+  async failed(seq: number, attempts: number, error: string): Promise<void> {
+    this.db.prepare("UPDATE webhook_outbox SET status = 'failed', attempts = ?, last_error = ? WHERE seq = ?").run(attempts, error, seq);
   }
 
   async list(): Promise<OutboxRow[]> {
-    return this.db.prepare(`SELECT ${OUTBOX_COLUMNS} FROM webhook_outbox ORDER BY created_at, id`).all() as OutboxRow[];
+    return this.db.prepare(`SELECT ${OUTBOX_COLUMNS} FROM webhook_outbox ORDER BY seq`).all() as OutboxRow[];
   }
 
   async counts(): Promise<{ pending: number; failed: number }> {
