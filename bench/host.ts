@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { CLI, median, printTable, range, ROOT, round, ROUNDS, verdict, withTempDir, writeResult } from './common.js';
 import { WEBHOOK_EVENTS } from '../persistence/outbox.js';
-import { measureProgram, TurnProcess, type LoadPlan, type ProgramResult } from './driver.js';
+import { measurePath, measureProgram, TurnProcess, type LoadPlan, type ProgramResult } from './driver.js';
 
 const PLAN: LoadPlan = { sessionCounts: [1, 8, 64], warmupMs: 500, measureMs: 3000, latencyWarmup: 300, latencyTurns: 3000 };
 
@@ -78,6 +78,42 @@ export async function benchHost(): Promise<void> {
     ['measure', 'value', 'target', 'verdict'],
     Object.entries(targets).map(([k, t]) => [k, t.value, t.target, verdict(t.met)]),
   );
-  const file = writeResult('host', { rounds: Object.fromEntries(runs), summaries, targets });
+  const outbox = await outboxCost();
+  printTable(
+    `the webhook outbox on the turn path: 64 sessions, closed loop, the host's CPU per turn (median of ${ROUNDS} interleaved rounds, range below)`,
+    ['host', 'turns/s', 'host CPU µs/turn'],
+    Object.entries(outbox).flatMap(([name, o]) => [
+      [name, round(median(o.turnsPerSec)), round(median(o.cpuUsPerTurn))],
+      ['', range(o.turnsPerSec), range(o.cpuUsPerTurn)],
+    ]),
+  );
+  const file = writeResult('host', { rounds: Object.fromEntries(runs), summaries, targets, outbox });
   process.stdout.write(`\nwrote ${file}\n`);
+}
+
+/**
+ * What the outbox costs the host a turn, paired round by round: the throughput of this machine
+ * moves ±20% between runs a minute apart, more than the outbox costs, while the host's CPU per
+ * turn holds within a few percent.
+ */
+async function outboxCost(): Promise<Record<string, { turnsPerSec: number[]; cpuUsPerTurn: number[] }>> {
+  const variants = PROGRAMS.filter((p) => p.name.startsWith('turnhost'));
+  const results = Object.fromEntries(variants.map((v) => [v.name, { turnsPerSec: [] as number[], cpuUsPerTurn: [] as number[] }]));
+  for (let n = 0; n < ROUNDS; n++) {
+    for (const variant of n % 2 === 0 ? variants : [...variants].reverse()) {
+      process.stdout.write(`outbox round ${n + 1} of ${ROUNDS}: ${variant.name}…\n`);
+      const run = await withTempDir(async (dir) => {
+        const host = variant.start(dir);
+        await host.hello;
+        try {
+          return await measurePath(host, 'outbox', { host: host.pid });
+        } finally {
+          await host.close();
+        }
+      });
+      results[variant.name]!.turnsPerSec.push(run.turnsPerSec);
+      results[variant.name]!.cpuUsPerTurn.push(run.cpuUsPerTurn['host']!);
+    }
+  }
+  return results;
 }

@@ -13,6 +13,7 @@ import { ask, type Ref, type SystemRef } from '../actors/runtime.js';
 import type { CallReply, GatewayMsg, HostStatus, SupervisorMsg } from '../actors/daemon/supervisor-messages.js';
 import type { Reader } from '../persistence/reader.js';
 import type { SideStore } from '../persistence/side-store.js';
+import { webhookId } from '../persistence/outbox.js';
 import { commandDefiner, defineDatabaseCommands, flattenActors, printRows } from './repl-commands.js';
 
 export interface ReplDeps {
@@ -158,7 +159,7 @@ function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { sessi
   });
   command('webhooks', 'webhook events waiting or failed: attempts, next try, last error', async () => {
     const rows = (await (await deps.side())?.outbox.list()) ?? [];
-    printRows(out, ['EVENT', 'SESSION', 'TYPE', 'STATUS', 'ATTEMPTS', 'NEXT TRY', 'LAST ERROR'], rows.map((r) => [r.id, r.sid, r.type, r.status, r.attempts, r.status === 'pending' ? new Date(Math.max(r.next_at, r.created_at)).toISOString() : '', r.last_error ?? '']));
+    printRows(out, ['EVENT', 'SESSION', 'TYPE', 'STATUS', 'ATTEMPTS', 'NEXT TRY', 'LAST ERROR'], rows.map((r) => [webhookId(r), r.sid, r.type, r.status, r.attempts, r.status === 'pending' ? new Date(Math.max(r.next_at, r.created_at)).toISOString() : '', r.last_error ?? '']));
   });
   command('actors', "the host's actor tree with mailbox sizes", async () => {
     printRows(out, ['ACTOR', 'MAILBOX', 'BUSY'], flattenActors((await host('actors')) as Parameters<typeof flattenActors>[0]));

@@ -4,7 +4,7 @@
 import type { HistoryCache } from './history-cache.js';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { TurnUsage } from '../protocol/outbound.js';
-import { outboxId, type WebhookEvent } from './outbox.js';
+import type { WebhookEvent } from './outbox.js';
 
 export type TurnStatus = 'running' | 'completed' | 'interrupted' | 'failed' | 'lost';
 export type RequestStatus = 'open' | 'answered' | 'expired' | 'cancelled';
@@ -98,7 +98,7 @@ export interface StatementParams {
   insertBoot: [bootId: string, pid: number, now: number];
   updateBoot: [now: number, reason: string, bootId: string];
   insertRequest: [id: string, sid: string, turnId: string | null, method: string, paramsText: string, bootId: string, now: number];
-  updateRequest: [status: string, answersText: string | null, reason: string | null, now: number, id: string];
+  updateRequest: [status: string, answersText: string | null, reason: string | null, now: number, answeredBy: string | null, id: string];
   insertQueued: [queueId: string, sid: string, position: number, text: string, clientMessageId: string | null, requestId: string, turnId: string, steered: 0 | 1, queuedAt: number, by: string | null];
   updateQueuedText: [text: string, queueId: string];
   updateQueuedPlace: [steered: 0 | 1, position: number, queueId: string];
@@ -111,7 +111,7 @@ export interface StatementParams {
   updateSubmit: [steered: 0 | 1, sid: string, clientMessageId: string];
   deleteOldestSubmit: [sid: string];
   /** An event for the webhooks (PROTOCOL.md §8.2), in the commit of what it reports. */
-  insertWebhook: [id: string, sid: string, type: string, body: string, now: number];
+  insertWebhook: [sid: string, type: string, ref: string, detail: string | null, now: number];
 }
 
 export type StatementName = keyof StatementParams;
@@ -214,8 +214,9 @@ export abstract class StoreWriter {
     this.run('insertRequest', [row.id, row.sid, row.turnId, row.method, row.paramsText, row.bootId, now]);
   }
 
-  closeRequest(id: string, status: Exclude<RequestStatus, 'open'>, answersText: string | null, reason: string | null, now = Date.now()): void {
-    this.run('updateRequest', [status, answersText, reason, now, id]);
+  /** `answeredBy`: who answered (or declined) it (PROTOCOL.md §5.6); null for a timeout, a cancel, a shutdown. */
+  closeRequest(id: string, status: Exclude<RequestStatus, 'open'>, answersText: string | null, reason: string | null, answeredBy: string | null = null, now = Date.now()): void {
+    this.run('updateRequest', [status, answersText, reason, now, answeredBy, id]);
   }
 
   /** A prompt joins its session's queue; `steered`: handed to the running turn, not shown in the queue. */
@@ -255,10 +256,12 @@ export abstract class StoreWriter {
     this.run('updateSubmit', [steered ? 1 : 0, sid, clientMessageId]);
   }
 
-  /** An event the daemon delivers to the webhooks: written with what it reports, so a crash loses neither. */
-  queueWebhook(sid: string, type: WebhookEvent, data: Record<string, unknown>, now = Date.now()): void {
-    const body = JSON.stringify({ type, timestamp: new Date(now).toISOString(), data: { session_id: sid, ...data } });
-    this.run('insertWebhook', [outboxId(), sid, type, body, now]);
+  /**
+   * An event the daemon delivers to the webhooks, written with what it reports, so a crash loses
+   * neither. `ref` names it (the turn, or the request); the daemon reads the rest when it sends it.
+   */
+  queueWebhook(sid: string, type: WebhookEvent, ref: string, detail: string | null = null, now = Date.now()): void {
+    this.run('insertWebhook', [sid, type, ref, detail, now]);
   }
 
   /** The session's oldest remembered client_message_id is forgotten. */

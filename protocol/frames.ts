@@ -41,9 +41,10 @@ export type QueueFrame =
 export type InterruptFrame = { type: 'interrupt'; sid: string; request_id: string; turn_id?: string; keep_queue?: boolean };
 
 /** A client's answer to a server request, or one locked answer of a batch question. */
+/** `by`: who answered, as the daemon vouches (PROTOCOL.md §5.6); stored as the request's answered_by. */
 export type RespondParams =
-  | { kind: 'lock'; requestId: string; questionId: string; answer: unknown }
-  | { kind: 'response'; id: RequestId | undefined; error?: unknown; result?: unknown };
+  | { kind: 'lock'; requestId: string; questionId: string; answer: unknown; by?: string }
+  | { kind: 'response'; id: RequestId | undefined; error?: unknown; result?: unknown; by?: string };
 
 export type RespondFrame = { type: 'respond'; sid: string; request_id: string; params: RespondParams };
 
@@ -216,6 +217,8 @@ function parseRespond(f: Fields): RespondFrame {
 }
 
 function parseRespondParams(params: UnknownRecord): RespondParams {
+  const by = new Fields(params).optionalIdentifier('by');
+  const answeredBy = by === undefined ? {} : { by };
   if (params['lock'] !== undefined) {
     const lock = new Fields(params).requiredRecord('lock');
     const l = new Fields(lock, 'lock.');
@@ -224,6 +227,7 @@ function parseRespondParams(params: UnknownRecord): RespondParams {
       requestId: l.identifier('request_id'),
       questionId: l.identifier('question_id'),
       answer: lock['answer'] ?? null,
+      ...answeredBy,
     };
   }
   const response = isRecord(params['frame']) ? params['frame'] : params;
@@ -231,6 +235,7 @@ function parseRespondParams(params: UnknownRecord): RespondParams {
   const parsed: RespondParams = {
     kind: 'response',
     id: typeof id === 'string' || typeof id === 'number' || id === null ? id : undefined,
+    ...answeredBy,
   };
   if (response['error'] !== undefined) parsed.error = response['error'];
   else parsed.result = response['result'];

@@ -293,7 +293,7 @@ export async function answerServerRequest(ctx: ClientContext, requestId: string,
   const sid = await sidForRequest(ctx, requestId);
   if (sid === null) return { status: 'expired' };
   const frame = answer.error !== undefined ? { jsonrpc: '2.0', id: requestId, error: answer.error } : { jsonrpc: '2.0', id: requestId, result: answer.result ?? {} };
-  const outcome = (await callHost(ctx, { op: 'respond', sid, params: { frame } })) as { status: string };
+  const outcome = (await callHost(ctx, { op: 'respond', sid, params: { frame, by: ctx.identity.user } })) as { status: string };
   if (outcome.status !== 'ok') return outcome;
   tell(ctx.gateway, { kind: 'request-closed', requestId });
   const approved = (answer.result as { approved?: unknown } | null | undefined)?.approved;
@@ -485,7 +485,7 @@ const METHODS: Record<string, Method> = {
     const answer = typeof raw === 'string' ? raw : JSON.stringify(raw ?? null);
     const sid = await sidForRequest(ctx, requestId);
     if (sid === null) return { status: 'expired' };
-    const result = (await callHost(ctx, { op: 'respond', sid, params: { lock: { request_id: requestId, question_id: questionId, answer } } })) as { remaining?: unknown[] };
+    const result = (await callHost(ctx, { op: 'respond', sid, params: { lock: { request_id: requestId, question_id: questionId, answer }, by: ctx.identity.user } })) as { remaining?: unknown[] };
     if (Array.isArray(result.remaining) && result.remaining.length === 0) tell(ctx.gateway, { kind: 'request-closed', requestId });
     return result;
   },

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import type { DeliveryOutcome } from '../../edge/metrics.js';
-import type { OutboxRow } from '../../persistence/outbox.js';
+import { webhookBody, webhookId, type OutboxRow } from '../../persistence/outbox.js';
 import type { SideStore } from '../../persistence/side-store.js';
 import { WakeLoop } from './wake-loop.js';
 
@@ -90,9 +90,11 @@ export class WebhookDelivery {
     const deliveredTo = new Set<string>(JSON.parse(row.delivered_to) as string[]);
     const targets = this.options.urls.filter((url) => !deliveredTo.has(url));
     const errors: string[] = [];
+    const id = webhookId(row);
+    const body = webhookBody(row, await outbox.facts(row));
     await Promise.all(
       targets.map(async (url) => {
-        const error = await this.post(url, row);
+        const error = await this.post(url, id, body);
         if (error === null) deliveredTo.add(url);
         else errors.push(`${url}: ${error}`);
       }),
@@ -108,29 +110,29 @@ export class WebhookDelivery {
     if (Date.now() - row.created_at >= GIVE_UP_AFTER_MS) {
       await outbox.failed(row.seq, attempts, error);
       this.options.counted('failed');
-      this.options.log.error({ id: row.id, sid: row.sid, type: row.type, attempts, why: error }, 'webhook: an event was not taken in a day of tries: given up (failed)');
+      this.options.log.error({ id, sid: row.sid, type: row.type, attempts, why: error }, 'webhook: an event was not taken in a day of tries: given up (failed)');
       return true;
     }
     await outbox.retry(row.seq, attempts, Date.now() + retryDelayMs(attempts), JSON.stringify([...deliveredTo]), error);
     this.options.counted('retried');
-    this.options.log.warn({ id: row.id, sid: row.sid, type: row.type, attempts, why: error }, 'webhook: an attempt failed; it is tried again');
+    this.options.log.warn({ id, sid: row.sid, type: row.type, attempts, why: error }, 'webhook: an attempt failed; it is tried again');
     return false;
   }
 
   /** null when the receiver answered 2xx; else what went wrong, without the secret or the signature. */
-  private async post(url: string, row: OutboxRow): Promise<string | null> {
+  private async post(url: string, id: string, body: string): Promise<string | null> {
     const now = new Date();
     const headers = {
       'content-type': 'application/json',
-      'webhook-id': row.id,
+      'webhook-id': id,
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': new Webhook(this.options.secret()).sign(row.id, now, row.body),
+      'webhook-signature': new Webhook(this.options.secret()).sign(id, now, body),
     };
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), ATTEMPT_TIMEOUT_MS);
     this.inflight.add(controller);
     try {
-      const answer = await fetch(url, { method: 'POST', headers, body: row.body, signal: controller.signal, redirect: 'manual' });
+      const answer = await fetch(url, { method: 'POST', headers, body, signal: controller.signal, redirect: 'manual' });
       if (answer.status >= 200 && answer.status < 300) {
         await answer.body?.cancel();
         return null;

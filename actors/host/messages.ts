@@ -141,8 +141,8 @@ export type SessionMsg =
 export type LockOutcome = { status: 'ok'; remaining: string[] } | { status: 'expired' } | { error: { code: number; message: string } };
 
 export type ServerRequestMsg =
-  | { kind: 'answer'; respondRequestId: string; error?: unknown; result?: unknown }
-  | { kind: 'lock'; respondRequestId: string; questionId: string; answer: unknown }
+  | { kind: 'answer'; respondRequestId: string; error?: unknown; result?: unknown; by: string | null }
+  | { kind: 'lock'; respondRequestId: string; questionId: string; answer: unknown; by: string | null }
   | { kind: 'timeout' }
   /** `recorded`: the session already wrote the cancel's row and event (the shutdown flush). */
   | { kind: 'cancel'; reason: CancelReason; recorded?: boolean }

@@ -36,6 +36,8 @@ interface Resolution {
   result: unknown;
   reason: string | null;
   cancel?: CancelReason;
+  /** Who answered or declined it; none for a timeout or a cancel. */
+  by?: string | null;
 }
 
 export function spawnServerRequest(spec: ServerRequestSpec, services: HostServices): Ref<ServerRequestMsg> {
@@ -97,14 +99,14 @@ function handle(state: RequestState, msg: ServerRequestMsg, ctx: ActorContext<Se
 }
 
 function answerResolution(state: RequestState, msg: Extract<ServerRequestMsg, { kind: 'answer' }>): Resolution {
-  if (msg.error !== undefined) return { status: 'cancelled', result: null, reason: 'declined' };
+  if (msg.error !== undefined) return { status: 'cancelled', result: null, reason: 'declined', by: msg.by };
   const result: Record<string, unknown> = isRecord(msg.result) ? { ...msg.result } : {};
   if (state.questions !== null && state.locked.size > 0) {
     // Answers locked one by one stay under the final response's own answers.
     const finalAnswers = isRecord(result['answers']) ? result['answers'] : {};
     result['answers'] = { ...Object.fromEntries(state.locked), ...finalAnswers };
   }
-  return { status: 'answered', result, reason: null };
+  return { status: 'answered', result, reason: null, by: msg.by };
 }
 
 function timeoutResolution(state: RequestState): Resolution {
@@ -126,7 +128,7 @@ function lockAnswer(state: RequestState, msg: Extract<ServerRequestMsg, { kind: 
   state.locked.set(msg.questionId, msg.answer);
   const remaining = state.questions.filter((q) => !state.locked.has(q));
   if (remaining.length === 0) {
-    resolve(state, { status: 'answered', result: { answers: Object.fromEntries(state.locked) }, reason: null }, services);
+    resolve(state, { status: 'answered', result: { answers: Object.fromEntries(state.locked) }, reason: null, by: msg.by }, services);
   }
   reply(rpcResult(msg.respondRequestId, { status: 'ok', remaining }));
 }
@@ -147,6 +149,6 @@ function resolve(state: RequestState, resolution: Resolution, services: HostServ
   }
   const answersText = resolution.result === null ? null : encode(resolution.result);
   services.store
-    .commit((w) => w.closeRequest(spec.id, resolution.status, answersText, resolution.reason))
+    .commit((w) => w.closeRequest(spec.id, resolution.status, answersText, resolution.reason, resolution.by ?? null))
     .catch((err: unknown) => services.log.error({ err, request: spec.id }, 'could not store the request outcome'));
 }

@@ -6,8 +6,8 @@ import type { ChatMessage } from '../../protocol/chat.js';
 import type { TurnStartFrame } from '../../protocol/frames.js';
 import { Nanos } from '../../protocol/nanos.js';
 import type { TurnErrorReason } from '../../protocol/outbound.js';
-import type { QueuedPrompt, StoreWriter, TurnReport } from '../../persistence/store-writer.js';
-import type { WebhookEvent } from '../../persistence/outbox.js';
+import type { QueuedPrompt, TurnReport } from '../../persistence/store-writer.js';
+import { scheduleIdOf } from '../../persistence/outbox.js';
 import { LeaseLost, storageProblem, type Work } from '../../persistence/store.js';
 import { rpcEvent } from '../../protocol/rpc.js';
 import type { ArrivalTicket, FinishedTurn, HostMsg, SessionMsg, TurnOutcome } from './messages.js';
@@ -114,7 +114,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
         w.setQueueRevision(s.sid, queueRevision);
       }
       // Reported with the commit that starts the fire's turn: once per fire, before its turn's end.
-      if (fire !== null && env.services.webhookEvents.has('schedule.fired')) w.queueWebhook(s.sid, 'schedule.fired', { schedule_id: fire.scheduleId, planned_at: fire.plannedAt, turn_id: turnId });
+      if (fire !== null && env.services.webhookEvents.has('schedule.fired')) w.queueWebhook(s.sid, 'schedule.fired', turnId, fire.clientMessageId);
     });
   } catch (err) {
     failBeforeStart(s, frame, turnId, ticketId, err as Error, env);
@@ -164,10 +164,10 @@ function adoptFrameSettings(s: SessionState, frame: TurnStartFrame, isNew: boole
   }
 }
 
-/** A schedule's fire is a prompt with client_message_id `schedule:<id>:<planned time>` (PROTOCOL.md §8.1). */
-function fireOf(clientMessageId: string | null): { scheduleId: string; plannedAt: string } | null {
-  const match = clientMessageId === null ? null : /^schedule:([^:]+):(.+)$/.exec(clientMessageId);
-  return match === null ? null : { scheduleId: match[1]!, plannedAt: match[2]! };
+/** A schedule's fire: its turn.started names the schedule, and its start is reported as schedule.fired. */
+function fireOf(clientMessageId: string | null): { scheduleId: string; clientMessageId: string } | null {
+  const scheduleId = clientMessageId === null ? undefined : scheduleIdOf(clientMessageId);
+  return scheduleId === undefined ? null : { scheduleId, clientMessageId: clientMessageId! };
 }
 
 const queueIdOf = (turn: { queueId?: string }): { queue_id?: string } => (turn.queueId === undefined ? {} : { queue_id: turn.queueId });
@@ -210,7 +210,7 @@ export async function finishTurn(s: SessionState, turnId: string, result: TurnRe
   if (reply !== null && (outcome === 'completed' || reply !== '')) messages.push({ role: 'assistant', content: reply });
   const failure = outcome === 'failed' ? (error?.message ?? 'agent failed') : null;
   const report = { ...(result?.model === undefined ? {} : { model: result.model }), ...(result?.usage === undefined ? {} : { usage: result.usage }) };
-  const persisted = await commitTurnEnd(s, turn, messages, { outcome, failure, report, reply }, env);
+  const persisted = await commitTurnEnd(s, turn, messages, { outcome, failure, report }, env);
   s.activity = { phase: 'idle' };
   s.lastActiveMs = env.services.clock.nowMs();
   tell(env.host, { kind: 'release', ticketId: turn.ticketId, finished: { ...finishedTurn(s, turn, outcome), ...report } });
@@ -234,21 +234,6 @@ interface TurnEnding {
   outcome: TurnOutcome;
   failure: string | null;
   report: TurnReport;
-  reply: string | null;
-}
-
-/** A webhook's reply is cut here (PROTOCOL.md §8.2): a receiver wants to know, not to read it all. */
-const WEBHOOK_REPLY_CHARS = 2000;
-
-/** The turn's `turn.end` or `turn.error` for the webhooks, in the commit that stores its end. */
-function queueTurnWebhook(w: StoreWriter, sid: string, turnId: string, ending: TurnEnding, events: ReadonlySet<WebhookEvent>): void {
-  if (ending.outcome === 'failed') {
-    if (events.has('turn.error')) w.queueWebhook(sid, 'turn.error', { turn_id: turnId, message: ending.failure });
-    return;
-  }
-  if (!events.has('turn.end')) return;
-  const reply = (ending.reply ?? '').slice(0, WEBHOOK_REPLY_CHARS);
-  w.queueWebhook(sid, 'turn.end', { turn_id: turnId, interrupted: ending.outcome === 'interrupted', ...(ending.report.usage === undefined ? {} : { usage: ending.report.usage }), reply });
 }
 
 async function commitTurnEnd(
@@ -268,7 +253,8 @@ async function commitTurnEnd(
       w.endTurn(turn.turnId, ending.outcome, ending.failure, ending.report);
       w.touchSession(s.sid, version);
       removeQueuedRows(taken)(w);
-      if (env.services.webhookEvents.size > 0) queueTurnWebhook(w, s.sid, turn.turnId, ending, env.services.webhookEvents);
+      const event = ending.outcome === 'failed' ? 'turn.error' : 'turn.end';
+      if (env.services.webhookEvents.has(event)) w.queueWebhook(s.sid, event, turn.turnId);
     });
   } catch (err) {
     env.services.log.error({ err, sid: s.sid, turnId: turn.turnId }, 'could not commit the turn end');

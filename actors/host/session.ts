@@ -167,9 +167,9 @@ function relayRespond(s: SessionState, frame: RespondFrame, env: SessionEnv): vo
     return;
   }
   if (params.kind === 'lock') {
-    tell(request.ref, { kind: 'lock', respondRequestId: frame.request_id, questionId: params.questionId, answer: params.answer });
+    tell(request.ref, { kind: 'lock', respondRequestId: frame.request_id, questionId: params.questionId, answer: params.answer, by: params.by ?? null });
   } else {
-    tell(request.ref, { kind: 'answer', respondRequestId: frame.request_id, error: params.error, result: params.result });
+    tell(request.ref, { kind: 'answer', respondRequestId: frame.request_id, error: params.error, result: params.result, by: params.by ?? null });
   }
 }
 
@@ -190,7 +190,7 @@ async function openRequest(
   try {
     await store.commit((w) => {
       w.openRequest({ id, sid: s.sid, turnId: turn.turnId, method: msg.method, paramsText: encode(params), bootId });
-      if (env.services.webhookEvents.has('request.open')) w.queueWebhook(s.sid, 'request.open', { turn_id: turn.turnId, request_id: id, method: msg.method, question: questionOf(msg.params) });
+      if (env.services.webhookEvents.has('request.open')) w.queueWebhook(s.sid, 'request.open', id);
     });
   } catch (err) {
     log.error({ err, sid: s.sid }, 'could not store a server request');
@@ -204,13 +204,6 @@ async function openRequest(
   s.requests.set(id, { id, method: msg.method, ref, createdMs: clock.nowMs() });
   turn.lastEventNs = clock.hostNs();
   writer.write({ type: 'rpc', sid: s.sid, message: { jsonrpc: '2.0', id, method: msg.method, params } });
-}
-
-/** What a webhook says a request asks: its question, or a batch's questions one per line. */
-function questionOf(params: Record<string, unknown>): string {
-  if (typeof params['question'] === 'string') return params['question'];
-  const questions = Array.isArray(params['questions']) ? params['questions'] : [];
-  return questions.map((q: unknown) => String((q as { question?: unknown } | null)?.question ?? '')).join('\n');
 }
 
 function drain(s: SessionState, replyTo: Ref<Settled>, endReason: string): void {

@@ -1,5 +1,5 @@
 // The webhook outbox in PostgreSQL (persistence/outbox.ts), on the side pool.
-import { NEXT_DUE_SQL, OUTBOX_COLUMNS, READY_SQL, type Outbox, type OutboxRow } from '../outbox.js';
+import { NEXT_DUE_SQL, OUTBOX_COLUMNS, READY_SQL, REQUEST_FACTS_SQL, TURN_FACTS_SQL, type EventFacts, type Outbox, type OutboxRow } from '../outbox.js';
 import type { SideQuery } from './postgres-side.js';
 
 export class PostgresOutbox implements Outbox {
@@ -7,6 +7,11 @@ export class PostgresOutbox implements Outbox {
 
   async ready(nowMs: number, limit: number): Promise<OutboxRow[]> {
     return (await this.rows<OutboxRow>(READY_SQL, [nowMs, limit])).rows;
+  }
+
+  async facts(row: OutboxRow): Promise<EventFacts> {
+    if (row.type === 'request.open') return { request: (await this.rows<NonNullable<EventFacts['request']>>(REQUEST_FACTS_SQL, [row.ref])).rows[0] };
+    return { turn: (await this.rows<NonNullable<EventFacts['turn']>>(TURN_FACTS_SQL, [row.ref, row.sid])).rows[0] };
   }
 
   async nextDue(): Promise<number | null> {

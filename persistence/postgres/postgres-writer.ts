@@ -28,7 +28,7 @@ const SQL: Record<StatementName, string> = {
   insertRequest: `
     INSERT INTO server_requests (id, sid, turn_id, method, params, status, boot_id, created_at)
     VALUES ($1, $2, $3, $4, $5, 'open', $6, $7)`,
-  updateRequest: 'UPDATE server_requests SET status = $1, answers = $2, reason = $3, resolved_at = $4 WHERE id = $5',
+  updateRequest: 'UPDATE server_requests SET status = $1, answers = $2, reason = $3, resolved_at = $4, answered_by = $5 WHERE id = $6',
   insertQueued: `
     INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at, by_user)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
@@ -46,7 +46,7 @@ const SQL: Record<StatementName, string> = {
       ord = nextval(pg_get_serial_sequence('submits', 'ord'))`,
   updateSubmit: 'UPDATE submits SET steered = $1 WHERE sid = $2 AND client_message_id = $3',
   deleteOldestSubmit: 'DELETE FROM submits WHERE ord = (SELECT min(ord) FROM submits WHERE sid = $1)',
-  insertWebhook: 'INSERT INTO webhook_outbox (id, sid, type, body, created_at, next_at) VALUES ($1, $2, $3, $4, $5, 0)',
+  insertWebhook: 'INSERT INTO webhook_outbox (sid, type, ref, detail, created_at, next_at) VALUES ($1, $2, $3, $4, $5, 0)',
 };
 
 /** Where a statement's session id is among its parameters: the sessions a transaction writes, for the fence. */
@@ -66,7 +66,7 @@ const SID_PARAM: Partial<Record<StatementName, number>> = {
   insertSubmit: 0,
   updateSubmit: 1,
   deleteOldestSubmit: 0,
-  insertWebhook: 1,
+  insertWebhook: 0,
 };
 
 export interface PendingStatement {

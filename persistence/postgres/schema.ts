@@ -173,9 +173,9 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE queue ADD COLUMN by_user text;
   `,
   // Unattended work (PROTOCOL.md §8): schedules, and the webhook outbox. The daemon writes both on
-  // its side connection; the host adds an outbox row in the commit of what it reports. The outbox
-  // has no index but its key: one would cost each turn's commit more than the rest of the row
-  // (bench: host), and the table holds only what waits.
+  // its side connection; the host adds an outbox row in the commit of what it reports: a row names
+  // it (`ref`: the turn or the request) and the daemon reads the rest when it sends it. No index but
+  // the key, and no body: either cost each turn's commit more than the row itself (bench: host).
   `
   CREATE TABLE schedules (
     schedule_id text PRIMARY KEY,
@@ -195,12 +195,13 @@ const MIGRATIONS: readonly string[] = [
     claim_until bigint
   );
   CREATE INDEX schedules_by_next ON schedules (next_at);
+  ALTER TABLE server_requests ADD COLUMN answered_by text;
   CREATE TABLE webhook_outbox (
     seq          bigserial PRIMARY KEY,
-    id           text NOT NULL,
     sid          text NOT NULL,
     type         text NOT NULL,
-    body         text NOT NULL,
+    ref          text NOT NULL,
+    detail       text,
     created_at   bigint NOT NULL,
     attempts     integer NOT NULL DEFAULT 0,
     next_at      bigint NOT NULL,

@@ -1,13 +1,19 @@
 // The webhook outbox in a SQLite home (persistence/outbox.ts), as the daemon reads and moves it on
 // the side connection; the host adds rows with its own commits (store-writer.ts).
 import type Database from 'better-sqlite3';
-import { NEXT_DUE_SQL, OUTBOX_COLUMNS, READY_SQL, type Outbox, type OutboxRow } from '../outbox.js';
+import { NEXT_DUE_SQL, OUTBOX_COLUMNS, READY_SQL, REQUEST_FACTS_SQL, TURN_FACTS_SQL, type EventFacts, type Outbox, type OutboxRow } from '../outbox.js';
 
 export class SqliteOutbox implements Outbox {
   constructor(private readonly db: Database.Database) {}
 
   async ready(nowMs: number, limit: number): Promise<OutboxRow[]> {
-    return this.db.prepare(READY_SQL.replace('$1', '?').replace('$2', '?')).all(nowMs, limit) as OutboxRow[];
+    // `$1`, `$2`: SQLite takes them as named parameters, bound by their numbers.
+    return this.db.prepare(READY_SQL).all({ 1: nowMs, 2: limit }) as OutboxRow[];
+  }
+
+  async facts(row: OutboxRow): Promise<EventFacts> {
+    if (row.type === 'request.open') return { request: this.db.prepare(REQUEST_FACTS_SQL).get({ 1: row.ref }) as EventFacts['request'] };
+    return { turn: this.db.prepare(TURN_FACTS_SQL).get({ 1: row.ref, 2: row.sid }) as EventFacts['turn'] };
   }
 
   async nextDue(): Promise<number | null> {

@@ -28,7 +28,7 @@ const SQL: Record<StatementName, string> = {
   insertRequest: `
     INSERT INTO server_requests (id, sid, turn_id, method, params, status, boot_id, created_at)
     VALUES (?, ?, ?, ?, ?, 'open', ?, ?)`,
-  updateRequest: 'UPDATE server_requests SET status = ?, answers = ?, reason = ?, resolved_at = ? WHERE id = ?',
+  updateRequest: 'UPDATE server_requests SET status = ?, answers = ?, reason = ?, resolved_at = ?, answered_by = ? WHERE id = ?',
   insertQueued: `
     INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at, by_user)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -42,7 +42,7 @@ const SQL: Record<StatementName, string> = {
   insertSubmit: 'INSERT OR REPLACE INTO submits (sid, client_message_id, turn_id, queue_id, steered) VALUES (?, ?, ?, ?, ?)',
   updateSubmit: 'UPDATE submits SET steered = ? WHERE sid = ? AND client_message_id = ?',
   deleteOldestSubmit: 'DELETE FROM submits WHERE rowid = (SELECT MIN(rowid) FROM submits WHERE sid = ?)',
-  insertWebhook: 'INSERT INTO webhook_outbox (id, sid, type, body, created_at, next_at) VALUES (?, ?, ?, ?, ?, 0)',
+  insertWebhook: 'INSERT INTO webhook_outbox (sid, type, ref, detail, created_at, next_at) VALUES (?, ?, ?, ?, ?, 0)',
 };
 
 function bindings<N extends StatementName>(statement: N, params: StatementParams[N]): readonly unknown[] {

@@ -12,7 +12,7 @@ import { readToken } from '../../edge/http-token.js';
 import { startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
 import { httpRequest, SseReader } from '../helpers/http.js';
 import { LoopbackServer } from '../helpers/loopback-server.js';
-import { Harness } from '../helpers/processes.js';
+import { CLI, Harness } from '../helpers/processes.js';
 
 const ISSUER = 'https://idp.test';
 const AUDIENCE = 'turnhost';
@@ -188,6 +188,8 @@ describe('people: identities, ownership, sharing, attribution (real daemon)', fu
     for await (const _ of alice.turn('shared', '/approve deploy')) void _;
     expect((await told)['method']).to.equal('approval.request');
     expect(bobAsked, 'the viewer was never asked').to.equal(0);
+    const answered = await h.runScript(CLI, ['repl', '--home', team.daemon.home], {}, ".sql SELECT method, status, answered_by FROM server_requests\n");
+    expect(answered.stdout, 'the approval is stored with who gave it').to.match(/approval\.request\s+answered\s+alice/);
 
     expect((await share('editor')).status).to.equal(200);
     for await (const _ of bob.turn('shared', 'from bob')) void _;

@@ -118,6 +118,26 @@ describe('schedules (real daemon, real host)', function () {
     watcher.close();
   });
 
+  it('a fire while a turn runs waits behind it (on_busy queue), or is skipped and logged (on_busy reject)', async () => {
+    const daemon = await startDaemon(h);
+    const client = await TestClient.connect(daemon);
+    await client.call('session.create', { session_id: 'b' });
+    await client.call('prompt.submit', { session_id: 'b', text: '/sleep 2' });
+    await client.nextEvent('turn.started', 'b');
+    const soon = new Date(Date.now() + 300).toISOString();
+    const queued = await client.call<{ schedule_id: string }>('schedule.create', { session_id: 'b', text: 'queued fire', at: soon });
+    const rejected = await client.call<{ schedule_id: string }>('schedule.create', { session_id: 'b', text: 'rejected fire', at: soon, on_busy: 'reject' });
+    await daemon.process.logged(/"msg":"schedule: the fire was refused and is skipped"/, 10_000);
+    const started = await client.nextEvent('turn.started', 'b', (e) => e.payload['schedule_id'] !== undefined);
+    expect(started.payload['schedule_id']).to.equal(queued.schedule_id);
+    await client.nextEvent('turn.end', 'b', (e) => e.payload['turn_id'] === started.payload['turn_id']);
+    expect(await prompts(client, 'b')).to.deep.equal(['/sleep 2', 'queued fire']);
+    const rows = new Map((await schedules(client, 'b')).map((s) => [s.schedule_id, s]));
+    expect(rows.get(queued.schedule_id)).to.include({ fires: 1, next_at: null });
+    expect(rows.get(rejected.schedule_id)).to.include({ fires: 0, next_at: null });
+    client.close();
+  });
+
   it('under kill -9 of the host every 2 s, each planned fire runs once at most: the history holds one prompt per fire counted', async () => {
     const daemon = await startDaemon(h);
     const client = await TestClient.connect(daemon);

@@ -278,6 +278,22 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await page.close();
   });
 
+  it("lists the session's schedules, and a fire's count once it fired", async () => {
+    const edge = await pageDaemon(h);
+    const added = await h.runCli(['schedule', 'add', '--home', edge.home, 'planned', 'hourly check', '--every', '3600']);
+    expect(added.code, added.stderr).to.equal(0);
+    const page = await loggedIn(browser, edge);
+    await page.getByRole('list', { name: 'Sessions' }).getByRole('button', { name: /planned/ }).click();
+    const schedules = page.getByRole('list', { name: 'Schedules' });
+    await schedules.getByText('hourly check', { exact: true }).waitFor();
+    expect(await schedules.getByRole('listitem').first().textContent()).to.contain('every 3600 s').and.to.contain('0 fired');
+    const soon = new Date(Date.now() + 1000).toISOString();
+    expect((await h.runCli(['schedule', 'add', '--home', edge.home, 'planned', 'once soon', '--at', soon])).code).to.equal(0);
+    await page.getByRole('log', { name: 'Transcript' }).locator('.reply').getByText('once soon', { exact: true }).waitFor();
+    await schedules.getByRole('listitem').filter({ hasText: 'once soon' }).getByText(/next none · 1 fired/).waitFor();
+    await page.close();
+  });
+
   it('works at 360 px wide, with the keyboard alone', async () => {
     const edge = await pageDaemon(h);
     const page = await loggedIn(browser, edge, 360);
