@@ -78,13 +78,13 @@ export interface PathRun {
 }
 
 /** A process's CPU time so far, user and system, in clock ticks (/proc/<pid>/stat fields 14 and 15). */
-function cpuTicks(pid: number): number {
+export function cpuTicks(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return Number(fields[11]) + Number(fields[12]);
 }
 
 /** Linux's USER_HZ: /proc counts CPU time in hundredths of a second. */
-const TICKS_PER_SECOND = 100;
+export const TICKS_PER_SECOND = 100;
 
 /**
  * One path's measure by PATH_PLAN: its sessions are `<prefix>-N`, its latency session `<prefix>-lat`.

@@ -14,7 +14,7 @@ import { Webhook } from 'standardwebhooks';
 import { RpcClient } from '../client/rpc-connection.js';
 import { median, printTable, range, round, ROUNDS, withTempDir, writeResult } from './common.js';
 import { startDaemon, stopDaemon } from './daemon.js';
-import { quantile } from './driver.js';
+import { cpuTicks, quantile, TICKS_PER_SECOND } from './driver.js';
 
 const SESSIONS = 64;
 const TURNS_PER_SESSION = 50;
@@ -76,8 +76,16 @@ async function startReceiver(): Promise<Receiver> {
   };
 }
 
-/** Turns/s of 64 sessions in a closed loop; the client's turn.end time of each turn, by turn id. */
-async function closedLoop(home: string): Promise<{ turnsPerSec: number; ended: Map<string, number> }> {
+interface LoopRun {
+  turnsPerSec: number;
+  /** The client's turn.end time of each turn, by turn id. */
+  ended: Map<string, number>;
+  /** CPU (user + system) the daemon and its host spent per turn, in µs. */
+  cpuUsPerTurn: { daemon: number; host: number };
+}
+
+/** 64 sessions in a closed loop. */
+async function closedLoop(home: string): Promise<LoopRun> {
   const ended = new Map<string, number>();
   const client = await RpcClient.connect(join(home, 'turnhost.sock'));
   try {
@@ -89,6 +97,9 @@ async function closedLoop(home: string): Promise<{ turnsPerSec: number; ended: M
     };
     const sids = Array.from({ length: SESSIONS }, (_, i) => `wh-${i}`);
     for (const sid of sids) await client.call('session.create', { session_id: sid });
+    const status = await client.call<{ supervisor: { pid: number }; host: { pid: number } }>('host.status', {});
+    const pids = { daemon: status.supervisor.pid, host: status.host.pid };
+    const ticksBefore = { daemon: cpuTicks(pids.daemon), host: cpuTicks(pids.host) };
     const began = performance.now();
     await Promise.all(
       sids.map(async (sid) => {
@@ -99,33 +110,39 @@ async function closedLoop(home: string): Promise<{ turnsPerSec: number; ended: M
         }
       }),
     );
-    return { turnsPerSec: (SESSIONS * TURNS_PER_SESSION) / ((performance.now() - began) / 1000), ended };
+    const turns = SESSIONS * TURNS_PER_SESSION;
+    const usPerTurn = (pid: number, before: number) => ((cpuTicks(pid) - before) * (1e6 / TICKS_PER_SECOND)) / turns;
+    return {
+      turnsPerSec: turns / ((performance.now() - began) / 1000),
+      ended,
+      cpuUsPerTurn: { daemon: usPerTurn(pids.daemon, ticksBefore.daemon), host: usPerTurn(pids.host, ticksBefore.host) },
+    };
   } finally {
     client.close();
   }
 }
 
-async function roundWithout(): Promise<number> {
+async function roundWithout(): Promise<LoopRun> {
   return withTempDir(async (home) => {
     const daemon = await startDaemon(home);
     try {
-      return (await closedLoop(home)).turnsPerSec;
+      return await closedLoop(home);
     } finally {
       await stopDaemon(daemon);
     }
   });
 }
 
-async function roundWith(receiver: Receiver, delays: number[]): Promise<number> {
+async function roundWith(receiver: Receiver, delays: number[]): Promise<LoopRun> {
   return withTempDir(async (home) => {
     receiver.arrived.clear();
     const daemon = await startDaemon(home, ['--webhook', receiver.url, '--webhook-events', 'turn.end']);
     receiver.setSecret(readFileSync(join(home, 'webhook.secret'), 'utf8').trim());
     try {
-      const { turnsPerSec, ended } = await closedLoop(home);
-      await receiver.allArrived(ended.size);
-      for (const [id, at] of ended) delays.push(receiver.arrived.get(id)! - at);
-      return turnsPerSec;
+      const run = await closedLoop(home);
+      await receiver.allArrived(run.ended.size);
+      for (const [id, at] of run.ended) delays.push(receiver.arrived.get(id)! - at);
+      return run;
     } finally {
       await stopDaemon(daemon);
     }
@@ -135,30 +152,35 @@ async function roundWith(receiver: Receiver, delays: number[]): Promise<number> 
 export async function benchWebhooks(): Promise<void> {
   const receiver = await startReceiver();
   try {
-    const without: number[] = [];
-    const withWebhook: number[] = [];
+    const without: LoopRun[] = [];
+    const withWebhook: LoopRun[] = [];
     const delays: number[] = [];
     for (let n = 1; n <= ROUNDS; n++) {
       process.stdout.write(`round ${n} of ${ROUNDS}…\n`);
       without.push(await roundWithout());
       withWebhook.push(await roundWith(receiver, delays));
     }
+    const summary = (runs: LoopRun[]) => ({
+      turnsPerSec: median(runs.map((r) => r.turnsPerSec)),
+      range: range(runs.map((r) => r.turnsPerSec)),
+      daemonCpuUs: median(runs.map((r) => r.cpuUsPerTurn.daemon)),
+      hostCpuUs: median(runs.map((r) => r.cpuUsPerTurn.host)),
+    });
     const fromCommit = receiver.sinceCommit;
     const result = {
-      turnsPerSec: { none: median(without), oneWebhook: median(withWebhook), rounds: { none: without, oneWebhook: withWebhook } },
+      none: summary(without),
+      oneWebhook: summary(withWebhook),
       deliveries: fromCommit.length,
       refused: receiver.refused,
       fromCommit: { p50Ms: quantile(fromCommit, 0.5), p99Ms: quantile(fromCommit, 0.99), maxMs: Math.max(...fromCommit) },
       fromClientEvent: { p50Ms: round(quantile(delays, 0.5), 2), p99Ms: round(quantile(delays, 0.99), 2), maxMs: round(Math.max(...delays), 2) },
     };
     printTable(
-      `${SESSIONS} sessions in a closed loop through the daemon, script agent (median of ${ROUNDS} interleaved rounds, range below)`,
-      ['daemon', 'turns/s'],
+      `${SESSIONS} sessions in a closed loop through the daemon, script agent; the receiver verifies each delivery in the benchmark's process, on the same 2 cores (median of ${ROUNDS} interleaved rounds)`,
+      ['daemon', 'turns/s', 'range', 'daemon CPU µs/turn', 'host CPU µs/turn'],
       [
-        ['no webhook', round(result.turnsPerSec.none)],
-        ['', range(without)],
-        ['one webhook (turn.end)', round(result.turnsPerSec.oneWebhook)],
-        ['', range(withWebhook)],
+        ['no webhook', round(result.none.turnsPerSec), result.none.range, round(result.none.daemonCpuUs), round(result.none.hostCpuUs)],
+        ['one webhook (turn.end)', round(result.oneWebhook.turnsPerSec), result.oneWebhook.range, round(result.oneWebhook.daemonCpuUs), round(result.oneWebhook.hostCpuUs)],
       ],
     );
     printTable(

@@ -441,7 +441,7 @@ program
   .description('the webhooks (PROTOCOL.md §8.2)')
   .command('secret')
   .description('print the secret the webhooks are signed with (made when there is none); --rotate replaces it')
-  .option('--rotate', 'make a new secret; the daemon signs with it from the next attempt')
+  .option('--rotate', 'make a new secret; the daemon signs with it within a second')
   .addOption(homeOption())
   .action((opts) => run('webhook', async () => (await import('./commands/schedules.js')).webhookSecretCommand(homeFrom(opts.home), opts.rotate === true)));
 

@@ -58,7 +58,8 @@ export interface Outbox {
   nextDue(): Promise<number | null>;
   /** What the event reports, read from the rows committed with it. */
   facts(row: OutboxRow): Promise<EventFacts>;
-  delivered(seq: number): Promise<void>;
+  /** These events went: their rows go, in one write. */
+  delivered(seqs: readonly number[]): Promise<void>;
   retry(seq: number, attempts: number, nextAt: number, deliveredTo: string, error: string): Promise<void>;
   failed(seq: number, attempts: number, error: string): Promise<void>;
   /** What waits and what failed, for `.webhooks` and the metrics. */

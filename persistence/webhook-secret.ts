@@ -1,6 +1,6 @@
 // The webhooks' signing secret (PROTOCOL.md §8.2): `whsec_` and 24 random bytes in base64, as the
 // Standard Webhooks libraries take it, in `<home>/webhook.secret` (0600), made at first use;
-// `turnhost webhook secret --rotate` replaces it and the daemon signs with the new one at once.
+// `turnhost webhook secret --rotate` replaces it and the daemon signs with the new one within a second.
 // It is printed only by `webhook secret`; never logged, never in an error.
 import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs';
@@ -43,15 +43,22 @@ function writeSecret(home: string, flag: 'w' | 'wx'): string {
   return secret;
 }
 
-/** The secret now, read again only when its file changed. */
+/** How often the file is looked at for a rotation: a stat per delivery was a syscall per event. */
+const LOOK_EVERY_MS = 1000;
+
+/** The secret now: the file is looked at once a second at most, and read again only when it changed. */
 export class WebhookSecret {
   private cached: { secret: string; mtimeMs: number; ino: number } | null = null;
+  private lookedAt = 0;
 
   constructor(private readonly home: string) {
     readOrMakeWebhookSecret(home);
   }
 
   current(): string {
+    const now = Date.now();
+    if (this.cached !== null && now - this.lookedAt < LOOK_EVERY_MS) return this.cached.secret;
+    this.lookedAt = now;
     const stat = statSync(webhookSecretPath(this.home));
     if (this.cached === null || this.cached.mtimeMs !== stat.mtimeMs || this.cached.ino !== stat.ino) {
       this.cached = { secret: readOrMakeWebhookSecret(this.home), mtimeMs: stat.mtimeMs, ino: stat.ino };

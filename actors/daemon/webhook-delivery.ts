@@ -9,6 +9,7 @@ import type { DeliveryOutcome } from '../../edge/metrics.js';
 import { webhookBody, webhookId, type OutboxRow } from '../../persistence/outbox.js';
 import type { SideStore } from '../../persistence/side-store.js';
 import { WakeLoop } from './wake-loop.js';
+import { WebhookPoster } from './webhook-post.js';
 
 /** The longest sleep: an event written by the host is seen within it even when no turn event wakes us. */
 const LOOK_EVERY_MS = 1000;
@@ -19,9 +20,7 @@ const MAX_RETRY_MS = 5 * 60_000;
 /** Retried for a day from the event, then given up and kept as failed, for `.webhooks` to show. */
 const GIVE_UP_AFTER_MS = 24 * 60 * 60_000;
 /** Sessions whose next event is sent at once. */
-const SESSIONS_AT_ONCE = 16;
-/** What of a receiver's error answer is kept as the event's last error. */
-const ERROR_BODY_CHARS = 200;
+const SESSIONS_AT_ONCE = 64;
 
 export interface WebhookDeliveryOptions {
   side(): Promise<SideStore | null>;
@@ -39,7 +38,7 @@ export function retryDelayMs(attempts: number): number {
 
 export class WebhookDelivery {
   private readonly loop = new WakeLoop(() => this.look());
-  private readonly inflight = new Set<AbortController>();
+  private readonly poster = new WebhookPoster(ATTEMPT_TIMEOUT_MS);
   private closed = false;
   /** The last look found nothing waiting, or delivered something. */
   private flowing = true;
@@ -62,7 +61,7 @@ export class WebhookDelivery {
   /** Stops: an attempt under way is aborted and stays pending, tried again at the next start. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const controller of this.inflight) controller.abort();
+    this.poster.close();
     await this.loop.close();
   }
 
@@ -73,7 +72,11 @@ export class WebhookDelivery {
       if (side === null) return LOOK_EVERY_MS;
       const ready = await side.outbox.ready(Date.now(), SESSIONS_AT_ONCE);
       const done = await Promise.all(ready.map((row) => this.deliver(side.outbox, row)));
-      this.flowing = done.some((went) => went);
+      const delivered = ready.filter((_, i) => done[i] === 'delivered').map((row) => row.seq);
+      // One write for all that went: a write (and its sync) per event held up the host's commits.
+      if (delivered.length > 0) await side.outbox.delivered(delivered);
+      for (let i = 0; i < delivered.length; i++) this.options.counted('delivered');
+      this.flowing = delivered.length > 0;
       // A session's next event may be ready now that the one before it went.
       if (this.flowing) return 0;
       const next = await side.outbox.nextDue();
@@ -85,8 +88,8 @@ export class WebhookDelivery {
     }
   }
 
-  /** One attempt of an event to the URLs that have not taken it yet; true when it is done with. */
-  private async deliver(outbox: SideStore['outbox'], row: OutboxRow): Promise<boolean> {
+  /** One attempt of an event to the URLs that have not taken it yet; a failed one is stored here, a delivered one by the caller. */
+  private async deliver(outbox: SideStore['outbox'], row: OutboxRow): Promise<'delivered' | 'failed' | 'later'> {
     const deliveredTo = new Set<string>(JSON.parse(row.delivered_to) as string[]);
     const targets = this.options.urls.filter((url) => !deliveredTo.has(url));
     const errors: string[] = [];
@@ -99,53 +102,34 @@ export class WebhookDelivery {
         else errors.push(`${url}: ${error}`);
       }),
     );
-    if (this.closed && errors.length > 0) return false; // aborted by the stop: not an attempt
+    if (errors.length === 0) return 'delivered';
+    if (this.closed) return 'later'; // aborted by the stop: not an attempt
     const attempts = row.attempts + 1;
-    if (errors.length === 0) {
-      await outbox.delivered(row.seq);
-      this.options.counted('delivered');
-      return true;
-    }
     const error = errors.join('; ');
     if (Date.now() - row.created_at >= GIVE_UP_AFTER_MS) {
       await outbox.failed(row.seq, attempts, error);
       this.options.counted('failed');
       this.options.log.error({ id, sid: row.sid, type: row.type, attempts, why: error }, 'webhook: an event was not taken in a day of tries: given up (failed)');
-      return true;
+      return 'failed';
     }
     await outbox.retry(row.seq, attempts, Date.now() + retryDelayMs(attempts), JSON.stringify([...deliveredTo]), error);
     this.options.counted('retried');
     this.options.log.warn({ id, sid: row.sid, type: row.type, attempts, why: error }, 'webhook: an attempt failed; it is tried again');
-    return false;
+    return 'later';
   }
 
-  /** null when the receiver answered 2xx; else what went wrong, without the secret or the signature. */
-  private async post(url: string, id: string, body: string): Promise<string | null> {
+  /** One attempt to one URL: null when it answered 2xx; else what went wrong, without the secret or the signature. */
+  private post(url: string, id: string, body: string): Promise<string | null> {
     const now = new Date();
-    const headers = {
-      'content-type': 'application/json',
-      'webhook-id': id,
-      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': new Webhook(this.options.secret()).sign(id, now, body),
-    };
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), ATTEMPT_TIMEOUT_MS);
-    this.inflight.add(controller);
-    try {
-      const answer = await fetch(url, { method: 'POST', headers, body, signal: controller.signal, redirect: 'manual' });
-      if (answer.status >= 200 && answer.status < 300) {
-        await answer.body?.cancel();
-        return null;
-      }
-      const text = (await answer.text().catch(() => '')).slice(0, ERROR_BODY_CHARS);
-      return `HTTP ${answer.status}${text === '' ? '' : ` ${JSON.stringify(text)}`}`;
-    } catch (err) {
-      if (controller.signal.aborted) return `no answer in ${ATTEMPT_TIMEOUT_MS / 1000} s`;
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      return cause?.code ?? cause?.message ?? (err as Error).message;
-    } finally {
-      clearTimeout(timer);
-      this.inflight.delete(controller);
-    }
+    return this.poster.post(
+      url,
+      {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+        'webhook-signature': new Webhook(this.options.secret()).sign(id, now, body),
+      },
+      body,
+    );
   }
 }

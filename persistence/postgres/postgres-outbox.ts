@@ -18,8 +18,8 @@ export class PostgresOutbox implements Outbox {
     return (await this.rows<{ next: number | null }>(NEXT_DUE_SQL)).rows[0]?.next ?? null;
   }
 
-  async delivered(seq: number): Promise<void> {
-    await this.rows('DELETE FROM webhook_outbox WHERE seq = $1', [seq]);
+  async delivered(seqs: readonly number[]): Promise<void> {
+    await this.rows('DELETE FROM webhook_outbox WHERE seq = ANY($1::bigint[])', [seqs]);
   }
 
   async retry(seq: number, attempts: number, nextAt: number, deliveredTo: string, error: string): Promise<void> {

@@ -4,24 +4,35 @@ import type Database from 'better-sqlite3';
 import { NEXT_DUE_SQL, OUTBOX_COLUMNS, READY_SQL, REQUEST_FACTS_SQL, TURN_FACTS_SQL, type EventFacts, type Outbox, type OutboxRow } from '../outbox.js';
 
 export class SqliteOutbox implements Outbox {
-  constructor(private readonly db: Database.Database) {}
+  /** The statements of each delivery, prepared once (a prepare per call was a tenth of the delivery's work). */
+  private readonly statements;
+
+  constructor(private readonly db: Database.Database) {
+    this.statements = {
+      ready: db.prepare(READY_SQL),
+      request: db.prepare(REQUEST_FACTS_SQL),
+      turn: db.prepare(TURN_FACTS_SQL),
+      nextDue: db.prepare(NEXT_DUE_SQL),
+      delivered: db.prepare('DELETE FROM webhook_outbox WHERE seq IN (SELECT value FROM json_each(?))'),
+    };
+  }
 
   async ready(nowMs: number, limit: number): Promise<OutboxRow[]> {
     // `$1`, `$2`: SQLite takes them as named parameters, bound by their numbers.
-    return this.db.prepare(READY_SQL).all({ 1: nowMs, 2: limit }) as OutboxRow[];
+    return this.statements.ready.all({ 1: nowMs, 2: limit }) as OutboxRow[];
   }
 
   async facts(row: OutboxRow): Promise<EventFacts> {
-    if (row.type === 'request.open') return { request: this.db.prepare(REQUEST_FACTS_SQL).get({ 1: row.ref }) as EventFacts['request'] };
-    return { turn: this.db.prepare(TURN_FACTS_SQL).get({ 1: row.ref, 2: row.sid }) as EventFacts['turn'] };
+    if (row.type === 'request.open') return { request: this.statements.request.get({ 1: row.ref }) as EventFacts['request'] };
+    return { turn: this.statements.turn.get({ 1: row.ref, 2: row.sid }) as EventFacts['turn'] };
   }
 
   async nextDue(): Promise<number | null> {
-    return (this.db.prepare(NEXT_DUE_SQL).get() as { next: number | null }).next;
+    return (this.statements.nextDue.get() as { next: number | null }).next;
   }
 
-  async delivered(seq: number): Promise<void> {
-    this.db.prepare('DELETE FROM webhook_outbox WHERE seq = ?').run(seq);
+  async delivered(seqs: readonly number[]): Promise<void> {
+    this.statements.delivered.run(JSON.stringify(seqs));
   }
 
   async retry(seq: number, attempts: number, nextAt: number, deliveredTo: string, error: string): Promise<void> {
