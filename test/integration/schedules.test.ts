@@ -168,6 +168,25 @@ describe('schedules (real daemon, real host)', function () {
     expect(planned.length).to.be.at.least(kills + 1);
   });
 
+  it('a kill -9 of the daemon amid the fires: the fire it was making is made once, by the next daemon', async () => {
+    const first = await startDaemon(h);
+    const client = await TestClient.connect(first);
+    const { schedule_id } = await client.call<{ schedule_id: string }>('schedule.create', { session_id: 'd', text: 'tick', every_secs: 1 });
+    await first.process.logged(/(?:"msg":"schedule fired"[^]*){2}/, 10_000);
+    const hostPid = (await client.call<{ host: { pid: number } }>('host.status')).host.pid;
+    client.close();
+    first.process.kill('SIGKILL');
+    process.kill(hostPid, 'SIGKILL');
+    await first.process.waitExit(10_000);
+    const second = await startDaemon(h, [], {}, first.home);
+    await second.process.logged(/(?:"msg":"schedule fired"[^]*){3}/, 15_000);
+    expect((await h.runCli(['stop', '--home', first.home])).code).to.equal(0);
+    await second.process.waitExit(15_000);
+    const planned = [...(await firesLogged(first)), ...(await firesLogged(second))].filter((f) => f.schedule === schedule_id).map((f) => f.planned);
+    const history = JSON.parse((await h.runCli(['history', '--json', '--home', first.home, 'd'])).stdout) as { role: string }[];
+    expect(history.filter((m) => m.role === 'user').length, `prompts vs planned times fired (${planned.join(', ')})`).to.equal(new Set(planned).size);
+  });
+
   it('a daemon stopped across planned fires: catch_up "one" fires once at start, "none" skips them', async () => {
     const first = await startDaemon(h);
     const client = await TestClient.connect(first);
