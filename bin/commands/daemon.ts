@@ -11,7 +11,7 @@ import { WebhookDelivery } from '../../actors/daemon/webhook-delivery.js';
 import type { Identity } from '../../actors/daemon/identity.js';
 import { OWNER } from '../../persistence/people.js';
 import type { ScheduleRow } from '../../persistence/schedules.js';
-import { WebhookSecret } from '../../persistence/webhook-secret.js';
+import { watchedWebhookSecret } from '../../persistence/webhook-secret.js';
 import { HOME_OWNER } from '../../actors/daemon/identity.js';
 import { SessionAccess } from '../../actors/daemon/session-access.js';
 import type { Cluster } from '../../actors/daemon/peer-links.js';
@@ -302,7 +302,7 @@ function daemonMetrics(shared: SharedContext, webhooks: boolean): DaemonMetrics 
 }
 
 function webhookDelivery(home: string, urls: string[], shared: SharedContext, metrics: DaemonMetrics, log: pino.Logger): WebhookDelivery {
-  const secret = new WebhookSecret(home);
+  const secret = watchedWebhookSecret(home);
   return new WebhookDelivery({ side: shared.side, urls, secret: () => secret.current(), counted: (outcome) => metrics.delivery(outcome), log });
 }
 
