@@ -77,6 +77,8 @@ export interface TurnResult {
   usage?: TurnUsage;
   /** Set when the reply was cut by the model's token limit: sent on turn.end (AGENT.md §4). */
   finishReason?: 'length';
+  /** Set when the agent ended the turn as cancelled of its own accord (a guest's `cancelled`, AGENT.md §6): it ends interrupted, as an interrupt's would. */
+  interrupted?: true;
 }
 
 /** The session a compress route runs for. */

@@ -4,6 +4,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { ClientTransport, ClientWatcher } from '../actors/daemon/client-connection.js';
 import type { HostStatus } from '../actors/daemon/supervisor-messages.js';
 import type { Overrun } from '../actors/daemon/unread-bound.js';
+import type { DeliveryOutcome } from '../actors/daemon/webhook-delivery.js';
+import type { UrlBacklog } from '../persistence/outbox.js';
 import type { Reader } from '../persistence/reader.js';
 
 export type ClientKind = ClientTransport['kind'] | 'sse';
@@ -12,11 +14,9 @@ export interface MetricSources {
   status(): Promise<HostStatus>;
   reader(): Promise<Reader | null>;
   openRequests(): Promise<number>;
-  /** The webhook outbox's pending and failed events; null when no webhook is configured. */
-  outbox(): Promise<{ pending: number; failed: number } | null>;
+  /** Each webhook URL's pending and failed deliveries (URLs as shown); null when no webhook is configured. */
+  webhookBacklogs(): Promise<UrlBacklog[] | null>;
 }
-
-export type DeliveryOutcome = 'delivered' | 'retried' | 'failed';
 
 /** Turn start times kept for the duration histogram; a turn whose end never comes is forgotten past this. */
 const STARTS_KEPT = 10_000;
@@ -29,7 +29,7 @@ export class DaemonMetrics implements ClientWatcher {
   private readonly tokens: Counter<'kind'>;
   private readonly clients: Gauge<'transport'>;
   private readonly droppedClients: Counter<'reason'>;
-  private readonly deliveries: Counter<'outcome'>;
+  private readonly deliveries: Counter<'outcome' | 'url'>;
   private readonly starts = new Map<string, number>();
 
   constructor(sources: MetricSources) {
@@ -77,17 +77,18 @@ export class DaemonMetrics implements ClientWatcher {
         this.set(((await (await sources.reader())?.queues()) ?? []).reduce((sum, queue) => sum + queue.queued, 0));
       },
     });
-    this.deliveries = new Counter({ name: 'turnhost_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome', labelNames: ['outcome'], registers });
-    for (const outcome of ['delivered', 'retried', 'failed']) this.deliveries.inc({ outcome }, 0);
+    this.deliveries = new Counter({ name: 'turnhost_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome and URL', labelNames: ['outcome', 'url'], registers });
     new Gauge({
       name: 'turnhost_webhook_pending',
-      help: 'Webhook events waiting in the outbox (status="failed": given up after a day)',
-      labelNames: ['status'],
+      help: 'Webhook deliveries each URL owes (status="failed": given up after a day)',
+      labelNames: ['url', 'status'],
       registers,
       async collect() {
-        const counts = await sources.outbox().catch(() => null);
-        this.set({ status: 'pending' }, counts?.pending ?? 0);
-        this.set({ status: 'failed' }, counts?.failed ?? 0);
+        this.reset();
+        for (const backlog of (await sources.webhookBacklogs().catch(() => null)) ?? []) {
+          this.set({ url: backlog.url, status: 'pending' }, backlog.pending);
+          this.set({ url: backlog.url, status: 'failed' }, backlog.failed);
+        }
       },
     });
     new Gauge({
@@ -100,8 +101,8 @@ export class DaemonMetrics implements ClientWatcher {
     });
   }
 
-  delivery(outcome: DeliveryOutcome): void {
-    this.deliveries.inc({ outcome });
+  delivery(outcome: DeliveryOutcome, url: string): void {
+    this.deliveries.inc({ outcome, url });
   }
 
   /** A turn event of any session, as the gateway sends it to clients. */

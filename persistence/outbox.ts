@@ -2,9 +2,11 @@
 // as what it reports (a turn's start or end, an open request: store-writer.ts), so a crash loses
 // none. A row only names what it reports (`ref`: the turn or the request): the daemon reads the
 // rest from the rows of that same commit when it sends it, so the body is the same on every
-// attempt, and the turn's commit writes no copy of a reply. The daemon delivers the rows at least
-// once, in order per session, and moves each on: delivered (the row goes), tried again later, or
-// failed after a day.
+// attempt, and the turn's commit writes no copy of a reply. The daemon then makes each event one
+// delivery per URL (`webhook_deliveries`, in one write with the outbox row's removal), so that each
+// URL is its own stream: what a URL took and what it still owes is its own, and a receiver that is
+// down holds up no other. Each delivery is sent at least once, in order per session and URL, and
+// moved on: delivered (the row goes), tried again later, or failed after a day.
 import { decodeOr } from './codec.js';
 
 export const WEBHOOK_EVENTS = ['turn.end', 'turn.error', 'request.open', 'schedule.fired'] as const;
@@ -27,9 +29,8 @@ export function scheduleIdOf(clientMessageId: string): string | undefined {
   return /^schedule:([^:]+):/.exec(clientMessageId)?.[1];
 }
 
-export interface OutboxRow {
-  /** Its place in the outbox: a session's events go in this order. */
-  seq: number;
+/** An event as the host wrote it, before the daemon made it one delivery per URL. */
+export interface OutboxEvent {
   sid: string;
   type: WebhookEvent;
   /** The turn (turn.end, turn.error, schedule.fired) or the request (request.open) it reports. */
@@ -37,12 +38,31 @@ export interface OutboxRow {
   /** schedule.fired: the fire's client_message_id. */
   detail: string | null;
   created_at: number;
+}
+
+/** One event owed to one URL: each URL is its own stream (PROTOCOL.md §8.2). */
+export interface DeliveryRow extends OutboxEvent {
+  /** Its place among the URL's deliveries: a session's events go to a URL in this order. */
+  id: number;
+  url: string;
   attempts: number;
   next_at: number;
   status: 'pending' | 'failed';
-  /** The URLs that answered 2xx already, as JSON (a retry goes to the others). */
-  delivered_to: string;
   last_error: string | null;
+}
+
+/** What one look at a URL's stream did, written in one go. */
+export interface DeliveryOutcomes {
+  delivered: number[];
+  retried: { id: number; attempts: number; nextAt: number; error: string }[];
+  failed: { id: number; attempts: number; error: string }[];
+}
+
+/** One URL's backlog: what waits for it and what it was given up on. */
+export interface UrlBacklog {
+  url: string;
+  pending: number;
+  failed: number;
 }
 
 /** What the store holds of a turn or a request, for an event's body. */
@@ -52,32 +72,36 @@ export interface EventFacts {
 }
 
 export interface Outbox {
-  /** Each session's oldest pending event, when its time has come: one session's events go in order. */
-  ready(nowMs: number, limit: number): Promise<OutboxRow[]>;
-  /** When the next pending event is due, or null. */
-  nextDue(): Promise<number | null>;
+  /**
+   * The events the host wrote since the last call become one delivery per URL (but those a URL
+   * took before this was per URL), and leave the outbox; how many events moved. One write.
+   */
+  fanOut(urls: readonly string[]): Promise<number>;
+  /** The URL's next delivery of each session, when its time has come: one session's events reach a URL in order. */
+  ready(url: string, nowMs: number, limit: number): Promise<DeliveryRow[]>;
+  /** When the URL's next pending delivery is due, or null. */
+  nextDue(url: string): Promise<number | null>;
   /** What the event reports, read from the rows committed with it. */
-  facts(row: OutboxRow): Promise<EventFacts>;
-  /** These events went: their rows go, in one write. */
-  delivered(seqs: readonly number[]): Promise<void>;
-  retry(seq: number, attempts: number, nextAt: number, deliveredTo: string, error: string): Promise<void>;
-  failed(seq: number, attempts: number, error: string): Promise<void>;
-  /** What waits and what failed, for `.webhooks` and the metrics. */
-  list(): Promise<OutboxRow[]>;
-  counts(): Promise<{ pending: number; failed: number }>;
+  facts(event: OutboxEvent): Promise<EventFacts>;
+  /** A look's outcomes, in one write: delivered rows go, the others are moved on. */
+  settle(outcomes: DeliveryOutcomes): Promise<void>;
+  /** What waits and what failed, for `.webhooks`. */
+  list(): Promise<DeliveryRow[]>;
+  /** Each URL's backlog, for the metrics. */
+  backlogs(): Promise<UrlBacklog[]>;
 }
 
 /** The `webhook-id` of every attempt of an event: what it reports and its kind, unique as turn and request ids are. */
-export function webhookId(row: Pick<OutboxRow, 'type' | 'ref'>): string {
+export function webhookId(row: Pick<OutboxEvent, 'type' | 'ref'>): string {
   return `msg_${row.ref}_${row.type.replace('.', '_')}`;
 }
 
 /** The body as sent (`{type, timestamp, data}`): the same on every attempt, since what it reads was committed with it. */
-export function webhookBody(row: OutboxRow, facts: EventFacts): string {
+export function webhookBody(row: OutboxEvent, facts: EventFacts): string {
   return JSON.stringify({ type: row.type, timestamp: new Date(row.created_at).toISOString(), data: { session_id: row.sid, ...eventData(row, facts) } });
 }
 
-function eventData(row: OutboxRow, facts: EventFacts): Record<string, unknown> {
+function eventData(row: OutboxEvent, facts: EventFacts): Record<string, unknown> {
   const { turn, request } = facts;
   switch (row.type) {
     case 'turn.end':
@@ -105,7 +129,7 @@ function questionOf(params: Record<string, unknown>): string {
   return questions.map((q: unknown) => String((q as { question?: unknown } | null)?.question ?? '')).join('\n');
 }
 
-export const OUTBOX_COLUMNS = 'seq, sid, type, ref, detail, created_at, attempts, next_at, status, delivered_to, last_error';
+export const DELIVERY_COLUMNS = 'id, url, sid, type, ref, detail, created_at, attempts, next_at, status, last_error';
 
 /** The rows an event's body reads (`$1` the turn or request id, `$2` the session). */
 export const TURN_FACTS_SQL = `SELECT status, error, prompt_tokens, completion_tokens, model_calls,
@@ -113,14 +137,21 @@ export const TURN_FACTS_SQL = `SELECT status, error, prompt_tokens, completion_t
   FROM turns WHERE turn_id = $1`;
 export const REQUEST_FACTS_SQL = 'SELECT turn_id, method, params FROM server_requests WHERE id = $1';
 
-/** Each session's oldest pending event: what may be sent next (a session's events go in order). */
-const SESSION_HEADS = "SELECT min(seq) FROM webhook_outbox WHERE status = 'pending' GROUP BY sid";
+/** How many events one fan-out moves: a long outage's backlog moves in several writes, none long. */
+export const FAN_OUT_BATCH = 1000;
+
+/** The URL's (`$1`) oldest pending delivery of each session: what may be sent to it next. */
+const STREAM_HEADS = "SELECT min(id) FROM webhook_deliveries WHERE url = $1 AND status = 'pending' GROUP BY sid";
 
 /**
- * Each session's oldest pending event, when its time has come (`$1` now, `$2` how many): a
- * session's next event waits until the one before it is delivered or has failed.
+ * The URL's next delivery of each session, when its time has come (`$2` now, `$3` how many): a
+ * session's next event waits until the one before it reached this URL or was given up on; other
+ * URLs go their own way.
  */
-export const READY_SQL = `SELECT ${OUTBOX_COLUMNS} FROM webhook_outbox WHERE seq IN (${SESSION_HEADS}) AND next_at <= $1 ORDER BY seq LIMIT $2`;
+export const READY_SQL = `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id IN (${STREAM_HEADS}) AND next_at <= $2 ORDER BY id LIMIT $3`;
 
-/** When the next of those is due: an event behind one that waits for its retry waits with it. */
-export const NEXT_DUE_SQL = `SELECT min(next_at) AS next FROM webhook_outbox WHERE seq IN (${SESSION_HEADS})`;
+/** When the next of those is due: a delivery behind one that waits for its retry waits with it. */
+export const NEXT_DUE_SQL = `SELECT min(next_at) AS next FROM webhook_deliveries WHERE id IN (${STREAM_HEADS})`;
+
+export const LIST_SQL = `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries ORDER BY id`;
+export const BACKLOGS_SQL = "SELECT url, sum(CASE WHEN status = 'pending' THEN 1 ELSE 0 END) AS pending, sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failed FROM webhook_deliveries GROUP BY url";

@@ -128,7 +128,7 @@ export type HostOutFrame =
   | QueueDeltaFrame
   | { type: 'turn.started'; sid: string; request_id: string; turn_id: string; queue_id?: string; schedule_id?: string; started_ns: Nanos }
   | TurnEndFrame
-  | { type: 'turn.error'; sid: string | null; request_id: string | null; turn_id?: string; queue_id?: string; message: string; reason: TurnErrorReason }
+  | { type: 'turn.error'; sid: string | null; request_id: string | null; turn_id?: string; queue_id?: string; message: string; reason: TurnErrorReason; /** busy because another node owns the session: that node */ node_id?: string }
   /** Written only for a turn.start that carried on_busy: the prompt will run (once a worker is free). */
   | { type: 'turn.accepted'; sid: string; request_id: string; turn_id: string }
   | { type: 'turn.queued'; sid: string; request_id: string; queue_id: string; position: number; turn_id: string }

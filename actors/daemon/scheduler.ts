@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { ScheduleRow } from '../../persistence/schedules.js';
 import type { SideStore } from '../../persistence/side-store.js';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
+import { isRecord } from '../../protocol/fields.js';
 import { nextAfter } from './schedule-plan.js';
 import { WakeLoop } from './wake-loop.js';
 
@@ -99,7 +100,7 @@ const TRANSIENT: ReadonlySet<number> = new Set([ErrorCodes.hostUnavailable, Erro
  */
 export function fireOutcomeOf(err: unknown): FireOutcome {
   if (!(err instanceof RpcError) || TRANSIENT.has(err.code)) throw err;
-  if (err.code === ErrorCodes.sessionBusy && /is owned by node/.test(err.message)) return { kind: 'elsewhere' };
+  if (err.code === ErrorCodes.sessionBusy && isRecord(err.data) && typeof err.data['node_id'] === 'string') return { kind: 'elsewhere' };
   return { kind: 'refused', message: err.message };
 }
 

@@ -1,12 +1,13 @@
 // Delivers the webhook outbox (PROTOCOL.md §8.2): each event is POSTed to every `--webhook` URL,
-// signed as Standard Webhooks says, with the same `webhook-id` on every attempt. An event goes once
-// all URLs answered 2xx; otherwise it is tried again (1 s, doubling, at most 5 min apart) for a
-// day, then marked failed. One session's events go in order: its next is not sent before its
-// last is done (persistence/outbox.ts), while different sessions' events go side by side.
+// signed as Standard Webhooks says, with the same `webhook-id` on every attempt. Each URL is its
+// own stream: the events the host wrote are made one delivery per URL (persistence/outbox.ts), and
+// each URL's deliveries go by their own loop, so a receiver that is down or slow holds up no other.
+// A delivery that did not get a 2xx is tried again (1 s, doubling, at most 5 min apart) for a day,
+// then marked failed. One session's events reach a URL in order: its next is not sent there before
+// its last went there or was given up on; different sessions' events go side by side.
 import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
-import type { DeliveryOutcome } from '../../edge/metrics.js';
-import { webhookBody, webhookId, type OutboxRow } from '../../persistence/outbox.js';
+import { FAN_OUT_BATCH, webhookBody, webhookId, type DeliveryOutcomes, type DeliveryRow, type Outbox } from '../../persistence/outbox.js';
 import type { SideStore } from '../../persistence/side-store.js';
 import { WakeLoop } from './wake-loop.js';
 import { WebhookPoster } from './webhook-post.js';
@@ -19,15 +20,17 @@ const FIRST_RETRY_MS = 1000;
 const MAX_RETRY_MS = 5 * 60_000;
 /** Retried for a day from the event, then given up and kept as failed, for `.webhooks` to show. */
 const GIVE_UP_AFTER_MS = 24 * 60 * 60_000;
-/** Sessions whose next event is sent at once. */
+/** Sessions whose next event is sent to one URL at once. */
 const SESSIONS_AT_ONCE = 64;
+
+export type DeliveryOutcome = 'delivered' | 'retried' | 'failed';
 
 export interface WebhookDeliveryOptions {
   side(): Promise<SideStore | null>;
   urls: readonly string[];
   /** The signing secret now (`whsec_…`): read at each attempt, so a rotation applies at once. */
   secret(): string;
-  counted(outcome: DeliveryOutcome): void;
+  counted(outcome: DeliveryOutcome, url: string): void;
   log: Logger;
 }
 
@@ -36,93 +39,127 @@ export function retryDelayMs(attempts: number): number {
   return Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(attempts - 1, 20));
 }
 
-export class WebhookDelivery {
-  private readonly loop = new WakeLoop(() => this.look());
-  private readonly poster = new WebhookPoster(ATTEMPT_TIMEOUT_MS);
-  private closed = false;
-  /** The last look found nothing waiting, or delivered something. */
-  private flowing = true;
+/**
+ * A URL as logs, `.webhooks` and the metrics show it: without a user, password or query, where a
+ * receiver's credentials usually sit.
+ */
+export function shownUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname}${parsed.search === '' ? '' : '?…'}`;
+  } catch {
+    return url === '' ? '(every URL, before each had its own stream)' : '(not a URL)';
+  }
+}
 
-  constructor(private readonly options: WebhookDeliveryOptions) {}
+export class WebhookDelivery {
+  /** Makes what the host wrote one delivery per URL; each stream then sends its own. */
+  private readonly fanOutLoop = new WakeLoop(() => this.fanOut());
+  private readonly streams: UrlStream[];
+  private readonly poster = new WebhookPoster(ATTEMPT_TIMEOUT_MS);
+
+  constructor(private readonly options: WebhookDeliveryOptions) {
+    this.streams = options.urls.map((url) => new UrlStream(url, options, this.poster));
+  }
 
   start(): void {
-    this.loop.wake();
+    this.fanOutLoop.wake();
+    for (const stream of this.streams) stream.wake();
   }
 
-  /**
-   * A turn just ended, and its event is in the outbox: looks now, while events go out. While
-   * they wait for a receiver that is down, the next look is the timer's, at most a second away:
-   * each turn of a busy daemon would otherwise make a look at an outbox that only grows.
-   */
+  /** A turn just ended, and its event is in the outbox: it becomes each URL's now, not at the next look. */
   wake(): void {
-    if (this.flowing) this.loop.wake();
+    this.fanOutLoop.wake();
   }
 
-  /** Stops: an attempt under way is aborted and stays pending, tried again at the next start. */
+  /** Stops: attempts under way are aborted and stay pending, tried again at the next start. */
   async close(): Promise<void> {
-    this.closed = true;
+    for (const stream of this.streams) stream.closing();
     this.poster.close();
-    await this.loop.close();
+    await Promise.all([this.fanOutLoop.close(), ...this.streams.map((stream) => stream.close())]);
   }
 
-  /** Sends each session's next event; sleeps until the next is due, at most a second. */
-  private async look(): Promise<number> {
+  private async fanOut(): Promise<number> {
     try {
       const side = await this.options.side();
       if (side === null) return LOOK_EVERY_MS;
-      const ready = await side.outbox.ready(Date.now(), SESSIONS_AT_ONCE);
-      const done = await Promise.all(ready.map((row) => this.deliver(side.outbox, row)));
-      const delivered = ready.filter((_, i) => done[i] === 'delivered').map((row) => row.seq);
-      // One write for all that went: a write (and its sync) per event held up the host's commits.
-      if (delivered.length > 0) await side.outbox.delivered(delivered);
-      for (let i = 0; i < delivered.length; i++) this.options.counted('delivered');
-      this.flowing = delivered.length > 0;
-      // A session's next event may be ready now that the one before it went.
-      if (this.flowing) return 0;
-      const next = await side.outbox.nextDue();
-      this.flowing = next === null;
-      return next === null ? LOOK_EVERY_MS : Math.max(0, Math.min(LOOK_EVERY_MS, next - Date.now()));
+      const moved = await side.outbox.fanOut(this.options.urls);
+      if (moved > 0) for (const stream of this.streams) stream.nudge();
+      return moved === FAN_OUT_BATCH ? 0 : LOOK_EVERY_MS;
     } catch (err) {
       this.options.log.warn({ why: (err as Error).message }, 'webhooks: could not read the outbox; looking again in a second');
       return LOOK_EVERY_MS;
     }
   }
+}
 
-  /** One attempt of an event to the URLs that have not taken it yet; a failed one is stored here, a delivered one by the caller. */
-  private async deliver(outbox: SideStore['outbox'], row: OutboxRow): Promise<'delivered' | 'failed' | 'later'> {
-    const deliveredTo = new Set<string>(JSON.parse(row.delivered_to) as string[]);
-    const targets = this.options.urls.filter((url) => !deliveredTo.has(url));
-    const errors: string[] = [];
-    const id = webhookId(row);
-    const body = webhookBody(row, await outbox.facts(row));
-    await Promise.all(
-      targets.map(async (url) => {
-        const error = await this.post(url, id, body);
-        if (error === null) deliveredTo.add(url);
-        else errors.push(`${url}: ${error}`);
-      }),
-    );
-    if (errors.length === 0) return 'delivered';
-    if (this.closed) return 'later'; // aborted by the stop: not an attempt
-    const attempts = row.attempts + 1;
-    const error = errors.join('; ');
-    if (Date.now() - row.created_at >= GIVE_UP_AFTER_MS) {
-      await outbox.failed(row.seq, attempts, error);
-      this.options.counted('failed');
-      this.options.log.error({ id, sid: row.sid, type: row.type, attempts, why: error }, 'webhook: an event was not taken in a day of tries: given up (failed)');
-      return 'failed';
-    }
-    await outbox.retry(row.seq, attempts, Date.now() + retryDelayMs(attempts), JSON.stringify([...deliveredTo]), error);
-    this.options.counted('retried');
-    this.options.log.warn({ id, sid: row.sid, type: row.type, attempts, why: error }, 'webhook: an attempt failed; it is tried again');
-    return 'later';
+/** One URL's deliveries: its own loop, its own retries, its own order per session. */
+class UrlStream {
+  private readonly loop = new WakeLoop(() => this.look());
+  private readonly shown: string;
+  private closed = false;
+  /** The last look found nothing waiting, or delivered something. */
+  private flowing = true;
+
+  constructor(
+    private readonly url: string,
+    private readonly options: WebhookDeliveryOptions,
+    private readonly poster: WebhookPoster,
+  ) {
+    this.shown = shownUrl(url);
   }
 
-  /** One attempt to one URL: null when it answered 2xx; else what went wrong, without the secret or the signature. */
-  private post(url: string, id: string, body: string): Promise<string | null> {
+  wake(): void {
+    this.loop.wake();
+  }
+
+  /**
+   * New events are this URL's: looks now, while its events go out. While they wait for a receiver
+   * that is down, the next look is the timer's, at most a second away: each turn of a busy daemon
+   * would otherwise make a look at a backlog that only grows.
+   */
+  nudge(): void {
+    if (this.flowing) this.loop.wake();
+  }
+
+  closing(): void {
+    this.closed = true;
+  }
+
+  close(): Promise<void> {
+    return this.loop.close();
+  }
+
+  /** Sends each session's next event to this URL; sleeps until the next is due, at most a second. */
+  private async look(): Promise<number> {
+    try {
+      const side = await this.options.side();
+      if (side === null) return LOOK_EVERY_MS;
+      const ready = await side.outbox.ready(this.url, Date.now(), SESSIONS_AT_ONCE);
+      const errors = await Promise.all(ready.map((row) => this.attempt(side.outbox, row)));
+      const outcomes = this.outcomes(ready, errors);
+      // One write for the whole look: a write (and its sync) per event held up the host's commits.
+      if (outcomes.delivered.length + outcomes.retried.length + outcomes.failed.length > 0) await side.outbox.settle(outcomes);
+      this.count(outcomes);
+      this.flowing = outcomes.delivered.length > 0;
+      // A session's next event may be ready now that the one before it went.
+      if (this.flowing) return 0;
+      const next = await side.outbox.nextDue(this.url);
+      this.flowing = next === null;
+      return next === null ? LOOK_EVERY_MS : Math.max(0, Math.min(LOOK_EVERY_MS, next - Date.now()));
+    } catch (err) {
+      this.options.log.warn({ url: this.shown, why: (err as Error).message }, 'webhooks: could not read the deliveries; looking again in a second');
+      return LOOK_EVERY_MS;
+    }
+  }
+
+  /** One attempt: null when the receiver answered 2xx; else what went wrong, without the secret or the signature. */
+  private async attempt(outbox: Outbox, row: DeliveryRow): Promise<string | null> {
+    const id = webhookId(row);
+    const body = webhookBody(row, await outbox.facts(row));
     const now = new Date();
     return this.poster.post(
-      url,
+      this.url,
       {
         'content-type': 'application/json',
         'webhook-id': id,
@@ -131,5 +168,35 @@ export class WebhookDelivery {
       },
       body,
     );
+  }
+
+  /** What each attempt means for its delivery: gone, tried again later, or given up after a day. An attempt the stop aborted is none. */
+  private outcomes(rows: readonly DeliveryRow[], errors: readonly (string | null)[]): DeliveryOutcomes {
+    const outcomes: DeliveryOutcomes = { delivered: [], retried: [], failed: [] };
+    const now = Date.now();
+    rows.forEach((row, i) => {
+      const error = errors[i] ?? null;
+      if (error === null) {
+        outcomes.delivered.push(row.id);
+        return;
+      }
+      if (this.closed) return;
+      const attempts = row.attempts + 1;
+      const fields = { id: webhookId(row), url: this.shown, sid: row.sid, type: row.type, attempts, why: error };
+      if (now - row.created_at >= GIVE_UP_AFTER_MS) {
+        outcomes.failed.push({ id: row.id, attempts, error });
+        this.options.log.error(fields, 'webhook: an event was not taken in a day of tries: given up (failed)');
+      } else {
+        outcomes.retried.push({ id: row.id, attempts, nextAt: now + retryDelayMs(attempts), error });
+        this.options.log.warn(fields, 'webhook: an attempt failed; it is tried again');
+      }
+    });
+    return outcomes;
+  }
+
+  private count(outcomes: DeliveryOutcomes): void {
+    for (const _ of outcomes.delivered) this.options.counted('delivered', this.shown);
+    for (const _ of outcomes.retried) this.options.counted('retried', this.shown);
+    for (const _ of outcomes.failed) this.options.counted('failed', this.shown);
   }
 }

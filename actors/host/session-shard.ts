@@ -9,7 +9,7 @@ import { spawnSession } from './session.js';
 
 export const SHARD_COUNT = 64;
 
-const QUEUE_ERROR_CODES = { not_found: ErrorCodes.sessionNotFound, storage: ErrorCodes.internal, elsewhere: ErrorCodes.sessionBusy } as const;
+const QUEUE_ERROR_CODES = { not_found: ErrorCodes.sessionNotFound, storage: ErrorCodes.internal } as const;
 
 /** How long a shard waits for each of its sessions to describe itself. */
 const DESCRIBE_TIMEOUT_MS = 2 * SECOND_MS;
@@ -57,7 +57,7 @@ async function handle(
       } catch (err) {
         // The worker the host reserved for a turn.start that goes no further is free again.
         if (msg.ticket?.reserved) tell(host, { kind: 'release', ticketId: msg.ticket.id });
-        if (err instanceof OwnedElsewhere) answerFrame(msg.frame, err.message, 'elsewhere', services);
+        if (err instanceof OwnedElsewhere) answerFrame(msg.frame, err.message, { owner: err.owner }, services);
         else answerFrame(msg.frame, `could not read the session: ${storageProblem(err as Error)}`, 'storage', services);
         return state;
       }
@@ -113,11 +113,12 @@ async function activate(
 
 /**
  * A frame no session can take: the session is unknown (`not_found`), the store could not be read,
- * or another node owns the session (`elsewhere`).
+ * or another node owns the session (`{owner}`: named in a turn's error, for the daemon's scheduler).
  */
-function answerFrame(frame: SessionFrame, message: string, why: 'not_found' | 'storage' | 'elsewhere', services: HostServices): void {
+function answerFrame(frame: SessionFrame, message: string, why: 'not_found' | 'storage' | { owner: string }, services: HostServices): void {
   const { writer } = services;
   const { sid, request_id } = frame;
+  const code = typeof why === 'string' ? QUEUE_ERROR_CODES[why] : ErrorCodes.sessionBusy;
   switch (frame.type) {
     case 'interrupt':
       writer.write({ type: 'interrupt.ack', sid, request_id, applied: false });
@@ -131,11 +132,11 @@ function answerFrame(frame: SessionFrame, message: string, why: 'not_found' | 's
       writer.write({ type: 'control.error', sid, request_id, message });
       return;
     case 'queue':
-      writer.write({ type: 'queue.error', sid, request_id, message, code: QUEUE_ERROR_CODES[why] });
+      writer.write({ type: 'queue.error', sid, request_id, message, code });
       return;
     case 'turn.start':
       // Unknown is never the answer: activate() creates a session for a turn.start.
-      writer.write({ type: 'turn.error', sid, request_id, message, reason: why === 'elsewhere' ? 'busy' : 'storage' });
+      writer.write({ type: 'turn.error', sid, request_id, message, ...(typeof why === 'string' ? { reason: 'storage' } : { reason: 'busy', node_id: why.owner }) });
       return;
   }
 }

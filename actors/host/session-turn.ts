@@ -203,7 +203,7 @@ export async function finishTurn(s: SessionState, turnId: string, result: TurnRe
   turn.finished = true;
   turn.cancelActivityTimer();
   if (s.lifecycle === 'retained') return []; // the shutdown already wrote this turn's partial tail
-  const interrupted = turn.controller.signal.aborted;
+  const interrupted = turn.controller.signal.aborted || result?.interrupted === true;
   const outcome: TurnOutcome = interrupted ? 'interrupted' : error ? 'failed' : 'completed';
   const reply = result?.reply ?? null;
   const messages = turn.pending.slice();

@@ -165,5 +165,6 @@ function checkedResult(result: Partial<TurnResult> | undefined): TurnResult {
     checked.usage = { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, calls: u.calls };
   }
   if (result?.finishReason === 'length') checked.finishReason = 'length';
+  if (result?.interrupted === true) checked.interrupted = true;
   return checked;
 }

@@ -70,9 +70,16 @@ export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn:
   const stop = turnStop(stopReason);
   if (stop.status !== undefined) turn.emit({ type: 'status.update', kind: stop.status, text: STOP_WORDS[stop.status] });
   const reply = record.finish();
-  const result: TurnResult = { reply, ...(record.usage ? { usage: record.usage } : {}), ...(stop.finishReason ? { finishReason: stop.finishReason } : {}) };
+  // A guest may cancel by itself (Codex's reject option `abort`): the turn ends interrupted all the same.
+  const interrupted = turn.signal.aborted || stop.interrupted;
+  const result: TurnResult = {
+    reply,
+    ...(record.usage ? { usage: record.usage } : {}),
+    ...(stop.finishReason ? { finishReason: stop.finishReason } : {}),
+    ...(stop.interrupted ? { interrupted: true } : {}),
+  };
   // The host stores an interrupted turn's reply only when it has text.
-  const replyStored = !turn.signal.aborted || reply !== '';
+  const replyStored = !interrupted || reply !== '';
   return { result, storedMessages: 1 + record.appended + (replyStored ? 1 : 0) };
 }
 

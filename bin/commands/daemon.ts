@@ -7,10 +7,11 @@ import { acceptClient, unixTransport, type ClientLines } from '../../actors/daem
 import { unreadLimits } from '../../actors/daemon/unread-bound.js';
 import { clientContext, invokeMethod, type AuditRecord, type SharedContext } from '../../actors/daemon/client-methods.js';
 import { fireOutcomeOf, Scheduler, type FireOutcome } from '../../actors/daemon/scheduler.js';
-import { WebhookDelivery } from '../../actors/daemon/webhook-delivery.js';
+import { shownUrl, WebhookDelivery } from '../../actors/daemon/webhook-delivery.js';
 import type { Identity } from '../../actors/daemon/identity.js';
 import { OWNER } from '../../persistence/people.js';
 import type { ScheduleRow } from '../../persistence/schedules.js';
+import type { UrlBacklog } from '../../persistence/outbox.js';
 import { watchedWebhookSecret } from '../../persistence/webhook-secret.js';
 import { HOME_OWNER } from '../../actors/daemon/identity.js';
 import { SessionAccess } from '../../actors/daemon/session-access.js';
@@ -205,7 +206,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     scheduled: () => scheduler?.wake(),
   };
   const webhooks = options.webhooks ?? [];
-  metrics = daemonMetrics(shared, webhooks.length > 0);
+  metrics = daemonMetrics(shared, webhooks);
   delivery = webhooks.length === 0 ? null : webhookDelivery(home, webhooks, shared, metrics, log);
   scheduler = new Scheduler({
     side: side.get,
@@ -291,19 +292,26 @@ function clusterView(nodeId: string, leaseSecs: number, reader: () => Promise<Re
   };
 }
 
-/** The metrics read the supervisor, the database and the gateway when scraped; the outbox when there are webhooks. */
-function daemonMetrics(shared: SharedContext, webhooks: boolean): DaemonMetrics {
+/** The metrics read the supervisor, the database and the gateway when scraped; the deliveries when there are webhooks. */
+function daemonMetrics(shared: SharedContext, webhooks: readonly string[]): DaemonMetrics {
   return new DaemonMetrics({
     status: () => ask(shared.supervisor, (replyTo: Ref<HostStatus>): SupervisorMsg => ({ kind: 'status', replyTo }), SECOND_MS * 10),
     reader: shared.reader,
     openRequests: () => ask(shared.gateway, (replyTo: Ref<number>): GatewayMsg => ({ kind: 'count-open-requests', replyTo }), SECOND_MS * 10),
-    outbox: async () => (webhooks ? ((await (await shared.side())?.outbox.counts()) ?? null) : null),
+    webhookBacklogs: async () => (webhooks.length === 0 ? null : urlBacklogs(webhooks, (await (await shared.side())?.outbox.backlogs()) ?? [])),
   });
+}
+
+/** Each configured URL's backlog (none owed: zeros), then any other URL's still in the store, as shown. */
+function urlBacklogs(urls: readonly string[], stored: readonly UrlBacklog[]): UrlBacklog[] {
+  const configured = urls.map((url) => stored.find((b) => b.url === url) ?? { url, pending: 0, failed: 0 });
+  const others = stored.filter((b) => !urls.includes(b.url));
+  return [...configured, ...others].map((b) => ({ ...b, url: shownUrl(b.url) }));
 }
 
 function webhookDelivery(home: string, urls: string[], shared: SharedContext, metrics: DaemonMetrics, log: pino.Logger): WebhookDelivery {
   const secret = watchedWebhookSecret(home);
-  return new WebhookDelivery({ side: shared.side, urls, secret: () => secret.current(), counted: (outcome) => metrics.delivery(outcome), log });
+  return new WebhookDelivery({ side: shared.side, urls, secret: () => secret.current(), counted: (outcome, url) => metrics.delivery(outcome, url), log });
 }
 
 /**

@@ -1,41 +1,60 @@
 // The webhook outbox in PostgreSQL (persistence/outbox.ts), on the side pool.
-import { NEXT_DUE_SQL, OUTBOX_COLUMNS, READY_SQL, REQUEST_FACTS_SQL, TURN_FACTS_SQL, type EventFacts, type Outbox, type OutboxRow } from '../outbox.js';
+import { BACKLOGS_SQL, FAN_OUT_BATCH, LIST_SQL, NEXT_DUE_SQL, READY_SQL, REQUEST_FACTS_SQL, TURN_FACTS_SQL, type DeliveryOutcomes, type DeliveryRow, type EventFacts, type Outbox, type OutboxEvent, type UrlBacklog } from '../outbox.js';
 import type { SideQuery } from './postgres-side.js';
+
+/**
+ * The oldest events leave the outbox and become one delivery per URL (`$1`), in one statement.
+ * `FOR UPDATE` (not SKIP LOCKED): a second node's fan-out waits for the first's rows instead of
+ * taking later ones, so a session's deliveries are numbered in the order of its events.
+ */
+const FAN_OUT_SQL = `WITH moved AS (
+    DELETE FROM webhook_outbox WHERE seq IN (SELECT seq FROM webhook_outbox ORDER BY seq LIMIT ${FAN_OUT_BATCH} FOR UPDATE)
+    RETURNING seq, sid, type, ref, detail, created_at, delivered_to
+  ), made AS (
+    INSERT INTO webhook_deliveries (url, sid, type, ref, detail, created_at)
+    SELECT u.url, m.sid, m.type, m.ref, m.detail, m.created_at
+    FROM moved m CROSS JOIN unnest($1::text[]) WITH ORDINALITY AS u(url, n)
+    WHERE NOT (m.delivered_to::jsonb ? u.url)
+    ORDER BY m.seq, u.n
+  )
+  SELECT count(*)::int AS n FROM moved`;
 
 export class PostgresOutbox implements Outbox {
   constructor(private readonly rows: SideQuery) {}
 
-  async ready(nowMs: number, limit: number): Promise<OutboxRow[]> {
-    return (await this.rows<OutboxRow>(READY_SQL, [nowMs, limit])).rows;
+  async fanOut(urls: readonly string[]): Promise<number> {
+    return (await this.rows<{ n: number }>(FAN_OUT_SQL, [urls])).rows[0]?.n ?? 0;
   }
 
-  async facts(row: OutboxRow): Promise<EventFacts> {
-    if (row.type === 'request.open') return { request: (await this.rows<NonNullable<EventFacts['request']>>(REQUEST_FACTS_SQL, [row.ref])).rows[0] };
-    return { turn: (await this.rows<NonNullable<EventFacts['turn']>>(TURN_FACTS_SQL, [row.ref, row.sid])).rows[0] };
+  async ready(url: string, nowMs: number, limit: number): Promise<DeliveryRow[]> {
+    return (await this.rows<DeliveryRow>(READY_SQL, [url, nowMs, limit])).rows;
   }
 
-  async nextDue(): Promise<number | null> {
-    return (await this.rows<{ next: number | null }>(NEXT_DUE_SQL)).rows[0]?.next ?? null;
+  async facts(event: OutboxEvent): Promise<EventFacts> {
+    if (event.type === 'request.open') return { request: (await this.rows<NonNullable<EventFacts['request']>>(REQUEST_FACTS_SQL, [event.ref])).rows[0] };
+    return { turn: (await this.rows<NonNullable<EventFacts['turn']>>(TURN_FACTS_SQL, [event.ref, event.sid])).rows[0] };
   }
 
-  async delivered(seqs: readonly number[]): Promise<void> {
-    await this.rows('DELETE FROM webhook_outbox WHERE seq = ANY($1::bigint[])', [seqs]);
+  async nextDue(url: string): Promise<number | null> {
+    return (await this.rows<{ next: number | null }>(NEXT_DUE_SQL, [url])).rows[0]?.next ?? null;
   }
 
-  async retry(seq: number, attempts: number, nextAt: number, deliveredTo: string, error: string): Promise<void> {
-    await this.rows('UPDATE webhook_outbox SET attempts = $1, next_at = $2, delivered_to = $3, last_error = $4 WHERE seq = $5', [attempts, nextAt, deliveredTo, error, seq]);
+  /** One statement: the delivered rows go, the others are moved on (`$1` the delivered ids, `$2` the rest as JSON). */
+  async settle(outcomes: DeliveryOutcomes): Promise<void> {
+    const movedOn = [...outcomes.retried.map((r) => ({ ...r, status: 'pending' })), ...outcomes.failed.map((f) => ({ ...f, nextAt: 0, status: 'failed' }))];
+    await this.rows(
+      `WITH gone AS (DELETE FROM webhook_deliveries WHERE id = ANY($1::bigint[]))
+       UPDATE webhook_deliveries d SET attempts = m.attempts, next_at = m.next_at, last_error = m.error, status = m.status
+       FROM jsonb_to_recordset($2::jsonb) AS m(id bigint, attempts int, next_at bigint, error text, status text) WHERE d.id = m.id`,
+      [outcomes.delivered, JSON.stringify(movedOn.map((m) => ({ id: m.id, attempts: m.attempts, next_at: m.nextAt, error: m.error, status: m.status })))],
+    );
   }
 
-  async failed(seq: number, attempts: number, error: string): Promise<void> {
-    await this.rows("UPDATE webhook_outbox SET status = 'failed', attempts = $1, last_error = $2 WHERE seq = $3", [attempts, error, seq]);
+  async list(): Promise<DeliveryRow[]> {
+    return (await this.rows<DeliveryRow>(LIST_SQL)).rows;
   }
 
-  async list(): Promise<OutboxRow[]> {
-    return (await this.rows<OutboxRow>(`SELECT ${OUTBOX_COLUMNS} FROM webhook_outbox ORDER BY seq`)).rows;
-  }
-
-  async counts(): Promise<{ pending: number; failed: number }> {
-    const rows = (await this.rows<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM webhook_outbox GROUP BY status')).rows;
-    return { pending: rows.find((r) => r.status === 'pending')?.n ?? 0, failed: rows.find((r) => r.status === 'failed')?.n ?? 0 };
+  async backlogs(): Promise<UrlBacklog[]> {
+    return (await this.rows<UrlBacklog>(BACKLOGS_SQL)).rows.map((b) => ({ url: b.url, pending: Number(b.pending), failed: Number(b.failed) }));
   }
 }

@@ -46,7 +46,7 @@ const SQL: Record<StatementName, string> = {
       ord = nextval(pg_get_serial_sequence('submits', 'ord'))`,
   updateSubmit: 'UPDATE submits SET steered = $1 WHERE sid = $2 AND client_message_id = $3',
   deleteOldestSubmit: 'DELETE FROM submits WHERE ord = (SELECT min(ord) FROM submits WHERE sid = $1)',
-  insertWebhook: 'INSERT INTO webhook_outbox (sid, type, ref, detail, created_at, next_at) VALUES ($1, $2, $3, $4, $5, 0)',
+  insertWebhook: 'INSERT INTO webhook_outbox (sid, type, ref, detail, created_at) VALUES ($1, $2, $3, $4, $5)',
 };
 
 /** Where a statement's session id is among its parameters: the sessions a transaction writes, for the fence. */

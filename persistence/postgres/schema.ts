@@ -210,6 +210,27 @@ const MIGRATIONS: readonly string[] = [
     last_error   text
   );
   `,
+  // Each webhook URL its own stream (persistence/sqlite/schema.ts says why).
+  `
+  CREATE TABLE webhook_deliveries (
+    id         bigserial PRIMARY KEY,
+    url        text NOT NULL,
+    sid        text NOT NULL,
+    type       text NOT NULL,
+    ref        text NOT NULL,
+    detail     text,
+    created_at bigint NOT NULL,
+    attempts   integer NOT NULL DEFAULT 0,
+    next_at    bigint NOT NULL DEFAULT 0,
+    status     text NOT NULL DEFAULT 'pending',
+    last_error text
+  );
+  CREATE INDEX webhook_deliveries_streams ON webhook_deliveries (url, status, sid, id);
+  INSERT INTO webhook_deliveries (url, sid, type, ref, detail, created_at, attempts, status, last_error)
+    SELECT '', sid, type, ref, detail, created_at, attempts, 'failed', last_error FROM webhook_outbox WHERE status = 'failed' ORDER BY seq;
+  DELETE FROM webhook_outbox WHERE status = 'failed';
+  ALTER TABLE webhook_outbox DROP COLUMN attempts, DROP COLUMN next_at, DROP COLUMN status, DROP COLUMN last_error;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -166,6 +166,32 @@ const MIGRATIONS: readonly string[] = [
     last_error   TEXT
   );
   `,
+  // Each webhook URL its own stream (PROTOCOL.md §8.2): the daemon makes each event one delivery
+  // per URL and takes it out of the outbox, which so holds only what the host wrote since the last
+  // look. Events given up on before were given up on every URL: they stay failed, under no URL.
+  `
+  CREATE TABLE webhook_deliveries (
+    id         INTEGER PRIMARY KEY,
+    url        TEXT NOT NULL,
+    sid        TEXT NOT NULL,
+    type       TEXT NOT NULL,
+    ref        TEXT NOT NULL,
+    detail     TEXT,
+    created_at INTEGER NOT NULL,
+    attempts   INTEGER NOT NULL DEFAULT 0,
+    next_at    INTEGER NOT NULL DEFAULT 0,
+    status     TEXT NOT NULL DEFAULT 'pending',
+    last_error TEXT
+  );
+  CREATE INDEX webhook_deliveries_streams ON webhook_deliveries (url, status, sid, id);
+  INSERT INTO webhook_deliveries (url, sid, type, ref, detail, created_at, attempts, status, last_error)
+    SELECT '', sid, type, ref, detail, created_at, attempts, 'failed', last_error FROM webhook_outbox WHERE status = 'failed' ORDER BY seq;
+  DELETE FROM webhook_outbox WHERE status = 'failed';
+  ALTER TABLE webhook_outbox DROP COLUMN attempts;
+  ALTER TABLE webhook_outbox DROP COLUMN next_at;
+  ALTER TABLE webhook_outbox DROP COLUMN status;
+  ALTER TABLE webhook_outbox DROP COLUMN last_error;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

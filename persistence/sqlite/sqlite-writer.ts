@@ -42,7 +42,7 @@ const SQL: Record<StatementName, string> = {
   insertSubmit: 'INSERT OR REPLACE INTO submits (sid, client_message_id, turn_id, queue_id, steered) VALUES (?, ?, ?, ?, ?)',
   updateSubmit: 'UPDATE submits SET steered = ? WHERE sid = ? AND client_message_id = ?',
   deleteOldestSubmit: 'DELETE FROM submits WHERE rowid = (SELECT MIN(rowid) FROM submits WHERE sid = ?)',
-  insertWebhook: 'INSERT INTO webhook_outbox (sid, type, ref, detail, created_at, next_at) VALUES (?, ?, ?, ?, ?, 0)',
+  insertWebhook: 'INSERT INTO webhook_outbox (sid, type, ref, detail, created_at) VALUES (?, ?, ?, ?, ?)',
 };
 
 function bindings<N extends StatementName>(statement: N, params: StatementParams[N]): readonly unknown[] {

@@ -100,6 +100,12 @@ describe('guest agents over ACP (--agent acp, AGENT.md §6): a guest written wit
     expect(endOf(refused).type).to.equal('turn.end');
     expect(endOf(await run(client, 'm', 'long')).payload['finish_reason']).to.equal('length');
     expect((await run(client, 'm', 'max-requests')).find((e) => e.type === 'status.update')!.payload['kind']).to.equal('max_turn_requests');
+    // A guest that cancels by itself (nobody interrupted): the turn ends interrupted, its text kept.
+    const aborted = await run(client, 'm', 'abort');
+    expect(endOf(aborted).type).to.equal('turn.end');
+    expect(endOf(aborted).payload['interrupted']).to.equal(true);
+    const stored = (await client.call<{ messages: { role: string; content: string }[] }>('session.history', { session_id: 'm' })).messages;
+    expect(stored.slice(-2).map((m) => [m.role, m.content])).to.deep.equal([['user', 'abort'], ['assistant', 'giving up']]);
 
     // A permission request: asked with the guest's options, answered by option_id.
     await client.call('prompt.submit', { session_id: 'm', text: 'tool ls -la' });

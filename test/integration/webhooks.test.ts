@@ -31,6 +31,8 @@ class Receiver {
   readonly refused: string[] = [];
   /** The answers to give, in order; 204 once they run out. */
   answers: Answer[] = [];
+  /** While down, every request is left without an answer (the sender's attempt times out). */
+  down = false;
   private readonly waiters = new Waiters<void>();
   private readonly hanging: ServerResponse[] = [];
 
@@ -74,7 +76,7 @@ class Receiver {
       this.waiters.offer(undefined, 'all');
       return;
     }
-    const answered = this.answers.shift() ?? 204;
+    const answered = this.down ? 'nothing' : (this.answers.shift() ?? 204);
     this.deliveries.push({ id: String(req.headers['webhook-id']), type: event.type, data: event.data, answered });
     this.waiters.offer(undefined, 'all');
     if (answered === 'nothing') this.hanging.push(res);
@@ -159,9 +161,49 @@ describe('webhooks (real daemon, real host, a receiver on 127.0.0.1)', function 
     expect(new Set(receiver.delivered().map((d) => d.id)).size).to.equal(3);
     const port = Number(new URL((await client.call<{ http: { url: string } }>('host.status')).http.url).port);
     const metrics = (await httpRequest(port, { path: '/metrics', headers: { authorization: `Bearer ${readToken(home)!}` } })).text;
-    expect(metrics).to.match(/^turnhost_webhook_deliveries_total\{outcome="retried"\} 3$/m);
-    expect(metrics).to.match(/^turnhost_webhook_deliveries_total\{outcome="delivered"\} 3$/m);
-    expect(metrics).to.match(/^turnhost_webhook_pending\{status="pending"\} 0$/m);
+    const url = receiver.url.replace(/[/.]/g, (c) => `\\${c}`);
+    expect(metrics).to.match(new RegExp(`^turnhost_webhook_deliveries_total\\{outcome="retried",url="${url}"\\} 3$`, 'm'));
+    expect(metrics).to.match(new RegExp(`^turnhost_webhook_deliveries_total\\{outcome="delivered",url="${url}"\\} 3$`, 'm'));
+    expect(metrics).to.match(new RegExp(`^turnhost_webhook_pending\\{url="${url}",status="pending"\\} 0$`, 'm'));
+    client.close();
+  });
+
+  it('each URL is its own stream: while one receiver is down for 20 s the other gets every event of three sessions in order; the first gets them all after, in order, each once', async () => {
+    const home = h.tempDir();
+    const healthy = await receiverFor(home);
+    const down = await receiverFor(home);
+    down.down = true;
+    const downSince = Date.now();
+    const daemon = await startDaemon(h, ['--webhook', down.url, '--webhook', healthy.url, '--webhook-events', 'turn.end'], {}, home);
+    const client = await TestClient.connect(daemon);
+    const sessions = ['s1', 's2', 's3'];
+    const texts = ['one', 'two', 'three', 'four'];
+    for (const sid of sessions) await client.call('session.create', { session_id: sid });
+    // Each session's prompts one after another, the sessions side by side.
+    await Promise.all(
+      sessions.map(async (sid) => {
+        for (const text of texts) {
+          const { turn_id } = await client.call<{ turn_id: string }>('prompt.submit', { session_id: sid, text: `${sid} ${text}` });
+          await client.nextEvent('turn.end', sid, (e) => e.payload['turn_id'] === turn_id);
+        }
+      }),
+    );
+    const all = sessions.length * texts.length;
+    await healthy.until(() => healthy.delivered().length === all, 'every event at the healthy receiver while the other is down', 15_000);
+    expect(down.down, 'the healthy receiver was served while the other was down').to.equal(true);
+    expect(down.delivered()).to.deep.equal([]);
+    expect(down.deliveries.length, 'the down receiver was tried').to.be.greaterThan(0);
+    const inOrder = (receiver: Receiver, sid: string) => receiver.delivered().filter((d) => d.data['session_id'] === sid).map((d) => d.data['reply']);
+    for (const sid of sessions) expect(inOrder(healthy, sid)).to.deep.equal(texts.map((t) => `${sid} ${t}`));
+    // The outage lasts its 20 s whatever the turns took: that is what it is, not a wait for an event.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, downSince + 20_000 - Date.now())));
+    down.down = false;
+    await down.until(() => down.delivered().length === all, 'every event at the receiver that came back', 90_000);
+    for (const sid of sessions) expect(inOrder(down, sid)).to.deep.equal(texts.map((t) => `${sid} ${t}`));
+    const ids = down.delivered().map((d) => d.id);
+    expect(new Set(ids).size, 'each event once').to.equal(all);
+    expect(new Set(ids)).to.deep.equal(new Set(healthy.delivered().map((d) => d.id)));
+    expect(healthy.deliveries.length, 'the healthy receiver was asked each event once').to.equal(all);
     client.close();
   });
 
@@ -177,8 +219,9 @@ describe('webhooks (real daemon, real host, a receiver on 127.0.0.1)', function 
     await client.nextEvent('turn.end', 'k');
     await receiver.until(() => receiver.deliveries.length >= 1, 'a refused attempt');
     const repl = await h.runScript(CLI, ['repl', '--home', home], {}, '.webhooks\n.schedules\n');
-    expect(repl.stdout).to.match(/EVENT\s+SESSION\s+TYPE\s+STATUS\s+ATTEMPTS/);
-    expect(repl.stdout).to.match(/msg_\S+\s+k\s+turn\.end\s+pending\s+\d+\s+\S+\s+http:\/\/127\.0\.0\.1:\d+\/hook: HTTP 503/);
+    expect(repl.stdout).to.match(/URL\s+PENDING\s+FAILED\n.*http:\/\/127\.0\.0\.1:\d+\/hook\s+1\s+0\n/);
+    expect(repl.stdout).to.match(/EVENT\s+URL\s+SESSION\s+TYPE\s+STATUS\s+ATTEMPTS/);
+    expect(repl.stdout).to.match(/msg_\S+\s+http:\/\/127\.0\.0\.1:\d+\/hook\s+k\s+turn\.end\s+pending\s+\d+\s+\S+\s+HTTP 503/);
     client.close();
     first.process.kill('SIGKILL');
     process.kill(hostPid, 'SIGKILL');

@@ -45,7 +45,7 @@ describe('store', () => {
       raw.exec(`ALTER TABLE ${table} DROP COLUMN ${name}`);
     }
     raw.exec('DROP TABLE queue; DROP TABLE submits; ALTER TABLE sessions DROP COLUMN queue_revision; ALTER TABLE sessions DROP COLUMN agent_session_id');
-    raw.exec('DROP TABLE users; DROP TABLE session_access; ALTER TABLE turns DROP COLUMN by_user; DROP TABLE schedules; DROP TABLE webhook_outbox; ALTER TABLE server_requests DROP COLUMN answered_by');
+    raw.exec('DROP TABLE users; DROP TABLE session_access; ALTER TABLE turns DROP COLUMN by_user; DROP TABLE schedules; DROP TABLE webhook_outbox; DROP TABLE webhook_deliveries; ALTER TABLE server_requests DROP COLUMN answered_by');
     raw.pragma('user_version = 1');
     raw.close();
     store = SqliteStore.open(file);
