@@ -20,7 +20,7 @@ import { seededRandom } from '../test/helpers/random.js';
 import { ChaosClient } from './chaos/chaos-client.js';
 import { ChaosNode } from './chaos/chaos-node.js';
 import { check, violations, type Findings } from './chaos/checker.js';
-import { TcpProxy } from './chaos/tcp-proxy.js';
+import { TcpProxy } from '../test/helpers/tcp-proxy.js';
 import { CLI, printTable, writeResult } from './common.js';
 
 const LEASE_SECS = 2;

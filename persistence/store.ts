@@ -9,6 +9,7 @@ import type { HistoryCache } from './history-cache.js';
 import type { QueuedPrompt, StoreWriter, SubmitRecord } from './store-writer.js';
 
 export type SessionStatus = 'active' | 'finalized' | 'retained';
+export type StoredTurnStatus = 'running' | 'completed' | 'interrupted' | 'failed' | 'lost';
 
 export interface StoredSession {
   sid: string;
@@ -82,8 +83,11 @@ export interface Store {
   messages(sid: string, from?: number, to?: number): Promise<ChatMessage[]>;
   /** What the session remembers of an accepted client_message_id (committed ones). */
   submitRecord(sid: string, clientMessageId: string): Promise<SubmitRecord | undefined>;
-  /** Whether a turn with this id was ever started (a turn.start sent again after a host died). */
-  hasTurn(turnId: string): Promise<boolean>;
+  /**
+   * A turn's status as stored, or null when no turn of this id was ever started: whether a
+   * turn.start sent again after a host died ran, and what a commit whose answer was lost did.
+   */
+  turnStatus(turnId: string): Promise<StoredTurnStatus | null>;
   /** Sessions with prompts waiting: a new host runs none of them until its parent says `queue resume`. */
   queuedSessions(): Promise<string[]>;
   /**

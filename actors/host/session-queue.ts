@@ -113,7 +113,7 @@ async function duplicateOf(s: SessionState, frame: TurnStartFrame, env: SessionE
   if (currentSteering(s)?.holds(turnId)) return { state: 'steered' };
   // A submit's id is stored in the commit that accepts it: had this turn ended, its record was found above.
   if (id !== undefined) return null;
-  return (await env.services.store.hasTurn(turnId)) ? { state: 'done', turn_id: turnId } : null;
+  return (await env.services.store.turnStatus(turnId)) !== null ? { state: 'done', turn_id: turnId } : null;
 }
 
 function stateOf(s: SessionState, record: SubmitRecord): Duplicate {

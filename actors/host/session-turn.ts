@@ -8,7 +8,7 @@ import { Nanos } from '../../protocol/nanos.js';
 import type { TurnErrorReason } from '../../protocol/outbound.js';
 import type { QueuedPrompt, TurnReport } from '../../persistence/store-writer.js';
 import { scheduleIdOf } from '../../persistence/outbox.js';
-import { LeaseLost, storageProblem, type Work } from '../../persistence/store.js';
+import { LeaseLost, storageProblem, type StoredTurnStatus, type Work } from '../../persistence/store.js';
 import { rpcEvent } from '../../protocol/rpc.js';
 import type { ArrivalTicket, FinishedTurn, HostMsg, SessionMsg, TurnOutcome } from './messages.js';
 import { stopActor, tell, SECOND_MS, type Ref } from '../runtime.js';
@@ -103,6 +103,11 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
     // What the agent will see: read before the start commits, so a store that cannot be read fails the turn before it starts.
     const stored = firstSeq === 0 ? [] : await store.messages(s.sid, 0, firstSeq);
     history = Object.freeze(seed.length > 0 ? [...stored, ...seed] : stored);
+  } catch (err) {
+    failBeforeStart(s, frame, turnId, ticketId, err as Error, env);
+    return;
+  }
+  try {
     await store.commit((w) => {
       if (row) w.saveSession(row);
       if (seed.length > 0) w.appendMessages(s.sid, firstSeq, seed, null);
@@ -117,8 +122,20 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
       if (fire !== null && env.services.webhookEvents.has('schedule.fired')) w.queueWebhook(s.sid, 'schedule.fired', turnId, fire.clientMessageId);
     });
   } catch (err) {
-    failBeforeStart(s, frame, turnId, ticketId, err as Error, env);
-    return;
+    const truth = await storedOutcome(s.sid, turnId, err as Error, env);
+    if (truth === 'unknown' && queued) {
+      // Its next try learns what this one did (the same turn id): the queue waits, nobody is told a failure that may not be one.
+      env.services.log.warn({ sid: s.sid, turnId, why: storageProblem(err as Error) }, "the queued prompt's start may or may not have committed: it is tried again");
+      putBack(s, ticketId, env);
+      ackDrainWaiters(s);
+      return;
+    }
+    if (truth !== 'running') {
+      // Ended by another (a node that took the session over recovered it): the session is not this host's any more.
+      failBeforeStart(s, frame, turnId, ticketId, truth === 'none' || truth === 'unknown' ? (err as Error) : new LeaseLost([s.sid]), env);
+      return;
+    }
+    env.services.log.warn({ sid: s.sid, turnId, why: storageProblem(err as Error) }, "the turn start's commit went through though its answer was lost: the turn runs");
   }
   if (queued) {
     s.queueRevision = queueRevision;
@@ -173,14 +190,34 @@ function fireOf(clientMessageId: string | null): { scheduleId: string; clientMes
 const queueIdOf = (turn: { queueId?: string }): { queue_id?: string } => (turn.queueId === undefined ? {} : { queue_id: turn.queueId });
 
 /**
+ * What a commit whose answer was an error did, as the store has it. The PostgreSQL store asks the
+ * server about a COMMIT that went unanswered, but only for so long: past that (a server that
+ * restarts), a commit reported failed may have gone through, and the same commit tried again then
+ * fails for ever on the rows it already wrote (a queue held at its head, in a chaos run). The
+ * turn's status; `none` when it never started; `unknown` when the store cannot say now. A lost
+ * lease is certain: the fence rolled the commit back.
+ */
+async function storedOutcome(sid: string, turnId: string, err: Error, env: SessionEnv): Promise<StoredTurnStatus | 'none' | 'unknown'> {
+  if (err instanceof LeaseLost) return 'none';
+  const { store } = env.services;
+  try {
+    const status = await store.turnStatus(turnId);
+    if (status === null) return 'none';
+    // The history cache learns only of commits that answered: it forgets what it may have missed.
+    store.history.forget(sid);
+    return status;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
  * Nothing of the turn was stored, and nothing of it is in memory: the session is as it was. A
  * queued prompt stays queued (its row is untouched); the client hears of the failure once.
  */
 function failBeforeStart(s: SessionState, frame: TurnStartFrame, turnId: string, ticketId: number, err: Error, env: SessionEnv): void {
   env.services.log.error({ err, sid: s.sid, turnId }, 'could not commit the turn start');
-  if (returnToQueue(s)) s.queueRetry.hold(env.services.clock, env.self);
-  s.activity = { phase: 'idle' };
-  tell(env.host, { kind: 'release', ticketId });
+  putBack(s, ticketId, env);
   env.services.writer.write({
     type: 'turn.error',
     sid: s.sid,
@@ -191,6 +228,13 @@ function failBeforeStart(s: SessionState, frame: TurnStartFrame, turnId: string,
   });
   ackDrainWaiters(s);
   if (err instanceof LeaseLost) forget(env);
+}
+
+/** The waiting turn will not start now: a queued prompt is the queue's head again, held a while; the worker goes back. */
+function putBack(s: SessionState, ticketId: number, env: SessionEnv): void {
+  if (returnToQueue(s)) s.queueRetry.hold(env.services.clock, env.self);
+  s.activity = { phase: 'idle' };
+  tell(env.host, { kind: 'release', ticketId });
 }
 
 /**
@@ -257,9 +301,13 @@ async function commitTurnEnd(
       if (env.services.webhookEvents.has(event)) w.queueWebhook(s.sid, event, turn.turnId);
     });
   } catch (err) {
-    env.services.log.error({ err, sid: s.sid, turnId: turn.turnId }, 'could not commit the turn end');
-    undoTurn(s, turn, err as Error, env);
-    return err as Error;
+    if ((await storedOutcome(s.sid, turn.turnId, err as Error, env)) === ending.outcome) {
+      env.services.log.warn({ sid: s.sid, turnId: turn.turnId, why: storageProblem(err as Error) }, "the turn end's commit went through though its answer was lost");
+    } else {
+      env.services.log.error({ err, sid: s.sid, turnId: turn.turnId }, 'could not commit the turn end');
+      undoTurn(s, turn, err as Error, env);
+      return err as Error;
+    }
   }
   turn.steering.committed(taken.length);
   s.messageCount += messages.length;

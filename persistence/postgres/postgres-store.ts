@@ -29,6 +29,7 @@ import {
   type Store,
   type StoreHealth,
   type StoredSession,
+  type StoredTurnStatus,
   type Takeover,
   type Work,
 } from '../store.js';
@@ -431,8 +432,8 @@ export class PostgresStore implements Store {
     return row === undefined ? undefined : toSubmitRecord(row);
   }
 
-  async hasTurn(turnId: string): Promise<boolean> {
-    return (await this.read('SELECT 1 FROM turns WHERE turn_id = $1', [turnId])).length > 0;
+  async turnStatus(turnId: string): Promise<StoredTurnStatus | null> {
+    return (await this.read<{ status: StoredTurnStatus }>('SELECT status FROM turns WHERE turn_id = $1', [turnId]))[0]?.status ?? null;
   }
 
   async queuedSessions(): Promise<string[]> {

@@ -23,6 +23,7 @@ import {
   type Store,
   type StoreHealth,
   type StoredSession,
+  type StoredTurnStatus,
   type Work,
 } from '../store.js';
 import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, type SubmitRow } from '../store-writer.js';
@@ -73,7 +74,7 @@ export class SqliteStore implements Store {
       SELECT queue_id AS "queueId", text, client_message_id AS "clientMessageId", request_id AS "requestId", turn_id AS "turnId",
              queued_at AS "queuedAt", position, by_user AS "by"
       FROM queue WHERE sid = ? ORDER BY position`);
-    this.selectTurn = db.prepare('SELECT 1 FROM turns WHERE turn_id = ?');
+    this.selectTurn = db.prepare('SELECT status FROM turns WHERE turn_id = ?');
     this.selectSubmit = db.prepare(`SELECT ${SUBMIT_COLUMNS} FROM submits s LEFT JOIN queue q ON q.queue_id = s.queue_id WHERE s.sid = ? AND s.client_message_id = ?`);
     this.inTransaction = db.transaction((body: () => void) => body());
   }
@@ -195,8 +196,8 @@ export class SqliteStore implements Store {
     return row === undefined ? undefined : toSubmitRecord(row);
   }
 
-  async hasTurn(turnId: string): Promise<boolean> {
-    return this.selectTurn.get(turnId) !== undefined;
+  async turnStatus(turnId: string): Promise<StoredTurnStatus | null> {
+    return (this.selectTurn.get(turnId) as { status: StoredTurnStatus } | undefined)?.status ?? null;
   }
 
   async queuedSessions(): Promise<string[]> {

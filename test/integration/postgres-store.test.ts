@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { startDaemon } from '../helpers/daemon.js';
 import { Harness, type HostProcess } from '../helpers/processes.js';
 import { PG_PASSWORD, postgresForSuite } from '../helpers/postgres.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 
 /** Longer than a turn takes to reach its commit; far shorter than the host's lock timeout (30 s). */
 const HOLD_MS = 1500;
@@ -88,6 +89,43 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
     expect(await host.next('turn.end', { where: (f) => f['request_id'] === 'r1' })).to.include({ interrupted: false });
     expect(await server().query(url, 'SELECT status FROM turns')).to.deep.equal([{ status: 'completed' }]);
     expect(await server().query(url, "SELECT content FROM messages WHERE role = 'assistant'")).to.deep.equal([{ content: 'held reply' }]);
+  });
+
+  it("a commit that went through though its answer was lost, the server then away past the store's own check: a queued prompt's start runs its turn once; a turn's end is reported as stored (issue 45)", async () => {
+    const url = await server().database();
+    const proxy = await TcpProxy.start(Number(new URL(url).port));
+    try {
+      const proxied = new URL(url);
+      proxied.port = String(proxy.port);
+      const host = await startHost(proxied.toString());
+      host.send({ type: 'turn.start', sid: 's1', request_id: 'r0', text: 'first\n/sleep 0.5' });
+      await host.next('turn.started', { where: (f) => f['request_id'] === 'r0' });
+      host.send({ type: 'turn.start', sid: 's1', request_id: 'q1', text: 'queued start lost', on_busy: 'queue', client_message_id: 'c1' });
+      await host.next('turn.queued', { where: (f) => f['request_id'] === 'q1' });
+      // The next transaction that carries the queued prompt is its start: it commits, unheard, and
+      // the server stays out of reach longer than the store asks it what became of a COMMIT (10 s).
+      proxy.loseCommitAnswer('queued start lost', 12_000);
+      expect(await host.next('turn.end', { where: (f) => f['request_id'] === 'q1', timeoutMs: 45_000 })).to.include({ interrupted: false });
+      expect(proxy.lostAnswers, 'the start commit lost its answer').to.equal(1);
+      expect(framesOf(host, 'turn.error', 'q1'), 'the client is told what happened: the turn ran').to.deep.equal([]);
+      expect(framesOf(host, 'turn.started', 'q1'), 'it ran once').to.have.length(1);
+
+      host.send({ type: 'turn.start', sid: 's1', request_id: 'r2', text: 'end lost\n/sleep 0.3' });
+      await host.next('turn.started', { where: (f) => f['request_id'] === 'r2' });
+      // Its start is committed: the next transaction that carries its text is its end.
+      proxy.loseCommitAnswer('end lost');
+      expect(await host.next('turn.end', { where: (f) => f['request_id'] === 'r2' })).to.include({ interrupted: false });
+      expect(proxy.lostAnswers, 'the end commit lost its answer').to.equal(2);
+      expect(framesOf(host, 'turn.error', 'r2')).to.deep.equal([]);
+
+      expect(await host.turn('s1', 'r3', 'after')).to.include({ type: 'turn.end', message_count: 8 });
+      const messages = await server().query<{ role: string; content: string }>(url, "SELECT role, content FROM messages WHERE sid = 's1' ORDER BY seq");
+      expect(messages.map((m) => `${m.role}:${m.content.split('\n')[0]}`)).to.deep.equal(['user:first', 'assistant:first', 'user:queued start lost', 'assistant:queued start lost', 'user:end lost', 'assistant:end lost', 'user:after', 'assistant:after']);
+      expect(await server().query(url, 'SELECT status, count(*)::int AS n FROM turns GROUP BY status')).to.deep.equal([{ status: 'completed', n: 4 }]);
+      expect(await server().query(url, 'SELECT count(*)::int AS n FROM queue')).to.deep.equal([{ n: 0 }]);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('after kill -9: the running turn lost, sessions retained (crash), open requests expired; a repeated client_message_id runs nothing', async () => {
