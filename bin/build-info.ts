@@ -1,7 +1,7 @@
 // The build id the host says in hello and the supervisor checks: a hash of the code this
 // process runs from, so two processes agree exactly when they run the same build.
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -42,14 +42,4 @@ function codeFiles(dir: string): string[] {
 /** The host entry: the supervisor spawns it, and the PID-reuse guard looks for it in a command line. */
 export function cliEntry(): string {
   return join(dirname(fileURLToPath(import.meta.url)), `turnhost${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`);
-}
-
-/** The package's version, from the package.json above this file (dist/bin or bin). */
-export function packageVersion(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let up = 0; up < 3; up++, dir = dirname(dir)) {
-    const file = join(dir, 'package.json');
-    if (existsSync(file)) return String((JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown }).version ?? 'unknown');
-  }
-  return 'unknown';
 }

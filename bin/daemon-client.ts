@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { cliEntry } from './build-info.js';
-import { homePaths } from './home.js';
+import { homePaths } from '../protocol/home-paths.js';
 import { RpcClient } from '../client/rpc-connection.js';
 import { connect, type TurnhostClient } from '../client/turnhost-client.js';
 

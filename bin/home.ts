@@ -1,11 +1,7 @@
-// The home folder: --home, else $TURNHOST_HOME, else ~/.turnhost. Created private (0700).
+// The home folder made ready for a daemon or a host: created private (0700), entered. Where it
+// is and what it holds: protocol/home-paths.ts.
 import { chmodSync, mkdirSync, realpathSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
-
-export function homeFrom(flag: string | undefined, env: Readonly<Record<string, string | undefined>> = process.env): string {
-  return resolve(flag ?? env['TURNHOST_HOME'] ?? join(homedir(), '.turnhost'));
-}
+import { resolve } from 'node:path';
 
 /**
  * Creates the home (0700) when missing and returns its real path. A home that belongs to another
@@ -38,13 +34,3 @@ export function enterHome(home: string): void {
   process.chdir(home);
 }
 
-export function homePaths(home: string) {
-  return {
-    database: join(home, 'turnhost.db'),
-    socket: join(home, 'turnhost.sock'),
-    replSocket: join(home, 'repl.sock'),
-    registry: join(home, 'state', 'compute-host.json'),
-    log: join(home, 'logs', 'turnhost.log'),
-    audit: join(home, 'logs', 'audit.log'),
-  };
-}

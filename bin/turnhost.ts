@@ -11,8 +11,8 @@ import { agentEnvironment, AgentLoadError, resolveAgentSpec } from '../agents/lo
 import type { HttpOptions } from './commands/daemon.js';
 import type { JwtOptions } from '../edge/jwt-verifier.js';
 import { parseListenAddress } from '../edge/listen-address.js';
-import { packageVersion } from './build-info.js';
-import { homeFrom } from './home.js';
+import { packageVersion } from '../protocol/package-version.js';
+import { homeFrom } from '../protocol/home-paths.js';
 import { hostArgs, parsePositiveInteger } from './host-options.js';
 import { STORE_ENV, storeLocation } from '../persistence/store-location.js';
 import { parseWebhookEvents, WEBHOOK_EVENTS, type WebhookEvent } from '../persistence/outbox.js';

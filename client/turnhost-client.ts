@@ -4,7 +4,7 @@
 // (bounded attempts, backoff) and resumes every session it follows from the last event seen
 // (`session.resume` with `after_seq`), so a consumer sees one unbroken stream of events.
 import { randomUUID } from 'node:crypto';
-import { homeFrom, homePaths } from '../bin/home.js';
+import { homeFrom, homePaths } from '../protocol/home-paths.js';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
 import { RpcClient, type EventParams, type ServerRequest } from './rpc-connection.js';
 import type {

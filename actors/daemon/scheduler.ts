@@ -29,6 +29,8 @@ export interface SchedulerOptions {
   /** This node's name in a claim. */
   node: string;
   log: Logger;
+  /** Between a fire's submit and its schedule's advance: where a test stops the daemon (bin/stop-points.ts). */
+  submitted?(): void;
 }
 
 export class Scheduler {
@@ -86,6 +88,7 @@ export class Scheduler {
     }
     if (outcome.kind === 'refused') log.warn({ schedule: row.schedule_id, planned: iso(planned), why: outcome.message }, 'schedule: the fire was refused and is skipped');
     else log.info({ schedule: row.schedule_id, planned: iso(planned), turnId: outcome.turnId, caughtUp: missed }, 'schedule fired');
+    this.options.submitted?.();
     await side.schedules.advance(row.schedule_id, planned, next, outcome.kind === 'submitted');
   }
 }

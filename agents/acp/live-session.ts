@@ -15,7 +15,7 @@ import {
   type SessionUpdate,
 } from '@agentclientprotocol/sdk';
 import { AgentFailure, type TurnContext } from '../agent.js';
-import { packageVersion } from '../../bin/build-info.js';
+import { packageVersion } from '../../protocol/package-version.js';
 import type { McpServerConfig } from '../agent-config.js';
 import type { GuestConfig } from './guest-config.js';
 import { GuestProcess, untilAborted, type GuestLog } from './guest-process.js';

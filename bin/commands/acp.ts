@@ -7,7 +7,7 @@ import { agent, ndJsonStream, PROTOCOL_VERSION, RequestError, type AgentContext,
 import type { TurnhostClient } from '../../client/turnhost-client.js';
 import type { SessionEvent } from '../../client/types.js';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
-import { packageVersion } from '../build-info.js';
+import { packageVersion } from '../../protocol/package-version.js';
 import { connectOrLaunch, waitForHost } from '../daemon-client.js';
 import { ensureHome } from '../home.js';
 import {

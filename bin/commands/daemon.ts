@@ -37,8 +37,10 @@ import { realProbe } from '../../persistence/proc.js';
 import { describeLocation, openReader, readerOnDemand, sideOnDemand, STORE_ENV, storeLocation, type StoreLocation } from '../../persistence/store-location.js';
 import { buildSha, cliEntry } from '../build-info.js';
 import { onceASecond } from '../log-repeats.js';
+import { stopPoint } from '../stop-points.js';
 import { acquireHomeLock } from '../home-lock.js';
-import { enterHome, ensureHome, homePaths } from '../home.js';
+import { enterHome, ensureHome } from '../home.js';
+import { homePaths } from '../../protocol/home-paths.js';
 import { hostArgs, type HostPassOptions } from '../host-options.js';
 import { startRepl } from '../repl-server.js';
 import { startEdge, type Edge } from '../../edge/edge-server.js';
@@ -213,6 +215,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     submit: (row, clientMessageId) => submitFire(shared, row, clientMessageId),
     node: options.nodeId ?? 'local',
     log,
+    submitted: stopPoint('schedule-fire-submitted'),
   });
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
   // Every client's output, whatever its door: one cap, and each is ended when the daemon stops.

@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import repl from 'node:repl';
 import { readerOnDemand, storeLocation, type StoreLocation } from '../../persistence/store-location.js';
 import { EXIT_NOT_RUNNING } from '../daemon-client.js';
-import { homePaths } from '../home.js';
+import { homePaths } from '../../protocol/home-paths.js';
 import { commandDefiner, defineDatabaseCommands, defineOfflineSessions } from '../repl-commands.js';
 
 const PROMPTS = ['turnhost> ', '... '];

@@ -2,7 +2,7 @@
 import { SESSION_STATUSES, type HistoryEntry, type Reader } from '../../persistence/reader.js';
 import { openReader, storeLocation } from '../../persistence/store-location.js';
 import type { SessionStatus } from '../../persistence/store.js';
-import { homePaths } from '../home.js';
+import { homePaths } from '../../protocol/home-paths.js';
 import { printTable } from '../table.js';
 
 export const EXIT_UNKNOWN_SESSION = 4;

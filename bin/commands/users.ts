@@ -5,7 +5,8 @@ import { appendLogRecord } from '../../persistence/log.js';
 import { newPersonalToken, tokenDigest, validUserName, type People } from '../../persistence/people.js';
 import { openSideStore, type SideStore } from '../../persistence/side-store.js';
 import { storeLocation } from '../../persistence/store-location.js';
-import { ensureHome, homePaths } from '../home.js';
+import { ensureHome } from '../home.js';
+import { homePaths } from '../../protocol/home-paths.js';
 import { printTable } from '../table.js';
 
 interface StoreFlag {

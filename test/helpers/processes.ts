@@ -281,3 +281,18 @@ async function outcome(child: ChildProcess, input: string, what: string, timeout
   ]).finally(() => clearTimeout(timer));
   return { code, stdout, stderr };
 }
+
+/** Resolves true once the process is stopped (state T in /proc), false after timeoutMs: a SIGSTOP has no event to await. */
+export async function stoppedWithin(pid: number, timeoutMs: number): Promise<boolean> {
+  const stopped = (): boolean => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2).startsWith('T');
+    } catch {
+      return false;
+    }
+  };
+  const deadline = performance.now() + timeoutMs;
+  while (!stopped() && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  return stopped();
+}

@@ -1,0 +1,14 @@
+// Named points where a test stops this process with SIGSTOP, to kill it exactly there: a window
+// too short to hit by timing (the scheduler between a fire's submit and the schedule's advance).
+// `TURNHOST_STOP_AT=<name>` arms one; unset, a point is nothing at all.
+
+export type StopPointName = 'schedule-fire-submitted';
+
+/** A function that stops this process when `name` is the armed point; undefined otherwise. */
+export function stopPoint(name: StopPointName, env: NodeJS.ProcessEnv = process.env): (() => void) | undefined {
+  if (env['TURNHOST_STOP_AT'] !== name) return undefined;
+  return () => {
+    process.stderr.write(`${JSON.stringify({ name: 'stop-point', point: name, pid: process.pid })}\n`);
+    process.kill(process.pid, 'SIGSTOP');
+  };
+}
