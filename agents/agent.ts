@@ -87,7 +87,7 @@ export interface SessionView {
   readonly overrides: Readonly<SessionOverrides>;
 }
 
-export type AgentFailureReason = Extract<TurnErrorReason, 'auth' | 'upstream' | 'stalled'>;
+export type AgentFailureReason = Extract<TurnErrorReason, 'auth' | 'upstream' | 'stalled' | 'resources'>;
 
 /** A turn failure whose reason a client can act on (AGENT.md §4); any other throw is an `exception`. */
 export class AgentFailure extends Error {

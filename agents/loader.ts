@@ -8,6 +8,7 @@ import { AgentLoadError } from './loader-error.js';
 import type { ConfigSource } from './model/config.js';
 import type { ModelAgentOptions } from './model/model-agent.js';
 import { scriptAgent } from './script.js';
+import type { SandboxConfig } from './sandbox/sandbox-config.js';
 
 /** What a built-in agent may need to start: the model agent reads its config (AGENT.md §1). */
 export interface AgentSetup extends ModelAgentOptions {}
@@ -73,10 +74,23 @@ export interface AgentEnvironment {
 export async function agentEnvironment(spec: string, source: ConfigSource): Promise<AgentEnvironment> {
   if (spec === 'acp') {
     const guest = (await import('./acp/guest-config.js')).loadGuestConfig(source);
+    await sandboxRuns(guest.file, guest.sandbox);
     return { names: guest.passEnv, secrets: guest.secrets };
   }
   if (spec !== 'openai') return { names: [], secrets: [] };
-  const keyName = (await import('./model/config.js')).loadModelConfig(source).api_key_env;
-  const key = source.env[keyName];
-  return { names: ['OPENAI_BASE_URL', keyName], secrets: key ? [key] : [] };
+  const config = (await import('./model/config.js')).loadModelConfig(source);
+  if (Object.values(config.mcp_servers).some((server) => server.enabled)) await sandboxRuns(config.file ?? 'agent.json', config.sandbox);
+  const key = source.env[config.api_key_env];
+  return { names: ['OPENAI_BASE_URL', config.api_key_env], secrets: key ? [key] : [] };
+}
+
+/** An agent that starts processes needs its sandbox (AGENT.md §7): a machine that cannot make one is refused before any host runs. */
+async function sandboxRuns(file: string, sandbox: SandboxConfig): Promise<void> {
+  if (sandbox.mode !== 'required') return;
+  const { sandboxMechanism, SandboxUnavailable } = await import('./sandbox/sandbox.js');
+  try {
+    await sandboxMechanism();
+  } catch (err) {
+    throw err instanceof SandboxUnavailable ? new AgentLoadError(`${file}: ${err.message}`) : err;
+  }
 }

@@ -3,7 +3,7 @@ import type { Nanos } from './nanos.js';
 import type { RpcMessage, RpcResponse } from './rpc.js';
 
 /** `auth`, `upstream` and `stalled` come from the model agent (AGENT.md §4). */
-export type TurnErrorReason = 'invalid' | 'busy' | 'shutting_down' | 'exception' | 'crash' | 'auth' | 'upstream' | 'stalled' | 'storage' | 'lease_lost' | 'node_lost';
+export type TurnErrorReason = 'invalid' | 'busy' | 'shutting_down' | 'exception' | 'crash' | 'auth' | 'upstream' | 'stalled' | 'storage' | 'lease_lost' | 'node_lost' | 'resources';
 
 /** A turn's token usage, summed over its model calls (AGENT.md §3). */
 export interface TurnUsage {

@@ -1,6 +1,5 @@
 // `--agent acp` (AGENT.md §6): any Agent Client Protocol agent as a turnhost agent. turnhost is the
 // ACP client; the guest keeps its own context, tools and model, and turnhost keeps the rest.
-import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentFailure, type Agent, type AgentEvent, type TurnContext, type TurnResult } from '../agent.js';
@@ -11,6 +10,8 @@ import { loadGuestConfig, type GuestConfig } from './guest-config.js';
 import type { GuestLog } from './guest-process.js';
 import { runGuestTurn } from './guest-turn.js';
 import { SessionPool } from './session-pool.js';
+import { AgentLoadError } from '../loader-error.js';
+import { folderName, SandboxUnavailable, Sandboxes } from '../sandbox/sandbox.js';
 
 /** What a guest keeps itself: its model, its prompt and its context (AGENT.md §6). */
 const GUEST_OWNED_ROUTES = new Set(['session.compress', 'slash.compress', 'slash.model', 'slash.personality', 'slash.prompt']);
@@ -19,8 +20,15 @@ export interface GuestAgentOptions extends ConfigSource {
   log: GuestLog;
 }
 
-export function createGuestAgent(options: GuestAgentOptions): Agent {
-  return new GuestAgent(loadGuestConfig(options), options.home, options.log);
+export async function createGuestAgent(options: GuestAgentOptions): Promise<Agent> {
+  const config = loadGuestConfig(options);
+  let sandboxes: Sandboxes;
+  try {
+    sandboxes = await Sandboxes.start(config.sandbox, options.log);
+  } catch (err) {
+    throw err instanceof SandboxUnavailable ? new AgentLoadError(`${config.file}: ${err.message}`) : err;
+  }
+  return new GuestAgent(config, sandboxes, options.log);
 }
 
 class GuestAgent implements Agent {
@@ -31,10 +39,10 @@ class GuestAgent implements Agent {
 
   constructor(
     private readonly config: GuestConfig,
-    private readonly home: string,
+    readonly sandboxes: Sandboxes,
     log: GuestLog,
   ) {
-    this.pool = new SessionPool(config, log);
+    this.pool = new SessionPool(config, sandboxes, log);
     this.redact = secretsRedactor(config.secrets);
     this.policy = approvalPolicy(config.approval, Object.keys(config.mcpServers));
   }
@@ -71,20 +79,14 @@ class GuestAgent implements Agent {
     await this.pool.close();
   }
 
-  /** The session's own cwd, else acp.cwd, else a folder of its own in the home (made 0700). */
+  /** The session's own cwd, else acp.cwd, else a folder of its own under the workspaces (made 0700). */
   private workFolder(turn: TurnContext): string {
     if (turn.cwd !== null) return turn.cwd;
     if (this.config.cwd !== undefined) return this.config.cwd;
-    const folder = join(this.home, 'workspaces', folderName(turn.sid));
+    const folder = join(this.config.sandbox.workspacesRoot, folderName(turn.sid));
     mkdirSync(folder, { recursive: true, mode: 0o700 });
     return folder;
   }
-}
-
-/** A session id as one safe path segment; ids with other characters get a digest, so two never share a folder. */
-function folderName(sid: string): string {
-  if (/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(sid)) return sid;
-  return `${sid.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 60)}-${createHash('sha256').update(sid).digest('hex').slice(0, 16)}`;
 }
 
 /**

@@ -1,5 +1,5 @@
 // The guest agent's configuration (AGENT.md §6): the key `acp` of the agent config, with the
-// approval policy and MCP servers of §1/§2 from the same file. Validated once at start: a missing
+// approval policy and MCP servers of §1/§2 and the sandbox of §7 from the same file. Validated once at start: a missing
 // or broken `acp` is one line naming the key path, and the process exits 78.
 import { resolve } from 'node:path';
 import { z } from 'zod';
@@ -17,6 +17,7 @@ import {
 } from '../agent-config.js';
 import { AgentLoadError } from '../loader-error.js';
 import { serverNameClash } from '../model/mcp-names.js';
+import { resolveSandbox, sandboxSchema, urlsAmong, type SandboxConfig } from '../sandbox/sandbox-config.js';
 
 const guestSchema = z.strictObject({
   command: z.string().min(1),
@@ -35,6 +36,9 @@ const fileSchema = z.object({
   acp: guestSchema,
   approval: approvalSchema.prefault({}),
   mcp_servers: z.record(z.string(), mcpServerSchema).default({}),
+  sandbox: sandboxSchema.prefault({}),
+  // The model agent's base URL (§1): reachable from the sandbox by default, as the guest's own model URLs are.
+  base_url: z.string().optional(),
 });
 
 /** What the guest's environment is made of, besides the values its config sets. */
@@ -60,6 +64,7 @@ export interface GuestConfig {
   cancelTimeoutMs: number;
   approval: ApprovalConfig;
   mcpServers: Record<string, McpServerConfig>;
+  sandbox: SandboxConfig;
 }
 
 export function loadGuestConfig(source: ConfigSource): GuestConfig {
@@ -87,6 +92,7 @@ export function loadGuestConfig(source: ConfigSource): GuestConfig {
     startTimeoutMs: guest.start_timeout_s * 1000,
     cancelTimeoutMs: guest.cancel_timeout_s * 1000,
     approval: file.approval,
+    sandbox: resolveSandbox(file.sandbox, { home: source.home, base: config.base, modelUrls: [...(file.base_url === undefined ? [] : [file.base_url]), ...urlsAmong(Object.values(guest.env))] }),
     mcpServers: placeServers(Object.fromEntries(Object.entries(file.mcp_servers).filter(([, server]) => server.enabled)), config.base, source.home),
   };
 }

@@ -1,12 +1,13 @@
-// One guest agent process (AGENT.md §6): spawned with only the environment its config gives it,
-// spoken to in ACP over its stdin/stdout, its stderr logged quoted, and ended on demand. It stays
-// in the host's process group: a host that dies (kill -9 included) takes it along, because the
-// supervisor ends the whole group of a dead host.
+// One guest agent process (AGENT.md §6): spawned in its session's sandbox (§7) with only the
+// environment its config gives it, spoken to in ACP over its stdin/stdout, its stderr logged
+// quoted, and ended on demand, or when its tree passes the sandbox's bounds. It dies with its host
+// (kill -9 included, the daemon's too): the sandbox's walls, or without them a parent-death signal.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { type AnyMessage, type ClientApp, type ClientConnection, type Stream } from '@agentclientprotocol/sdk';
 import { endTree } from '../../persistence/proc.js';
 import { LineReader } from '../../protocol/line-reader.js';
 import type { GuestConfig } from './guest-config.js';
+import type { AgentSandbox } from '../sandbox/sandbox.js';
 
 /** The longest line a guest may send: a transcript replayed by a load is many lines, none this long. */
 const MAX_GUEST_LINE_BYTES = 8 * 1024 * 1024;
@@ -16,6 +17,12 @@ const STDERR_TAIL = 5;
 const LOGGED_LINE_MAX = 2000;
 /** After SIGTERM, how long a guest has to exit before SIGKILL. */
 export const END_GRACE_MS = 2000;
+/** A guest whose connection closed has this long to be seen exiting, so its exit code and stderr explain the failure. */
+export const EXIT_WAIT_MS = 2000;
+/** After a guest exits, how long its stderr's last lines may take to be read. */
+const STDERR_DRAIN_MS = 200;
+/** What the sandbox's shell (or setpriv) exits with when the guest's command cannot be run. */
+const NOT_FOUND = 127;
 
 export interface GuestLog {
   info(fields: object, message: string): void;
@@ -38,6 +45,8 @@ export class GuestProcess {
   private readonly goneController = new AbortController();
   private readonly stderrTail: string[] = [];
   private exit: GuestExit | null = null;
+  /** Why the host ended it (its tree passed the sandbox's bounds); null otherwise. */
+  endedFor: string | null = null;
 
   constructor(
     private readonly config: GuestConfig,
@@ -52,8 +61,18 @@ export class GuestProcess {
         resolve(this.exit);
       });
       child.once('exit', (code, signal) => {
-        this.exit ??= { code, signal };
-        resolve(this.exit);
+        // Its last words may still be in the pipe: its stderr's end is awaited a moment (a
+        // process it started may hold the pipe open, so not for ever).
+        const settle = (): void => {
+          this.exit ??= { code, signal };
+          resolve(this.exit);
+        };
+        if (child.stderr === null || child.stderr.readableEnded) return settle();
+        const timer = setTimeout(settle, STDERR_DRAIN_MS);
+        child.stderr.once('end', () => {
+          clearTimeout(timer);
+          settle();
+        });
       });
     });
     this.gone = this.goneController.signal;
@@ -64,9 +83,12 @@ export class GuestProcess {
     void this.exited.then(() => this.connection.close(new Error(this.describeExit())));
   }
 
-  static start(config: GuestConfig, cwd: string, app: ClientApp, log: GuestLog, sid: string): GuestProcess {
-    const child = spawn(config.command, config.args, { cwd, env: config.env, stdio: ['pipe', 'pipe', 'pipe'] });
-    return new GuestProcess(config, child, app, log, sid);
+  static start(config: GuestConfig, cwd: string, app: ClientApp, log: GuestLog, sid: string, sandbox: AgentSandbox): GuestProcess {
+    const confined = sandbox.wrap(config.command, config.args, config.env);
+    const child = spawn(confined.command, confined.args, { cwd, env: confined.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const guest = new GuestProcess(config, child, app, log, sid);
+    if (child.pid !== undefined) sandbox.watch(child.pid, (why) => void guest.endFor(why));
+    return guest;
   }
 
   get pid(): number | undefined {
@@ -80,7 +102,18 @@ export class GuestProcess {
   /** Why the guest is gone: its exit code or signal and the last lines of its stderr, naming the command. */
   describeExit(): string {
     const exit = this.exit;
-    const how = exit === null ? 'is running' : exit.error !== undefined ? `could not be started: ${exit.error}` : exit.signal !== null ? `was ended by ${exit.signal}` : `exited with code ${exit.code}`;
+    const how =
+      this.endedFor !== null
+        ? `was ended with all it ran: ${this.endedFor}`
+        : exit === null
+          ? 'is running'
+          : exit.error !== undefined
+            ? `could not be started: ${exit.error}`
+            : exit.signal !== null
+              ? `was ended by ${exit.signal}`
+              : exit.code === NOT_FOUND
+                ? 'could not be started (no such command, or not one that runs: exit 127)'
+                : `exited with code ${exit.code}`;
     const tail = this.stderrTail.length === 0 ? '' : `; its stderr ends: ${this.stderrTail.join(' | ')}`;
     return `the guest agent ${JSON.stringify(this.config.command)} ${how}${tail}`;
   }
@@ -92,6 +125,13 @@ export class GuestProcess {
     const exit = await Promise.race([this.exited, late]);
     clearTimeout(timer);
     return exit !== null;
+  }
+
+  /** Its tree passed the sandbox's bounds: it is ended, and its turn fails saying why (reason `resources`). */
+  async endFor(why: string): Promise<void> {
+    this.endedFor = why;
+    this.log.warn({ name: 'sandbox-bound', sid: this.sid, why }, 'the guest agent was ended: its sandbox passed a bound');
+    await this.end();
   }
 
   /** Ends the guest and what it started (Claude Code's CLI is a child of its adapter); resolves once all are gone. */

@@ -27,7 +27,7 @@ import {
   turnStop,
   updateEvent,
 } from './guest-mapping.js';
-import { untilAborted } from './guest-process.js';
+import { EXIT_WAIT_MS, untilAborted } from './guest-process.js';
 import type { LiveSession, TurnSink } from './live-session.js';
 
 /** A tool call the guest made in this turn, until its result is in. */
@@ -41,8 +41,6 @@ interface OpenToolCall {
   announced: boolean;
 }
 
-/** A guest whose connection closed has this long to be seen exiting, so its exit code and stderr explain the failure. */
-const EXIT_WAIT_MS = 2000;
 
 const CANCELLED: RequestPermissionResponse = { outcome: { outcome: 'cancelled' } };
 
@@ -85,7 +83,7 @@ export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn:
 
 /** session/prompt, failing clearly when the guest exits or answers with an error. */
 async function prompt(config: GuestConfig, live: LiveSession, turn: TurnContext): Promise<StopReason> {
-  const exitFailure = () => new AgentFailure('upstream', `${live.process.describeExit()} during the turn`);
+  const exitFailure = () => new AgentFailure(live.process.endedFor === null ? 'upstream' : 'resources', `${live.process.describeExit()} during the turn`);
   try {
     const request = live.process.connection.agent.request('session/prompt', { sessionId: live.sessionId, prompt: [{ type: 'text', text: turn.prompt }] });
     return (await untilAborted(request, live.process.gone, exitFailure)).stopReason;

@@ -18,7 +18,8 @@ import { AgentFailure, type TurnContext } from '../agent.js';
 import { packageVersion } from '../../protocol/package-version.js';
 import type { McpServerConfig } from '../agent-config.js';
 import type { GuestConfig } from './guest-config.js';
-import { GuestProcess, untilAborted, type GuestLog } from './guest-process.js';
+import { EXIT_WAIT_MS, GuestProcess, untilAborted, type GuestLog } from './guest-process.js';
+import type { AgentSandbox } from '../sandbox/sandbox.js';
 
 /** ACP's "authentication required" (AGENT.md §6: a turn error of reason `auth`). */
 const AUTH_REQUIRED = -32000;
@@ -42,14 +43,15 @@ export class LiveSession {
     readonly sid: string,
     readonly process: GuestProcess,
     readonly sessionId: string,
+    private readonly sandbox: AgentSandbox,
   ) {}
 
   get healthy(): boolean {
     return this.process.alive;
   }
 
-  /** Makes a session live for its turn; throws AgentFailure (the process ended) when the guest cannot. */
-  static async open(config: GuestConfig, turn: TurnContext, cwd: string, log: GuestLog): Promise<LiveSession> {
+  /** Makes a session live for its turn, in its sandbox; throws AgentFailure (the process ended) when the guest cannot. */
+  static async open(config: GuestConfig, turn: TurnContext, cwd: string, log: GuestLog, sandbox: AgentSandbox): Promise<LiveSession> {
     let live: LiveSession | null = null;
     const app = client({ name: 'turnhost' })
       .onNotification('session/update', ({ params }) => {
@@ -57,14 +59,15 @@ export class LiveSession {
       })
       .onRequest('session/request_permission', ({ params, signal }) => live?.sink?.permission(params, signal) ?? { outcome: { outcome: 'cancelled' } })
       .onRequest('elicitation/create', ({ params, signal }) => live?.sink?.elicitation(params, signal) ?? ({ action: 'decline' } as CreateElicitationResponse));
-    const guest = GuestProcess.start(config, cwd, app, log, turn.sid);
+    const guest = GuestProcess.start(config, cwd, app, log, turn.sid, sandbox);
     const deadline = AbortSignal.timeout(config.startTimeoutMs);
     try {
       const sessionId = await withinStart(config, guest, deadline, () => startSession(config, guest, turn, cwd));
-      live = new LiveSession(turn.sid, guest, sessionId);
+      live = new LiveSession(turn.sid, guest, sessionId, sandbox);
       return live;
     } catch (err) {
       await guest.end();
+      await sandbox.close();
       throw err;
     }
   }
@@ -72,6 +75,7 @@ export class LiveSession {
   async end(): Promise<void> {
     if (this.idleTimer !== null) clearTimeout(this.idleTimer);
     await this.process.end();
+    await this.sandbox.close();
   }
 }
 
@@ -122,7 +126,8 @@ async function withinStart<T>(config: GuestConfig, guest: GuestProcess, deadline
     return await untilAborted(untilAborted(step(), deadline, timedOut), guest.gone, exited);
   } catch (err) {
     if (err instanceof AgentFailure) throw err;
-    if (!guest.alive) throw exited();
+    // A closed connection is the guest going: its exit (code, stderr) says more than the closed pipe.
+    if (!guest.alive || (guest.connection.signal.aborted && (await guest.exitedWithin(EXIT_WAIT_MS)))) throw exited();
     throw new AgentFailure('upstream', `the guest agent ${command} failed to start its session: ${(err as Error).message}`);
   }
 }

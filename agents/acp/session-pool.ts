@@ -6,6 +6,7 @@ import type { TurnContext } from '../agent.js';
 import type { GuestConfig } from './guest-config.js';
 import type { GuestLog } from './guest-process.js';
 import { LiveSession } from './live-session.js';
+import type { Sandboxes } from '../sandbox/sandbox.js';
 
 export class SessionPool {
   /** In use order: the first is the least recently used. */
@@ -14,6 +15,7 @@ export class SessionPool {
 
   constructor(
     private readonly config: GuestConfig,
+    private readonly sandboxes: Sandboxes,
     private readonly log: GuestLog,
   ) {}
 
@@ -29,7 +31,7 @@ export class SessionPool {
       session = undefined;
     }
     if (session === undefined) {
-      session = await LiveSession.open(this.config, turn, cwd, this.log);
+      session = await LiveSession.open(this.config, turn, cwd, this.log, await this.sandboxes.open(turn.sid, cwd));
       this.log.info({ sid: turn.sid, pid: session.process.pid, acp_session: session.sessionId }, 'guest session live');
     }
     this.live.delete(turn.sid);

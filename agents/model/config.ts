@@ -14,6 +14,7 @@ import {
 } from '../agent-config.js';
 import { AgentLoadError } from '../loader-error.js';
 import { serverNameClash } from './mcp-names.js';
+import { resolveSandbox, sandboxSchema, type SandboxConfig } from '../sandbox/sandbox-config.js';
 
 export type { ApprovalConfig, ConfigSource, McpServerConfig };
 
@@ -38,6 +39,7 @@ const fileSchema = z.strictObject({
   max_retries: z.number().int().min(0).default(2),
   approval: approvalSchema.prefault({}),
   mcp_servers: z.record(z.string(), mcpServerSchema).default({}),
+  sandbox: sandboxSchema.prefault({}),
   // The guest agent's key (§6): the same file may configure both agents, each reads its own.
   acp: z.unknown().optional(),
 });
@@ -45,7 +47,7 @@ const fileSchema = z.strictObject({
 type FileConfig = z.infer<typeof fileSchema>;
 
 /** The validated file, with the model and base URL resolved from the environment where it gives none. */
-export type ModelConfig = Omit<FileConfig, 'model' | 'base_url'> & { model: string; base_url: string; file: string | null };
+export type ModelConfig = Omit<FileConfig, 'model' | 'base_url' | 'sandbox'> & { model: string; base_url: string; file: string | null; sandbox: SandboxConfig };
 
 export function loadModelConfig(source: ConfigSource): ModelConfig {
   const config = readAgentConfig(source);
@@ -59,7 +61,8 @@ export function loadModelConfig(source: ConfigSource): ModelConfig {
   const clash = serverNameClash(Object.keys(file.mcp_servers));
   if (clash !== null) throw new AgentLoadError(`${path}: mcp_servers: ${clash}`);
   const servers = placeServers(file.mcp_servers, config.base, source.home);
-  return { ...file, mcp_servers: servers, model, base_url: baseUrl.replace(/\/+$/, ''), file: config.found ? path : null };
+  const sandbox = resolveSandbox(file.sandbox, { home: source.home, base: config.base, modelUrls: [baseUrl] });
+  return { ...file, mcp_servers: servers, model, base_url: baseUrl.replace(/\/+$/, ''), file: config.found ? path : null, sandbox };
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -25,13 +25,13 @@ describe('a guest agent on several nodes: a takeover loads its session on the ne
   async function moved(shared: boolean): Promise<{ reply: string; context: string | undefined }> {
     const url = await server().database();
     const onA = guestScene(h);
-    // Node b's guest keeps its sessions in the same folder as a's, or in one of its own.
-    const onB = guestScene(h, 'ts', shared ? ['--state', onA.state] : []);
+    const onB = guestScene(h);
     const a = await startDaemon(h, [...nodeArgs(url, 'a', LEASE_SECS), ...guestArgs(onA), '--listen', '127.0.0.1:0'], {}, onA.home);
     const b = await startDaemon(h, [...nodeArgs(url, 'b', LEASE_SECS), ...guestArgs(onB), '--listen', '127.0.0.1:0'], {}, onB.home);
     const clientA = await TestClient.connect(a);
     clients.push(clientA);
-    await clientA.call('session.create', { session_id: 'g' });
+    // The guest keeps its sessions in the session's folder: one both nodes see, or each node's own workspace.
+    await clientA.call('session.create', { session_id: 'g', ...(shared ? { cwd: h.tempDir('turnhost-shared-') } : {}) });
     const first = await clientA.call<{ turn_id: string }>('prompt.submit', { session_id: 'g', text: 'one' });
     await clientA.nextEvent('turn.end', 'g', (e) => e.payload['turn_id'] === first.turn_id);
     await clientA.call('prompt.submit', { session_id: 'g', text: 'slow' });
@@ -75,6 +75,6 @@ describe('a guest agent on several nodes: a takeover loads its session on the ne
     await client.nextEvent('turn.end', 'stored', (e) => e.payload['turn_id'] === turn.turn_id);
     const rows = await server().query<{ agent_session_id: string }>(url, "SELECT agent_session_id FROM sessions WHERE sid = 'stored'");
     expect(rows[0]!.agent_session_id).to.match(/^guest-\d+-1$/);
-    expect(existsSync(join(scene.state, `guest-session-${rows[0]!.agent_session_id}.json`))).to.equal(true);
+    expect(existsSync(join(scene.home, 'workspaces', 'stored', `guest-session-${rows[0]!.agent_session_id}.json`))).to.equal(true);
   });
 });

@@ -1,5 +1,6 @@
 // Claude Code as a guest (AGENT.md §6), offline: `@zed-industries/claude-code-acp` from the
-// project's node_modules, its HOME a temp folder (it keeps its sessions in ~/.claude there), its
+// project's node_modules, in its session's sandbox (AGENT.md §7: its HOME the session's agent home,
+// where it keeps its sessions in ~/.claude; the fake API reached through the session's proxy), its
 // model the fake Anthropic API on 127.0.0.1. The fake answers by what the last user message says:
 //   BASH:<command>   a Bash tool_use (then, given the tool's result, `done: <result>`)
 //   SLOW             100 words, 100 ms apart
@@ -19,7 +20,8 @@ export interface ClaudeScene {
   home: string;
   /** The session's folder: where Bash runs. */
   work: string;
-  claudeHome: string;
+  /** Where each session's sandbox keeps its own home: Claude Code keeps its sessions in ~/.claude there. */
+  agentHomes: string;
   config: string;
   args: string[];
   /** The live processes of this scene's Claude Code (the ACP adapter and its CLI), found by their HOME. */
@@ -33,9 +35,9 @@ export async function claudeScene(h: Harness, top: Record<string, unknown> = {})
   const fake = await FakeAnthropic.start();
   fake.fallback = modelBehaviour;
   const dir = h.tempDir('turnhost-claude-');
-  const claudeHome = join(dir, 'claude-home');
+  const home = join(dir, 'home');
+  const agentHomes = join(home, 'agent-homes');
   const work = join(dir, 'work');
-  mkdirSync(claudeHome);
   mkdirSync(work);
   const config = join(dir, 'agent.json');
   writeFileSync(
@@ -45,7 +47,6 @@ export async function claudeScene(h: Harness, top: Record<string, unknown> = {})
       acp: {
         command: CLAUDE_CODE_ACP,
         env: {
-          HOME: claudeHome,
           ANTHROPIC_BASE_URL: fake.baseUrl,
           DISABLE_TELEMETRY: '1',
           CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
@@ -58,21 +59,21 @@ export async function claudeScene(h: Harness, top: Record<string, unknown> = {})
   return {
     fake,
     dir,
-    home: join(dir, 'home'),
+    home,
     work,
-    claudeHome,
+    agentHomes,
     config,
     args: ['--agent', 'acp', '--agent-config', config],
     // Zombies keep their environ: only live processes count.
-    processes: () => processesWhere('environ', (environ) => environ.split('\0').includes(`HOME=${claudeHome}`)).filter((pid) => !isZombie(pid)),
+    processes: () => processesWhere('environ', (environ) => environ.split('\0').some((entry) => entry.startsWith(`HOME=${agentHomes}/`))).filter((pid) => !isZombie(pid)),
     async gone(pids, ms) {
       return (await Promise.all(pids.map((pid) => waitGone(pid, ms)))).every(Boolean);
     },
     async transcriptHas(text, ms) {
       // No event says when a guest's own file is written: read again every 50 ms, for at most `ms`.
       const deadline = Date.now() + ms;
-      const projects = join(claudeHome, '.claude', 'projects');
-      while (!(existsSync(projects) ? filesUnder(projects) : []).some((file) => file.endsWith('.jsonl') && readFileSync(file, 'utf8').includes(text))) {
+      const transcripts = (): string[] => (existsSync(agentHomes) ? filesUnder(agentHomes) : []).filter((file) => file.includes('/.claude/projects/') && file.endsWith('.jsonl'));
+      while (!transcripts().some((file) => readFileSync(file, 'utf8').includes(text))) {
         if (Date.now() > deadline) throw new Error(`Claude Code's transcript did not hold ${JSON.stringify(text)} within ${ms} ms`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }

@@ -1,6 +1,8 @@
 // Guest agents (AGENT.md §6) for the tests: an agent config naming a guest, and the guest
 // processes counted from /proc. Every guest's command line names its scene's temp folder, so the
-// harness's cleanup ends any a test left, and a count sees only this scene's guests.
+// harness's cleanup ends any a test left, and a count sees only this scene's guests (the guests
+// themselves, not the sandboxes around them). A guest keeps its sessions in its session's folder
+// (the TS fixture) or its home (the Python example): what its sandbox lets it keep (AGENT.md §7).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitGone } from '../../persistence/proc.js';
@@ -12,7 +14,7 @@ export const PYTHON_GUEST = join(REPO_ROOT, 'examples', 'acp-guest.py');
 export interface GuestScene {
   dir: string;
   home: string;
-  /** Where the guests keep their sessions: on every guest's command line. */
+  /** The scene's marker: on every guest's command line. */
   state: string;
   config: string;
   /** Writes the agent config: `acp` merged over the scene's guest, and any top-level keys. */
@@ -29,8 +31,8 @@ export function guestScene(h: Harness, guest: 'ts' | 'python' = 'ts', flags: str
   const config = join(dir, 'agent.json');
   const base =
     guest === 'ts'
-      ? { command: process.execPath, args: [TS_GUEST, '--state', state, ...flags] }
-      : { command: 'python3', args: [PYTHON_GUEST, state], env: { GUEST_STATE_DIR: state } };
+      ? { command: process.execPath, args: [TS_GUEST, '--scene', state, ...flags] }
+      : { command: 'python3', args: [PYTHON_GUEST, state] };
   const scene: GuestScene = {
     dir,
     home: join(dir, 'home'),
@@ -39,7 +41,7 @@ export function guestScene(h: Harness, guest: 'ts' | 'python' = 'ts', flags: str
     write(acp = {}, top = {}) {
       writeFileSync(config, JSON.stringify({ ...top, acp: { ...base, ...acp } }));
     },
-    guests: () => processesNaming([state]),
+    guests: () => processesNaming([state]).filter((pid) => !isSandboxWrapper(pid)),
     async gone(pids, ms) {
       const results = await Promise.all(pids.map((pid) => waitGone(pid, ms)));
       return results.every(Boolean);
@@ -62,6 +64,16 @@ export async function logged(home: string, pattern: RegExp, ms = 5_000): Promise
     if (line !== undefined) return line;
     if (Date.now() > deadline) throw new Error(`no line matching ${pattern} in ${file} within ${ms} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** bubblewrap, or the shell that starts a sandbox's bridge, around a guest: not the guest. */
+function isSandboxWrapper(pid: number): boolean {
+  try {
+    const argv0 = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '';
+    return /(^|\/)(bwrap|sh|setpriv)$/.test(argv0);
+  } catch {
+    return false;
   }
 }
 

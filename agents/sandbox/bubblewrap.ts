@@ -1,0 +1,87 @@
+// The sandbox's walls (AGENT.md §7), made with bubblewrap called directly: its own user, PID, IPC,
+// UTS and network namespaces, no capabilities, no new user namespaces, a new terminal session, and
+// death with its parent (the host): when the host dies, even with the daemon, the kernel ends every
+// process of the sandbox. `/` is read-only; the turnhost home, /home, /root, /run and the host's
+// /tmp are empty; the sandbox's folder and its own home are bound back read-write at their paths.
+// Inside, a small bridge (socat) listens on 127.0.0.1 and carries each connection to the
+// session's proxy through a unix socket bound in: the network namespace has nothing else.
+import { execFile } from 'node:child_process';
+import type { SandboxConfig } from './sandbox-config.js';
+
+/** Where the proxy's folder appears inside (under /run, which is the sandbox's own). */
+export const INSIDE_PROXY_DIR = '/run/turnhost-proxy';
+export const PROXY_SOCKET = 'proxy.sock';
+/** The proxy's port on the sandbox's own loopback. */
+export const INSIDE_PROXY_PORT = 3128;
+/** How long the start's try of the sandbox may take (AGENT.md §7). */
+const PROBE_TIMEOUT_MS = 5000;
+
+export interface SandboxPlaces {
+  /** The sandbox's folder (a session's cwd): read-write at the same path. */
+  folder: string;
+  /** Its own home, HOME inside: read-write at the same path. */
+  agentHome: string;
+  /** The folder of its proxy's socket, on the host. */
+  proxyDir: string;
+}
+
+const NAMESPACES = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net'];
+const WALLS = ['--cap-drop', 'ALL', '--disable-userns', '--die-with-parent', '--new-session'];
+
+/**
+ * Starts the bridge in the background, bounds open files (the shell's `ulimit` is inherited),
+ * then becomes the command (without the variables the shell itself set): `$0` and `$@` are the
+ * command and its arguments, never parsed.
+ */
+function bridgeScript(maxOpenFiles: number): string {
+  const bridge = `socat TCP-LISTEN:${INSIDE_PROXY_PORT},bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:${INSIDE_PROXY_DIR}/${PROXY_SOCKET}`;
+  return `ulimit -n ${Math.trunc(maxOpenFiles)} && { ${bridge} </dev/null >/dev/null 2>&1 & } && unset PWD OLDPWD && exec "$0" "$@"`;
+}
+
+/** The mounts, in order: later ones lie over earlier ones. */
+function mounts(config: SandboxConfig, places: SandboxPlaces): string[] {
+  const hidden = ['/tmp', '/run', '/home', '/root', config.home];
+  const folderHoldsHome = within(config.home, places.folder);
+  return [
+    '--ro-bind', '/', '/',
+    '--dev', '/dev',
+    '--proc', '/proc',
+    ...hidden.flatMap((path) => ['--tmpfs', path]),
+    ...config.readOnly.flatMap((path) => ['--ro-bind-try', path, path]),
+    '--bind', places.folder, places.folder,
+    // An admin may give a session a folder that holds the home: the home stays hidden all the same.
+    ...(folderHoldsHome ? ['--tmpfs', config.home] : []),
+    '--bind', places.agentHome, places.agentHome,
+    '--ro-bind', places.proxyDir, INSIDE_PROXY_DIR,
+    '--chdir', places.folder,
+  ];
+}
+
+/** The argv of `bwrap` that runs `command args` inside the sandbox. */
+export function bwrapArgs(config: SandboxConfig, places: SandboxPlaces, command: string, args: readonly string[]): string[] {
+  return [...NAMESPACES, ...WALLS, ...mounts(config, places), '--', '/bin/sh', '-c', bridgeScript(config.maxOpenFiles), command, ...args];
+}
+
+/** Whether `path` is `parent` or lies below it. */
+export function within(path: string, parent: string): boolean {
+  return path === parent || path.startsWith(parent.endsWith('/') ? parent : `${parent}/`);
+}
+
+/**
+ * The start's one try (AGENT.md §7): `true` inside walls like a session's, and the bridge's
+ * program, within 5 s. Null when it works; else bubblewrap's (or the shell's) first line of error.
+ */
+export async function probeSandbox(): Promise<{ version: string } | { error: string }> {
+  const run = (file: string, argv: string[]) =>
+    new Promise<{ ok: boolean; out: string }>((resolve) =>
+      execFile(file, argv, { timeout: PROBE_TIMEOUT_MS, encoding: 'utf8' }, (err, stdout, stderr) => {
+        const text = `${stderr}\n${stdout}\n${err?.message ?? ''}`.split('\n').find((line) => line.trim() !== '') ?? '';
+        resolve({ ok: err === null, out: err === null ? stdout : text.trim() });
+      }),
+    );
+  const walls = [...NAMESPACES, ...WALLS, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--', '/bin/sh', '-c', 'command -v socat >/dev/null || { echo "socat: not found" >&2; exit 127; }'];
+  const tried = await run('bwrap', walls);
+  if (!tried.ok) return { error: tried.out };
+  const version = await run('bwrap', ['--version']);
+  return { version: version.ok ? version.out.trim() : 'bubblewrap' };
+}

@@ -1,0 +1,135 @@
+// The sandboxes of one host's agent (AGENT.md §7): each session's guest, and each stdio MCP
+// server, runs in a sandbox of its own, with its folder, its own home under
+// `<home>/agent-homes/`, its proxy, and bounds on its tree. `sandbox.mode off` runs them as before,
+// but each still dies with the host (a parent-death signal): no agent process outlives its host.
+import { randomBytes, createHash } from 'node:crypto';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { bwrapArgs, INSIDE_PROXY_PORT, probeSandbox, PROXY_SOCKET } from './bubblewrap.js';
+import { EgressProxy, type ProxyLog } from './egress-proxy.js';
+import type { SandboxConfig } from './sandbox-config.js';
+import { MAX_PROCESSES, TreeWatchdog } from './tree-watchdog.js';
+
+export interface SandboxLog extends ProxyLog {
+  info(fields: object, message: string): void;
+}
+
+/** What `status` says of the sandbox: `unused` when the agent starts no process. */
+export interface SandboxStatus {
+  mode: 'required' | 'off' | 'unused';
+  mechanism: string | null;
+}
+
+/** How to spawn a program in a sandbox: the program and arguments to give `spawn`, and its environment. */
+export interface Confined {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+export interface AgentSandbox {
+  /** `command args` as spawned inside, with `env` (§6's allowlist) and the proxy's variables. */
+  wrap(command: string, args: readonly string[], env: Readonly<Record<string, string>>): Confined;
+  /** The spawned process and all it starts are bounded; `over` is told why when the tree passes a bound, and should end it. */
+  watch(pid: number, over: (why: string) => void): void;
+  /** Its proxy goes, and the watch; its folder and home stay. */
+  close(): Promise<void>;
+}
+
+const setprivPath = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path)) ?? null;
+
+/** A name (a session id) as one safe path segment; names with other characters get a digest, so two never share a folder. */
+export function folderName(name: string): string {
+  if (/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name)) return name;
+  return `${name.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 60)}-${createHash('sha256').update(name).digest('hex').slice(0, 16)}`;
+}
+
+export class Sandboxes {
+  private readonly watchdog = new TreeWatchdog();
+
+  private constructor(
+    readonly config: SandboxConfig,
+    readonly status: SandboxStatus,
+    private readonly log: SandboxLog,
+  ) {}
+
+  /**
+   * The start's try of the sandbox (AGENT.md §7): with `required`, bubblewrap must run `true`
+   * inside walls like a session's within 5 s, or this throws with its first line of error.
+   * The proxies' folder of a host that died goes.
+   */
+  static async start(config: SandboxConfig, log: SandboxLog): Promise<Sandboxes> {
+    rmSync(join(config.home, 'run'), { recursive: true, force: true });
+    if (config.mode === 'off') {
+      log.warn({ name: 'sandbox-off' }, 'sandbox.mode is off: the agent\'s processes run unconfined, with the daemon\'s user and files (AGENT.md §7)');
+      return new Sandboxes(config, { mode: 'off', mechanism: null }, log);
+    }
+    return new Sandboxes(config, { mode: 'required', mechanism: await sandboxMechanism() }, log);
+  }
+
+  /**
+   * A sandbox named `name` (a session id, `mcp-<server>`) working in `folder`, with its own home
+   * `<home>/agent-homes/<name>` (HOME inside: an agent's memory survives its processes there).
+   */
+  async open(name: string, folder: string): Promise<AgentSandbox> {
+    if (this.status.mode !== 'required') return UNCONFINED;
+    const agentHome = join(this.config.home, 'agent-homes', folderName(name));
+    mkdirSync(agentHome, { recursive: true, mode: 0o700 });
+    const proxyDir = join(this.config.home, 'run', randomBytes(6).toString('hex'));
+    mkdirSync(proxyDir, { recursive: true, mode: 0o700 });
+    let proxy: EgressProxy;
+    try {
+      proxy = await EgressProxy.listen(join(proxyDir, PROXY_SOCKET), this.config.allowHosts, name, this.log);
+    } catch (err) {
+      rmSync(proxyDir, { recursive: true, force: true });
+      throw new Error(`the sandbox's proxy could not listen in ${proxyDir}: ${(err as Error).message}`);
+    }
+    const places = { folder, agentHome, proxyDir };
+    const limits = { memoryBytes: this.config.memoryBytes, maxProcesses: MAX_PROCESSES };
+    let unwatch: (() => void) | null = null;
+    return {
+      wrap: (command, args, env) => ({ command: 'bwrap', args: bwrapArgs(this.config, places, command, args), env: { ...env, ...insideEnvironment(agentHome) } }),
+      watch: (pid, over) => {
+        unwatch?.();
+        unwatch = this.watchdog.watch(pid, limits, over);
+      },
+      close: async () => {
+        unwatch?.();
+        await proxy.close();
+        rmSync(proxyDir, { recursive: true, force: true });
+      },
+    };
+  }
+}
+
+/** bubblewrap's name and version when it runs here as a sandbox needs; SandboxUnavailable otherwise (AGENT.md §7). */
+export async function sandboxMechanism(): Promise<string> {
+  const probe = await probeSandbox();
+  if ('error' in probe) throw new SandboxUnavailable(probe.error);
+  return probe.version;
+}
+
+/** bubblewrap (or its bridge) cannot run here: the start fails, saying what to do. */
+export class SandboxUnavailable extends Error {
+  constructor(readonly firstLine: string) {
+    super(`sandbox: bubblewrap cannot run the agent's processes here: ${firstLine}; install bubblewrap and socat (Debian: apt install bubblewrap socat), or set sandbox.mode "off" in the agent config (AGENT.md §7)`);
+  }
+}
+
+/** HOME, a private /tmp, and the proxy (both cases: curl reads only the lower-case http_proxy). */
+function insideEnvironment(agentHome: string): Record<string, string> {
+  const proxy = `http://127.0.0.1:${INSIDE_PROXY_PORT}`;
+  return { HOME: agentHome, TMPDIR: '/tmp', HTTPS_PROXY: proxy, HTTP_PROXY: proxy, https_proxy: proxy, http_proxy: proxy, NO_PROXY: '', no_proxy: '' };
+}
+
+/**
+ * `sandbox.mode off`: as before, but with a parent-death signal on the process (setpriv), so that
+ * it dies with its host even when the daemon dies too; what it started is ended by the next daemon
+ * (persistence/registry.ts).
+ */
+const UNCONFINED: AgentSandbox = {
+  wrap: (command, args, env) =>
+    setprivPath === null ? { command, args: [...args], env: { ...env } } : { command: setprivPath, args: ['--pdeathsig', 'KILL', '--', command, ...args], env: { ...env } },
+  watch: () => {},
+  close: async () => {},
+};
