@@ -79,13 +79,14 @@ export function placeCommand(command: string, base: string): string {
 }
 
 /**
- * Where each MCP server runs: its `cwd`, else the home, never the folder the daemon was started
- * from. Relative paths in the file (`cwd`, a `command` with a slash) are read from the file's folder.
+ * Relative paths in the file (`cwd`, a `command` with a slash) are read from the file's folder.
+ * A server without `cwd` works in its sandbox's home, or unconfined in the turnhost home, never
+ * in the folder the daemon was started from (agents/sandbox/sandbox.ts).
  */
-export function placeServers(servers: Record<string, McpServerConfig>, base: string, home: string): Record<string, McpServerConfig> {
+export function placeServers(servers: Record<string, McpServerConfig>, base: string): Record<string, McpServerConfig> {
   const placed: Record<string, McpServerConfig> = {};
   for (const [name, server] of Object.entries(servers)) {
-    placed[name] = { ...server, command: placeCommand(server.command, base), cwd: server.cwd === undefined ? home : resolve(base, server.cwd) };
+    placed[name] = { ...server, command: placeCommand(server.command, base), ...(server.cwd === undefined ? {} : { cwd: resolve(base, server.cwd) }) };
   }
   return placed;
 }

@@ -1,7 +1,7 @@
 // The agent interface: an agent runs one turn of one session. The host owns history,
 // persistence and the wire; an agent only sees its turn.
 import type { ChatMessage } from '../protocol/chat.js';
-import type { TurnErrorReason, TurnUsage } from '../protocol/outbound.js';
+import type { SandboxStatus, TurnErrorReason, TurnUsage } from '../protocol/outbound.js';
 import type { PlanEntry, ServerRequestMethod } from '../protocol/rpc.js';
 
 export type { ChatMessage, TurnUsage };
@@ -114,6 +114,8 @@ export interface Agent {
   checkOverrides?(overrides: Readonly<SessionOverrides>): string | null;
   /** Called once when the host stops: end the agent's own processes and connections. */
   close?(): Promise<void>;
+  /** How the processes the agent starts are confined (AGENT.md §7); absent: it starts none. */
+  readonly sandbox?: SandboxStatus;
 }
 
 export function isAgent(value: unknown): value is Agent {

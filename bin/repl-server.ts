@@ -15,6 +15,7 @@ import type { Reader } from '../persistence/reader.js';
 import type { SideStore } from '../persistence/side-store.js';
 import { webhookId } from '../persistence/outbox.js';
 import { shownUrl } from '../actors/daemon/webhook-delivery.js';
+import { sandboxShown } from './commands/lifecycle.js';
 import { commandDefiner, defineDatabaseCommands, flattenActors, printRows } from './repl-commands.js';
 
 export interface ReplDeps {
@@ -182,6 +183,7 @@ function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { sessi
       ['host rss', s.host.rss_mb === null ? '' : `${s.host.rss_mb} MB`],
       ['active turns', s.host.active_turns],
       ['last error', s.host.last_error ?? ''],
+      ['sandbox', sandboxShown(s.sandbox)],
     ]);
   });
   const idle = async (): Promise<void> => {

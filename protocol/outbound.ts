@@ -78,7 +78,16 @@ export type HelloFrame = {
   recovered: RecoveredSession[];
   /** Sessions with queued prompts: none runs until the parent sends `queue resume` for it. */
   queued: string[];
+  /** How the agent's processes are confined (AGENT.md §7). */
+  sandbox?: SandboxStatus;
 };
+
+/** What `status` says of the sandbox (AGENT.md §7): `unused` when the agent starts no process. */
+export interface SandboxStatus {
+  mode: 'required' | 'off' | 'unused';
+  /** `bubblewrap 0.8.0` while the sandbox is in use; null otherwise. */
+  mechanism: string | null;
+}
 
 export type HeartbeatFrame = {
   type: 'hb';

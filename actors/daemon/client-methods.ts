@@ -16,6 +16,7 @@ import type { SideStore } from '../../persistence/side-store.js';
 import type { ScheduleRow } from '../../persistence/schedules.js';
 import { firstPlanned, planFrom } from './schedule-plan.js';
 import type { Identity } from './identity.js';
+import { sessionFolder } from './session-folder.js';
 import { ANSWERS, notFound, type SessionAccess } from './session-access.js';
 
 export interface ClientContext {
@@ -40,6 +41,8 @@ export interface ClientContext {
   edgeUrl(): string | null;
   /** Who the client is (PROTOCOL.md §5.6): the home's owner on the unix socket. */
   identity: Identity;
+  /** `sandbox.workspaces_root` (AGENT.md §7): a member's session works below it. */
+  workspacesRoot: string;
   /** The store's users and shares, opened on first use. */
   people(): Promise<People | null>;
   /** The store's side connection (people, schedules, the outbox), opened on first use. */
@@ -325,7 +328,8 @@ const METHODS: Record<string, Method> = {
   /** The session is stored before the answer: from then on it is listed, resumable and survives a restart. */
   async 'session.create'(p, ctx) {
     const sid = p.optionalIdentifier('session_id') ?? `s-${randomBytes(6).toString('hex')}`;
-    const cwd = p.optionalString('cwd');
+    const asked = p.optionalString('cwd');
+    const cwd = asked ? sessionFolder(asked, ctx.identity, ctx.workspacesRoot) : undefined;
     await claimNewSession(ctx, sid);
     if (cwd) ctx.cwds.set(sid, cwd);
     const stored = (await callHost(ctx, { op: 'create', sid, ...(cwd ? { cwd } : {}) })) as { session_key: string };
@@ -501,6 +505,7 @@ const METHODS: Record<string, Method> = {
     return {
       supervisor: status.supervisor,
       host: status.host,
+      sandbox: status.sandbox,
       store,
       ...(ctx.nodeId === null ? {} : { cluster: { node_id: ctx.nodeId, nodes: await clusterNodes(ctx) } }),
       sessions: { active: counts.active, running: status.running_sids.length, retained: counts.retained, finalized: counts.finalized },

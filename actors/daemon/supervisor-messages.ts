@@ -1,7 +1,7 @@
 // Messages of the supervisor process's actors: the supervisor (the host child and everything
 // pending on it), the gateway (client connections and who is attached to which session) and one
 // client actor per connection.
-import type { QueueDeltaFrame, RecoveredSession } from '../../protocol/outbound.js';
+import type { QueueDeltaFrame, RecoveredSession, SandboxStatus } from '../../protocol/outbound.js';
 import type { EventPayloads, EventType, RequestId, RpcErrorObject } from '../../protocol/rpc.js';
 import type { UnknownRecord } from '../../protocol/fields.js';
 import type { OnBusy, QueueOp } from '../../protocol/frames.js';
@@ -27,6 +27,8 @@ export type CallReply = { ok: true; value: unknown } | { ok: false; error: RpcEr
 
 export interface HostStatus {
   supervisor: { pid: number; home: string; started_at: string; agent: string };
+  /** How the agent's processes are confined, as the running host said (AGENT.md §7); null until a host said hello. */
+  sandbox: SandboxStatus | null;
   host: {
     pid: number | null;
     boot_id: string | null;

@@ -137,6 +137,7 @@ function status(s: SupervisorState, config: SupervisorConfig): HostStatus {
   const now = config.clock.nowMs();
   return {
     supervisor: { pid: process.pid, home: config.home, started_at: s.startedAt, agent: config.agent },
+    sandbox: s.hello === null ? null : (s.hello.sandbox ?? { mode: 'unused', mechanism: null }),
     host: {
       pid: s.child?.alive ? s.child.pid : null,
       boot_id: s.hello?.boot_id ?? null,

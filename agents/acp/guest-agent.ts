@@ -1,6 +1,6 @@
 // `--agent acp` (AGENT.md §6): any Agent Client Protocol agent as a turnhost agent. turnhost is the
 // ACP client; the guest keeps its own context, tools and model, and turnhost keeps the rest.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentFailure, type Agent, type AgentEvent, type TurnContext, type TurnResult } from '../agent.js';
 import { secretsRedactor, type Redactor } from '../model/key-redaction.js';
@@ -10,6 +10,7 @@ import { loadGuestConfig, type GuestConfig } from './guest-config.js';
 import type { GuestLog } from './guest-process.js';
 import { runGuestTurn } from './guest-turn.js';
 import { SessionPool } from './session-pool.js';
+import type { SandboxStatus } from '../../protocol/outbound.js';
 import { AgentLoadError } from '../loader-error.js';
 import { folderName, SandboxUnavailable, Sandboxes } from '../sandbox/sandbox.js';
 
@@ -39,7 +40,7 @@ class GuestAgent implements Agent {
 
   constructor(
     private readonly config: GuestConfig,
-    readonly sandboxes: Sandboxes,
+    private readonly sandboxes: Sandboxes,
     log: GuestLog,
   ) {
     this.pool = new SessionPool(config, sandboxes, log);
@@ -71,6 +72,10 @@ class GuestAgent implements Agent {
     }
   }
 
+  get sandbox(): SandboxStatus {
+    return this.sandboxes.status;
+  }
+
   refusesRoute(route: string): string | null {
     return GUEST_OWNED_ROUTES.has(route) ? `${route} is not served by a guest agent: it keeps its own model, prompt and context (AGENT.md §6)` : null;
   }
@@ -85,7 +90,7 @@ class GuestAgent implements Agent {
     if (this.config.cwd !== undefined) return this.config.cwd;
     const folder = join(this.config.sandbox.workspacesRoot, folderName(turn.sid));
     mkdirSync(folder, { recursive: true, mode: 0o700 });
-    return folder;
+    return realpathSync(folder);
   }
 }
 

@@ -93,6 +93,6 @@ export function loadGuestConfig(source: ConfigSource): GuestConfig {
     cancelTimeoutMs: guest.cancel_timeout_s * 1000,
     approval: file.approval,
     sandbox: resolveSandbox(file.sandbox, { home: source.home, base: config.base, modelUrls: [...(file.base_url === undefined ? [] : [file.base_url]), ...urlsAmong(Object.values(guest.env))] }),
-    mcpServers: placeServers(Object.fromEntries(Object.entries(file.mcp_servers).filter(([, server]) => server.enabled)), config.base, source.home),
+    mcpServers: placeServers(Object.fromEntries(Object.entries(file.mcp_servers).filter(([, server]) => server.enabled)), config.base),
   };
 }

@@ -60,7 +60,7 @@ export function loadModelConfig(source: ConfigSource): ModelConfig {
   const baseUrl = file.base_url ?? nonEmpty(source.env['OPENAI_BASE_URL']) ?? DEFAULT_BASE_URL;
   const clash = serverNameClash(Object.keys(file.mcp_servers));
   if (clash !== null) throw new AgentLoadError(`${path}: mcp_servers: ${clash}`);
-  const servers = placeServers(file.mcp_servers, config.base, source.home);
+  const servers = placeServers(file.mcp_servers, config.base);
   const sandbox = resolveSandbox(file.sandbox, { home: source.home, base: config.base, modelUrls: [baseUrl] });
   return { ...file, mcp_servers: servers, model, base_url: baseUrl.replace(/\/+$/, ''), file: config.found ? path : null, sandbox };
 }

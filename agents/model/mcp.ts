@@ -1,11 +1,13 @@
 // The one file that speaks MCP, through the official SDK: stdio servers started once per host and
-// shared by its sessions (AGENT.md §2). A server that fails to start or dies is logged and its
-// tools are gone; each failure has an id, so the agent tells every session about it once.
+// shared by its sessions (AGENT.md §2), each in a sandbox of its own (§7). A server that fails to
+// start or dies is logged and its tools are gone; each failure has an id, so the agent tells every
+// session about it once.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { McpServerConfig } from './config.js';
 import { globList } from './glob.js';
 import { mcpToolName } from './mcp-names.js';
+import type { AgentSandbox, Sandboxes } from '../sandbox/sandbox.js';
 
 export interface McpTool {
   /** `mcp_<server>_<tool>`, as offered to the model. */
@@ -46,6 +48,8 @@ interface Link {
   server: string;
   state: 'starting' | 'ready' | 'failed' | 'closed';
   client: Client;
+  /** Its sandbox, once made. */
+  sandbox: AgentSandbox | null;
   tools: McpTool[];
   timeoutMs: number;
   started: Promise<void>;
@@ -57,7 +61,10 @@ export class McpServers {
   private failures = new Map<string, McpFailure>();
   private lastFailureId = 0;
 
-  constructor(private readonly log: McpLog) {}
+  constructor(
+    private readonly log: McpLog,
+    private readonly sandboxes: Sandboxes,
+  ) {}
 
   /** Starts every enabled server in the background. */
   start(servers: Readonly<Record<string, McpServerConfig>>): void {
@@ -112,26 +119,15 @@ export class McpServers {
     const links = [...this.links.values()];
     this.links = new Map();
     for (const link of links) link.state = 'closed';
-    await Promise.all(links.map((link) => link.client.close().catch(() => {})));
+    await Promise.all(links.map(async (link) => {
+      await link.client.close().catch(() => {});
+      await link.sandbox?.close();
+    }));
   }
 
   private connect(server: string, config: McpServerConfig): Link {
-    const transport = new StdioClientTransport({
-      command: config.command,
-      args: config.args,
-      env: serverEnvironment(config.env),
-      ...(config.cwd === undefined ? {} : { cwd: config.cwd }), // placed by the config: the home when not given
-      stderr: 'pipe',
-    });
     const client = new Client({ name: 'turnhost', version: '1' });
-    const link: Link = { server, state: 'starting', client, tools: [], timeoutMs: config.timeout_s * 1000, started: Promise.resolve(), stderrTail: [] };
-    transport.stderr?.on('data', (chunk: Buffer) => {
-      for (const line of chunk.toString('utf8').split('\n')) {
-        if (line.trim() === '') continue;
-        link.stderrTail.push(line.slice(0, 500));
-        if (link.stderrTail.length > STDERR_TAIL) link.stderrTail.shift();
-      }
-    });
+    const link: Link = { server, state: 'starting', client, sandbox: null, tools: [], timeoutMs: config.timeout_s * 1000, started: Promise.resolve(), stderrTail: [] };
     // While starting, a close fails the connect instead, reported as a failed start.
     client.onclose = () => {
       if (link.state === 'ready') this.fail(link, `the MCP server "${server}" exited${this.lastWords(link)}`);
@@ -140,7 +136,9 @@ export class McpServers {
     const exclude = globList(config.tools.exclude);
     link.started = (async () => {
       try {
+        const transport = await this.transport(link, config);
         await client.connect(transport, { timeout: START_TIMEOUT_MS });
+        if (transport.pid !== null) link.sandbox?.watch(transport.pid, (why) => void this.overBound(link, why));
         const listed = await listAllTools(client);
         if (link.state !== 'starting') return;
         link.tools = this.distinctTools(server, listed.filter((t) => include(t.name) && !exclude(t.name)));
@@ -153,6 +151,28 @@ export class McpServers {
       }
     })();
     return link;
+  }
+
+  /** The server's process, spawned in its sandbox with only its allowed environment; its stderr kept for its failures. */
+  private async transport(link: Link, config: McpServerConfig): Promise<StdioClientTransport> {
+    link.sandbox = await this.sandboxes.open(`mcp-${link.server}`, config.cwd);
+    const confined = link.sandbox.wrap(config.command, config.args, serverEnvironment(config.env));
+    const transport = new StdioClientTransport({ command: confined.command, args: confined.args, env: confined.env, cwd: link.sandbox.folder, stderr: 'pipe' });
+    transport.stderr?.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split('\n')) {
+        if (line.trim() === '') continue;
+        link.stderrTail.push(line.slice(0, 500));
+        if (link.stderrTail.length > STDERR_TAIL) link.stderrTail.shift();
+      }
+    });
+    return transport;
+  }
+
+  /** The server's sandbox passed a bound: it is ended, and its tools are gone until a reload. */
+  private async overBound(link: Link, why: string): Promise<void> {
+    if (link.state !== 'ready' && link.state !== 'starting') return;
+    this.fail(link, `the MCP server "${link.server}" was ended with all it ran: ${why}`);
+    await link.client.close().catch(() => {});
   }
 
   /** Two tools of one server whose names fold alike (`a.b`, `a_b`): the first is kept, the other left out and logged. */

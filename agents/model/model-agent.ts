@@ -11,6 +11,9 @@ import type { ApiMessage } from './history.js';
 import { McpServers, type McpLog } from './mcp.js';
 import { ContextTooLong, CutReply, ModelApi, type StreamHandlers, type StreamRequest } from './openai-api.js';
 import { offeredTools, runToolCalls, type ToolSet } from './tools.js';
+import { AgentLoadError } from '../loader-error.js';
+import { SandboxUnavailable, Sandboxes } from '../sandbox/sandbox.js';
+import type { SandboxStatus } from '../../protocol/outbound.js';
 
 /** A turn that begins while a server is still starting waits this long for its tools (AGENT.md §2). */
 const MCP_START_WAIT_MS = 10_000;
@@ -21,8 +24,16 @@ export interface ModelAgentOptions extends ConfigSource {
   log: McpLog;
 }
 
-export function createModelAgent(options: ModelAgentOptions): Agent {
-  return new ModelAgent(options, loadModelConfig(options));
+export async function createModelAgent(options: ModelAgentOptions): Promise<Agent> {
+  const config = loadModelConfig(options);
+  const needed = Object.values(config.mcp_servers).some((server) => server.enabled);
+  let sandboxes: Sandboxes;
+  try {
+    sandboxes = await Sandboxes.start(config.sandbox, options.log, needed);
+  } catch (err) {
+    throw err instanceof SandboxUnavailable ? new AgentLoadError(`${config.file ?? 'agent.json'}: ${err.message}`) : err;
+  }
+  return new ModelAgent(options, config, sandboxes);
 }
 
 class ModelAgent implements Agent {
@@ -41,10 +52,15 @@ class ModelAgent implements Agent {
   constructor(
     private readonly source: ModelAgentOptions,
     config: ModelConfig,
+    private readonly sandboxes: Sandboxes,
   ) {
     this.configure(config);
-    this.mcp = new McpServers(source.log);
+    this.mcp = new McpServers(source.log, sandboxes);
     this.mcp.start(config.mcp_servers);
+  }
+
+  get sandbox(): SandboxStatus {
+    return this.sandboxes.status;
   }
 
   async runTurn(turn: TurnContext): Promise<TurnResult> {

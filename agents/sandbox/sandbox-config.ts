@@ -3,6 +3,7 @@
 // resolved here into what the sandbox needs, with its defaults made concrete.
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import { parseConfig, readAgentConfig, type ConfigSource } from '../agent-config.js';
 
 /** `host` or `host:port`, as a CONNECT or an absolute URL names it. */
 const hostRule = z.string().regex(/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/, 'expected a host or host:port');
@@ -81,4 +82,11 @@ export function parseHostRule(rule: string): HostRule {
 export function allowed(rules: readonly HostRule[], host: string, port: number): boolean {
   const name = host.replace(/^\[|\]$/g, '').toLowerCase();
   return rules.some((rule) => rule.host === name && (rule.port === null || rule.port === port));
+}
+
+/** The `sandbox` key alone, whatever the agent (the daemon's: where a member's sessions may work). */
+export function sandboxOnly(source: ConfigSource): SandboxConfig {
+  const config = readAgentConfig(source);
+  const file = parseConfig(z.object({ sandbox: sandboxSchema.prefault({}) }), config);
+  return resolveSandbox(file.sandbox, { home: source.home, base: config.base, modelUrls: [] });
 }

@@ -3,8 +3,9 @@
 // `<home>/agent-homes/`, its proxy, and bounds on its tree. `sandbox.mode off` runs them as before,
 // but each still dies with the host (a parent-death signal): no agent process outlives its host.
 import { randomBytes, createHash } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import type { SandboxStatus } from '../../protocol/outbound.js';
 import { bwrapArgs, INSIDE_PROXY_PORT, probeSandbox, PROXY_SOCKET } from './bubblewrap.js';
 import { EgressProxy, type ProxyLog } from './egress-proxy.js';
 import type { SandboxConfig } from './sandbox-config.js';
@@ -14,11 +15,6 @@ export interface SandboxLog extends ProxyLog {
   info(fields: object, message: string): void;
 }
 
-/** What `status` says of the sandbox: `unused` when the agent starts no process. */
-export interface SandboxStatus {
-  mode: 'required' | 'off' | 'unused';
-  mechanism: string | null;
-}
 
 /** How to spawn a program in a sandbox: the program and arguments to give `spawn`, and its environment. */
 export interface Confined {
@@ -28,6 +24,8 @@ export interface Confined {
 }
 
 export interface AgentSandbox {
+  /** Where its processes work (their cwd). */
+  readonly folder: string;
   /** `command args` as spawned inside, with `env` (§6's allowlist) and the proxy's variables. */
   wrap(command: string, args: readonly string[], env: Readonly<Record<string, string>>): Confined;
   /** The spawned process and all it starts are bounded; `over` is told why when the tree passes a bound, and should end it. */
@@ -49,17 +47,19 @@ export class Sandboxes {
 
   private constructor(
     readonly config: SandboxConfig,
-    readonly status: SandboxStatus,
+    public status: SandboxStatus,
     private readonly log: SandboxLog,
   ) {}
 
   /**
    * The start's try of the sandbox (AGENT.md §7): with `required`, bubblewrap must run `true`
-   * inside walls like a session's within 5 s, or this throws with its first line of error.
-   * The proxies' folder of a host that died goes.
+   * inside walls like a session's within 5 s, or this throws with its first line of error. Not
+   * `needed` (the agent starts no process now): tried at the first open. The proxies' folder of a
+   * host that died goes.
    */
-  static async start(config: SandboxConfig, log: SandboxLog): Promise<Sandboxes> {
+  static async start(config: SandboxConfig, log: SandboxLog, needed = true): Promise<Sandboxes> {
     rmSync(join(config.home, 'run'), { recursive: true, force: true });
+    if (!needed) return new Sandboxes(config, { mode: 'unused', mechanism: null }, log);
     if (config.mode === 'off') {
       log.warn({ name: 'sandbox-off' }, 'sandbox.mode is off: the agent\'s processes run unconfined, with the daemon\'s user and files (AGENT.md §7)');
       return new Sandboxes(config, { mode: 'off', mechanism: null }, log);
@@ -69,12 +69,17 @@ export class Sandboxes {
 
   /**
    * A sandbox named `name` (a session id, `mcp-<server>`) working in `folder`, with its own home
-   * `<home>/agent-homes/<name>` (HOME inside: an agent's memory survives its processes there).
+   * `<home>/agent-homes/<name>` (HOME inside: an agent's memory survives its processes there). An
+   * MCP server given no folder works in that home (unconfined: in the turnhost home, as before).
    */
-  async open(name: string, folder: string): Promise<AgentSandbox> {
-    if (this.status.mode !== 'required') return UNCONFINED;
+  async open(name: string, folder: string | undefined): Promise<AgentSandbox> {
+    // An agent that started with nothing to confine may come to need it (an MCP server added by a reload).
+    if (this.status.mode === 'unused' && this.config.mode === 'required') this.status = { mode: 'required', mechanism: await sandboxMechanism() };
+    if (this.status.mode !== 'required') return unconfined(folder ?? this.config.home);
     const agentHome = join(this.config.home, 'agent-homes', folderName(name));
     mkdirSync(agentHome, { recursive: true, mode: 0o700 });
+    if (folder !== undefined) checkFolder(folder);
+    folder ??= agentHome;
     const proxyDir = join(this.config.home, 'run', randomBytes(6).toString('hex'));
     mkdirSync(proxyDir, { recursive: true, mode: 0o700 });
     let proxy: EgressProxy;
@@ -88,6 +93,7 @@ export class Sandboxes {
     const limits = { memoryBytes: this.config.memoryBytes, maxProcesses: MAX_PROCESSES };
     let unwatch: (() => void) | null = null;
     return {
+      folder,
       wrap: (command, args, env) => ({ command: 'bwrap', args: bwrapArgs(this.config, places, command, args), env: { ...env, ...insideEnvironment(agentHome) } }),
       watch: (pid, over) => {
         unwatch?.();
@@ -116,6 +122,21 @@ export class SandboxUnavailable extends Error {
   }
 }
 
+/**
+ * A session's folder is kept as its real path (actors/daemon/session-folder.ts): one now reached
+ * through a symbolic link had a link put in its way (by another session's agent, in a folder that
+ * holds it), and binding it would bind wherever the link leads.
+ */
+function checkFolder(folder: string): void {
+  let real: string;
+  try {
+    real = realpathSync(folder);
+  } catch (err) {
+    throw new Error(`the session's folder ${folder} cannot be used: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  if (real !== folder) throw new Error(`the session's folder ${folder} is now reached through a symbolic link (to ${real}): its sandbox is not made`);
+}
+
 /** HOME, a private /tmp, and the proxy (both cases: curl reads only the lower-case http_proxy). */
 function insideEnvironment(agentHome: string): Record<string, string> {
   const proxy = `http://127.0.0.1:${INSIDE_PROXY_PORT}`;
@@ -127,9 +148,12 @@ function insideEnvironment(agentHome: string): Record<string, string> {
  * it dies with its host even when the daemon dies too; what it started is ended by the next daemon
  * (persistence/registry.ts).
  */
-const UNCONFINED: AgentSandbox = {
-  wrap: (command, args, env) =>
-    setprivPath === null ? { command, args: [...args], env: { ...env } } : { command: setprivPath, args: ['--pdeathsig', 'KILL', '--', command, ...args], env: { ...env } },
-  watch: () => {},
-  close: async () => {},
-};
+function unconfined(folder: string): AgentSandbox {
+  return {
+    folder,
+    wrap: (command, args, env) =>
+      setprivPath === null ? { command, args: [...args], env: { ...env } } : { command: setprivPath, args: ['--pdeathsig', 'KILL', '--', command, ...args], env: { ...env } },
+    watch: () => {},
+    close: async () => {},
+  };
+}

@@ -113,6 +113,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
     heartbeat_secs: heartbeatSecs,
     recovered: await store.retainedSessions(),
     queued: await store.queuedSessions(),
+    sandbox: agent.sandbox ?? { mode: 'unused', mechanism: null },
   });
   writer.flush();
 

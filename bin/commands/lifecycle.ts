@@ -1,6 +1,7 @@
 // `turnhost start`, `stop` and `status`: the daemon's lifecycle from the command line.
 import type { StoreStatus } from '../../actors/daemon/client-methods.js';
 import type { ClusterNode } from '../../persistence/reader.js';
+import type { SandboxStatus } from '../../protocol/outbound.js';
 import { printTable } from '../table.js';
 import { connectDaemon, EXIT_NOT_RUNNING, launchDaemon } from '../daemon-client.js';
 import { ensureHome } from '../home.js';
@@ -51,6 +52,7 @@ interface StatusResult {
   supervisor: { pid: number; home: string; started_at: string };
   host: { pid: number | null; boot_id: string | null; state: string; restarts: number; last_hb_ms: number | null; active_turns: number; last_error: string | null };
   sessions: { active: number; running: number; retained: number; finalized: number };
+  sandbox: SandboxStatus | null;
   store: StoreStatus;
   cluster?: { node_id: string; nodes: ClusterNode[] };
   http?: { url: string };
@@ -80,11 +82,19 @@ export async function statusCommand(home: string, json: boolean): Promise<number
     ['active turns', host.active_turns],
     ['sessions', `${sessions.active} active, ${sessions.running} running, ${sessions.retained} retained, ${sessions.finalized} finalized`],
     ['last error', host.last_error ?? ''],
+    ['sandbox', sandboxShown(status.sandbox)],
     ['store', status.store.reachable ? status.store.url : `${status.store.url}: unreachable (${status.store.problem ?? 'no answer'})`],
     ...(status.http === undefined ? [] : [['http', status.http.url]]),
     ...(status.cluster === undefined ? [] : clusterRows(status.cluster)),
   ]);
   return 0;
+}
+
+/** `required (bubblewrap 0.8.0)`, `off`, `unused (the agent starts no process)`, or nothing before a host said hello. */
+export function sandboxShown(sandbox: SandboxStatus | null): string {
+  if (sandbox === null) return '';
+  if (sandbox.mode === 'unused') return 'unused (the agent starts no process)';
+  return sandbox.mechanism === null ? sandbox.mode : `${sandbox.mode} (${sandbox.mechanism})`;
 }
 
 /** This node, then one row a node: its URL, heartbeat age and sessions. */

@@ -1,6 +1,6 @@
 // The model agent's test scene: a fake model server, a home whose agent.json points at it, the
 // MCP fixture server, and readers for what the host sent its clients.
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakeOpenAI } from './fake-openai.js';
 import { Harness, REPO_ROOT, type Frame, type HostProcess } from './processes.js';
@@ -10,8 +10,10 @@ export const MCP_FIXTURE = join(REPO_ROOT, 'test', 'fixtures', 'mcp-server.mjs')
 export interface ModelScene {
   home: string;
   fake: FakeOpenAI;
-  /** The MCP fixture's call log (one JSON line per call start and end). */
+  /** The MCP fixture's call log (one JSON line per call start and end), in its folder: the one its sandbox may write. */
   mcpLog: string;
+  /** The MCP fixture's folder (its cwd). */
+  mcpFolder: string;
   writeConfig(config: object): void;
 }
 
@@ -19,10 +21,13 @@ export interface ModelScene {
 export async function modelScene(h: Harness, config: object = {}): Promise<ModelScene> {
   const home = h.tempDir();
   const fake = await FakeOpenAI.start();
+  const mcpFolder = join(home, 'mcp-work');
+  mkdirSync(mcpFolder);
   const scene: ModelScene = {
     home,
     fake,
-    mcpLog: join(home, 'mcp-calls.log'),
+    mcpFolder,
+    mcpLog: join(mcpFolder, 'mcp-calls.log'),
     writeConfig: (more) => writeFileSync(join(home, 'agent.json'), JSON.stringify({ model: 'test-model', base_url: fake.baseUrl, ...more })),
   };
   scene.writeConfig(config);
@@ -31,7 +36,7 @@ export async function modelScene(h: Harness, config: object = {}): Promise<Model
 
 /** The fixture as an `mcp_servers` entry; its command line names the home, so cleanup finds it. */
 export function fixtureServer(scene: ModelScene, extra: object = {}, flags: string[] = []): object {
-  return { command: process.execPath, args: [MCP_FIXTURE, '--log', scene.mcpLog, '--home', scene.home, ...flags], ...extra };
+  return { command: process.execPath, args: [MCP_FIXTURE, '--log', scene.mcpLog, '--home', scene.home, ...flags], cwd: scene.mcpFolder, ...extra };
 }
 
 export function startModelHost(h: Harness, scene: ModelScene, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<HostProcess> {

@@ -282,14 +282,14 @@ describe('model agent: MCP servers (real host, fixture server)', () => {
     expect(s.fake.requests[0]!.body.tools!.map((t) => t.function.name)).to.deep.equal(['clarify']);
   });
 
-  it('gives a server only PATH, HOME, LANG, TZ, TMPDIR and its own env', async () => {
+  it('gives a server only PATH, HOME, LANG, TZ, TMPDIR, its own env and its sandbox\'s proxy', async () => {
     const s = await scene();
     s.writeConfig({ approval: allowAll, mcp_servers: { t: fixtureServer(s, { env: { OWN_SETTING: '1' } }) } });
     s.fake.reply({ toolCalls: [{ id: 'e', name: 'mcp_t_env', args: ['{}'] }] }, { text: ['ok'] });
     const host = await startModelHost(h, s, [], { OPENAI_API_KEY: 'sk-secret', USER: 'someone', SHELL: '/bin/sh', LANG: 'C.UTF-8' });
     await runTurn(host, 's1', 'r1', 'env');
     const names = JSON.parse(s.fake.requests[1]!.body.messages.find((m) => m.role === 'tool')!.content!) as string[];
-    const allowed = ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'OWN_SETTING'];
+    const allowed = ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'OWN_SETTING', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'https_proxy', 'http_proxy', 'no_proxy'];
     expect(names.filter((n) => !allowed.includes(n))).to.deep.equal([]);
     expect(names).to.include.members(['PATH', 'OWN_SETTING', 'LANG']);
   });

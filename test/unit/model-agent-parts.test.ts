@@ -206,13 +206,13 @@ describe('model agent parts', () => {
       writeFileSync(join(home, 'agent.json'), JSON.stringify({ model: 'm', mcp_servers: { fs: { command: 'x' } } }));
       const withServer = loadModelConfig({ home, env: {} });
       expect(withServer.base_url).to.equal('https://api.openai.com/v1');
-      expect(withServer.mcp_servers['fs'], 'a server without cwd runs in the home').to.deep.equal({ command: 'x', args: [], env: {}, cwd: home, enabled: true, timeout_s: 60, tools: { exclude: [] } });
+      expect(withServer.mcp_servers['fs'], 'a server without cwd runs in its sandbox\'s home (agents/sandbox)').to.deep.equal({ command: 'x', args: [], env: {}, enabled: true, timeout_s: 60, tools: { exclude: [] } });
       const elsewhere = join(home, 'conf');
       mkdirSync(elsewhere);
       writeFileSync(join(elsewhere, 'agent.json'), JSON.stringify({ model: 'm', mcp_servers: { fs: { command: './bin/server', cwd: 'work' }, npx: { command: 'npx' } } }));
       const relative = loadModelConfig({ home, flag: join(elsewhere, 'agent.json'), env: {} });
       expect(relative.mcp_servers['fs'], 'relative paths are read from the config file\'s folder').to.include({ command: join(elsewhere, 'bin', 'server'), cwd: join(elsewhere, 'work') });
-      expect(relative.mcp_servers['npx']).to.include({ command: 'npx', cwd: home });
+      expect(relative.mcp_servers['npx']).to.include({ command: 'npx' }).and.not.have.property('cwd');
       writeFileSync(join(home, 'agent.json'), JSON.stringify({ model: 'm', approval: { default: 'never' } }));
       expect(() => loadModelConfig({ home, env: {} })).to.throw(AgentLoadError, /approval\.default: /);
     } finally {
