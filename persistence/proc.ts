@@ -73,6 +73,24 @@ export function descendants(root: number): ProcessIdentity[] {
   return found;
 }
 
+/** The live processes of a process group (field 5 of /proc/<pid>/stat), with their start times. */
+export function groupMembers(pgid: number): ProcessIdentity[] {
+  const found: ProcessIdentity[] = [];
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) !== pgid || fields[0] === 'Z') continue;
+      found.push({ pid, startTime: Number(fields[22 - 3]) });
+    } catch {
+      // gone while the table was read
+    }
+  }
+  return found;
+}
+
 /** Signals the process only while it is still the one that was found. */
 function signalIdentity(process_: ProcessIdentity, name: NodeJS.Signals): void {
   if (readStartTime(process_.pid) === process_.startTime) signal(process_.pid, name);
@@ -131,6 +149,11 @@ export function realProbe(times: TerminateTimes): ProcessProbe {
     alive: (pid) => processAlive(pid) && !isZombie(pid),
     commandLine: readCommandLine,
     startTime: readStartTime,
+    endOrphans(pgid, startedSince) {
+      const orphans = groupMembers(pgid).filter((member) => member.startTime >= startedSince);
+      for (const orphan of orphans) signalIdentity(orphan, 'SIGKILL');
+      return orphans.length;
+    },
     async terminate(pid) {
       signal(-pid, 'SIGTERM');
       signal(-pid, 'SIGCONT');

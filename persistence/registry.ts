@@ -37,6 +37,11 @@ export interface ProcessProbe {
   startTime(pid: number): number | null;
   /** Terminates a verified host: SIGTERM (and SIGCONT), a bounded wait, then SIGKILL. */
   terminate(pid: number): Promise<void>;
+  /**
+   * Kills what is left of a dead host's process group (an agent's processes that outlived it, run
+   * without the sandbox): members started since the host did. How many there were.
+   */
+  endOrphans(pgid: number, startedSince: number): number;
 }
 
 export interface ReconcileOutcome {
@@ -62,7 +67,12 @@ async function judge(path: string, probe: ProcessProbe): Promise<ReconcileOutcom
   }
   const pid = isRecord(value) ? value['host_pid'] : undefined;
   if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) return { result: 'not-running', detail: `host_pid ${String(pid)}` };
-  if (!probe.alive(pid)) return { result: 'not-running', pid };
+  if (!probe.alive(pid)) {
+    // Its group id is its pid, which no live process holds: only what it started can be in that group.
+    const record = value as Partial<Registry>;
+    const ended = typeof record.host_start_time === 'number' ? probe.endOrphans(pid, record.host_start_time) : 0;
+    return { result: 'not-running', pid, ...(ended > 0 ? { detail: `ended ${ended} process(es) it left behind` } : {}) };
+  }
   const record = value as Partial<Registry>;
   const why = notOurHost(pid, record, probe);
   if (why !== null) return { result: 'pid-reuse-ignored', pid, detail: why };

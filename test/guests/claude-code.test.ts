@@ -119,6 +119,30 @@ describe('Claude Code as a guest agent (claude-code-acp, a fake Anthropic API)',
     expect(conversationText(request)).to.include('PELICAN').and.include('OTTER');
   });
 
+  for (const mode of ['required', 'off'] as const) {
+    it(`kill -9 of the daemon and the host together (sandbox.mode ${mode}): every process of Claude Code is gone within 5 s, and the next daemon loads its session`, async () => {
+      const { scene, daemon, client } = await start({ sandbox: { mode } });
+      await run(client, 'remember the word HERON');
+      await scene.transcriptHas('HERON', 10_000);
+      const live = scene.processes();
+      expect(live.length, 'the adapter and its CLI').to.be.at.least(2);
+      const host = await hostPid(client);
+      client.close();
+      for (const pid of [daemon.process.pid, host]) process.kill(pid, 'SIGKILL');
+      const killed = Date.now();
+      expect(await scene.gone(live, 5_000), `left: ${scene.processes().join(', ')}`).to.equal(true);
+      expect(Date.now() - killed).to.be.below(5_000);
+      await daemon.process.waitExit(10_000);
+      const again = await startDaemon(h, scene.args, { ANTHROPIC_API_KEY: API_KEY }, scene.home);
+      const after = await TestClient.connect(again);
+      await after.call('session.resume', { session_id: 'cc' });
+      const asked = scene.fake.conversations.length;
+      await run(after, 'which word?');
+      expect(conversationText(scene.fake.conversations.slice(asked).find((body) => conversationText(body).includes('which word?'))!)).to.include('HERON');
+      after.close();
+    });
+  }
+
   it('an interrupt mid-stream ends the turn interrupted, and the session goes on', async () => {
     const { client } = await start();
     const slow = await submit(client, 'SLOW please');

@@ -20,7 +20,7 @@ export interface ClaudeScene {
   home: string;
   /** The session's folder: where Bash runs. */
   work: string;
-  /** Where each session's sandbox keeps its own home: Claude Code keeps its sessions in ~/.claude there. */
+  /** Where each session's sandbox keeps its own home (or, unsandboxed, Claude Code's HOME): it keeps its sessions in ~/.claude there. */
   agentHomes: string;
   config: string;
   args: string[];
@@ -31,12 +31,15 @@ export interface ClaudeScene {
   transcriptHas(text: string, ms: number): Promise<void>;
 }
 
+/** `top` goes at the top of the agent config; with `sandbox: {mode: "off"}`, Claude Code's HOME is a folder of the scene's. */
 export async function claudeScene(h: Harness, top: Record<string, unknown> = {}): Promise<ClaudeScene> {
   const fake = await FakeAnthropic.start();
   fake.fallback = modelBehaviour;
   const dir = h.tempDir('turnhost-claude-');
   const home = join(dir, 'home');
-  const agentHomes = join(home, 'agent-homes');
+  const unsandboxed = (top['sandbox'] as { mode?: string } | undefined)?.mode === 'off';
+  const agentHomes = unsandboxed ? join(dir, 'claude-home') : join(home, 'agent-homes');
+  mkdirSync(agentHomes, { recursive: true });
   const work = join(dir, 'work');
   mkdirSync(work);
   const config = join(dir, 'agent.json');
@@ -47,6 +50,7 @@ export async function claudeScene(h: Harness, top: Record<string, unknown> = {})
       acp: {
         command: CLAUDE_CODE_ACP,
         env: {
+          ...(unsandboxed ? { HOME: join(dir, 'claude-home') } : {}),
           ANTHROPIC_BASE_URL: fake.baseUrl,
           DISABLE_TELEMETRY: '1',
           CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
@@ -65,7 +69,7 @@ export async function claudeScene(h: Harness, top: Record<string, unknown> = {})
     config,
     args: ['--agent', 'acp', '--agent-config', config],
     // Zombies keep their environ: only live processes count.
-    processes: () => processesWhere('environ', (environ) => environ.split('\0').some((entry) => entry.startsWith(`HOME=${agentHomes}/`))).filter((pid) => !isZombie(pid)),
+    processes: () => processesWhere('environ', (environ) => environ.split('\0').some((entry) => entry.startsWith(`HOME=${agentHomes}`))).filter((pid) => !isZombie(pid)),
     async gone(pids, ms) {
       return (await Promise.all(pids.map((pid) => waitGone(pid, ms)))).every(Boolean);
     },

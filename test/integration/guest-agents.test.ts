@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { hostPid, hostReady, startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
 import { filesUnder } from '../helpers/files.js';
 import { guestArgs, guestScene, logged, type GuestScene } from '../helpers/guests.js';
-import { Harness } from '../helpers/processes.js';
+import { Harness, processesNaming } from '../helpers/processes.js';
 import { GUEST_PASSED_NAMES } from '../../agents/acp/guest-config.js';
 import type { EventParams } from '../../client/rpc-connection.js';
 
@@ -349,6 +349,36 @@ describe('guest agents over ACP (--agent acp, AGENT.md §6): a guest written wit
     await hostReady(daemon, 2);
     expect(replyOf(await run(client, 'py', 'history'))).to.equal(`seen: hello | run mkdir ${work} && pwd | history`);
   });
+
+  for (const mode of ['required', 'off'] as const) {
+    it(`kill -9 of the daemon and the host together (sandbox.mode ${mode}): the Python guest and what it started are gone, at once or at the next start`, async () => {
+      const scene = guestScene(h, 'python');
+      scene.write({}, { approval: { default: 'allow' }, sandbox: { mode } });
+      const { daemon, client } = await daemonFor(scene);
+      await client.call('session.create', { session_id: 'py' });
+      // A process the guest leaves running in the background: an orphan once the guest dies.
+      const marker = `${scene.state}-orphan`;
+      await run(client, 'py', `run sh -c 'sleep 600; : ${marker}' >/dev/null 2>&1 &`);
+      const guests = scene.guests();
+      expect(guests).to.have.length(1);
+      const orphan = processesNaming([marker]);
+      expect(orphan).to.have.length(1);
+      const host = await hostPid(client);
+      client.close();
+      for (const pid of [daemon.process.pid, host]) process.kill(pid, 'SIGKILL');
+      expect(await scene.gone(guests, 5_000), 'the guest dies with its host').to.equal(true);
+      await daemon.process.waitExit(10_000);
+      if (mode === 'required') {
+        expect(await scene.gone(orphan, 5_000), 'the sandbox goes whole').to.equal(true);
+      } else {
+        // Unconfined, what the guest started outlives it; the next daemon ends it before its host starts.
+        expect(processesNaming([marker])).to.deep.equal(orphan);
+        const again = await startDaemon(h, guestArgs(scene), {}, scene.home);
+        expect(await scene.gone(orphan, 5_000), 'ended by the next daemon').to.equal(true);
+        expect(again.process.stderr).to.match(/"reconcile":"not-running".*"detail":"ended \d+ process\(es\) it left behind"/);
+      }
+    });
+  }
 
   it('--agent acp without an acp key, or with a bad one, exits 78 naming the key path', async () => {
     const scene = guestScene(h);
