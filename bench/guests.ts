@@ -7,14 +7,21 @@
 //  - the time to make a session live: spawn, initialize and session/new, or session/load after a
 //    release, for the SDK fixture, the Python example and Claude Code (claude-code-acp against a
 //    fake Anthropic API), directly, and the first turn of a new session through turnhost;
-//  - the memory of one live session (PSS of the guest's processes, from /proc) of each.
+//  - the memory of one live session (PSS of the guest's processes, from /proc) of each;
+//  - the sandbox's cost (AGENT.md §7), in the same rounds: turnhost with `sandbox.mode off` against
+//    sandboxed (making a session live, a turn's p50), and an HTTP request from inside a sandbox
+//    through its proxy against the same request made unconfined and straight.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { client, ndJsonStream, PROTOCOL_VERSION, type ClientConnection } from '@agentclientprotocol/sdk';
 import { END_GRACE_MS } from '../agents/acp/guest-process.js';
 import { descendants, endTree } from '../persistence/proc.js';
+import { resolveSandbox, sandboxSchema } from '../agents/sandbox/sandbox-config.js';
+import { Sandboxes } from '../agents/sandbox/sandbox.js';
 import { FakeAnthropic } from '../test/helpers/fake-anthropic.js';
 import { median, printTable, range, ROOT, round, ROUNDS, withTempDir, writeResult } from './common.js';
 import { startDaemon, stopDaemon } from './daemon.js';
@@ -143,15 +150,19 @@ async function measureDirect(spec: GuestSpec, dir: string): Promise<TurnRun> {
   return { oneP50Ms: latency.p50Ms, oneP99Ms: latency.p99Ms, manyP50Ms: loop.p50Ms, manyP99Ms: loop.p99Ms, turnsPerSec: loop.turnsPerSec };
 }
 
-function writeGuestConfig(dir: string, spec: GuestSpec): string {
-  const file = join(dir, 'agent.json');
-  writeFileSync(file, JSON.stringify({ acp: { command: spec.command, args: spec.args, env: spec.env, max_live_sessions: SESSIONS + 2, cwd: dir } }));
+type SandboxMode = 'off' | 'required';
+
+function writeGuestConfig(dir: string, spec: GuestSpec, mode: SandboxMode): string {
+  const file = join(dir, `agent-${mode}.json`);
+  writeFileSync(file, JSON.stringify({ acp: { command: spec.command, args: spec.args, env: spec.env, max_live_sessions: SESSIONS + 2, cwd: dir }, sandbox: { mode } }));
   return file;
 }
 
-async function measureTurnhost(spec: GuestSpec, dir: string): Promise<TurnRun & { firstTurnMs: number }> {
-  const home = join(dir, 'home');
-  const daemon = await startDaemon(home, ['--agent', 'acp', '--agent-config', writeGuestConfig(dir, spec)]);
+type TurnhostRun = TurnRun & { firstTurnMs: number };
+
+async function measureTurnhost(spec: GuestSpec, dir: string, mode: SandboxMode): Promise<TurnhostRun> {
+  const home = join(dir, `home-${mode}`);
+  const daemon = await startDaemon(home, ['--agent', 'acp', '--agent-config', writeGuestConfig(dir, spec, mode)]);
   try {
     const driver = await RpcDriver.open(join(home, 'turnhost.sock'));
     const sids = sessionIds('th', SESSIONS);
@@ -220,21 +231,75 @@ function treePssKiB(root: number): number {
   return total;
 }
 
+/** HTTP GETs to a server on 127.0.0.1, one after another, timed from inside the process that makes them. */
+const GETS = 300;
+const TIMED_GETS = `import sys, time, urllib.request
+url = sys.argv[1]
+took = []
+for i in range(${GETS} + 20):
+    t = time.perf_counter(); urllib.request.urlopen(url).read(); took.append(time.perf_counter() - t)
+print(" ".join(str(x * 1000) for x in took[20:]))`;
+
+/** A request's p50 from inside a sandbox through its proxy, and the same unconfined and straight to the server. */
+async function measureProxyHop(dir: string): Promise<{ straightMs: number; proxiedMs: number }> {
+  const server = createServer((_req, res) => res.end('ok'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  const home = join(dir, 'proxy-home');
+  mkdirSync(home, { recursive: true });
+  const config = resolveSandbox(sandboxSchema.parse({ allow_hosts: [new URL(url).host] }), { home, base: dir, modelUrls: [] });
+  const quiet = { info: () => {}, warn: () => {} };
+  const sandbox = await (await Sandboxes.start(config, quiet)).open('bench', dir);
+  try {
+    const p50 = async (command: string, args: string[], env: Record<string, string>) => median((await output(command, args, env, dir)).trim().split(' ').map(Number));
+    const straight = await p50('python3', ['-c', TIMED_GETS, url], { PATH: process.env['PATH'] ?? '/usr/bin:/bin' });
+    const inside = sandbox.wrap('python3', ['-c', TIMED_GETS, url], { PATH: process.env['PATH'] ?? '/usr/bin:/bin' });
+    const proxied = await p50(inside.command, inside.args, inside.env);
+    return { straightMs: straight, proxiedMs: proxied };
+  } finally {
+    await sandbox.close();
+    server.close();
+  }
+}
+
+function output(command: string, args: string[], env: Record<string, string>, cwd: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`${command} exited ${code}`))));
+  });
+}
+
+interface GuestRound {
+  direct: TurnRun;
+  turnhost: TurnhostRun;
+  sandboxed: TurnhostRun;
+  proxy: { straightMs: number; proxiedMs: number };
+}
+
 export async function benchGuests(): Promise<void> {
   const fake = await FakeAnthropic.start();
   try {
-    const turnRounds: { direct: TurnRun; turnhost: TurnRun & { firstTurnMs: number } }[] = [];
+    const turnRounds: GuestRound[] = [];
     for (let n = 0; n < ROUNDS; n++) {
       process.stdout.write(`round ${n + 1} of ${ROUNDS}: turns…\n`);
-      // Interleaved: the floor first in even rounds, turnhost first in odd ones.
+      // Interleaved: the floor first in even rounds, turnhost first in odd ones; the sandbox's pair in turn.
       const round = await withTempDir(async (dir) => {
         const spec = guestSpec('sdk', dir, fake);
+        const throughTurnhost = async () => {
+          const first = await measureTurnhost(spec, dir, n % 2 === 0 ? 'off' : 'required');
+          const second = await measureTurnhost(spec, dir, n % 2 === 0 ? 'required' : 'off');
+          return n % 2 === 0 ? { turnhost: first, sandboxed: second } : { turnhost: second, sandboxed: first };
+        };
+        const proxy = await measureProxyHop(dir);
         if (n % 2 === 0) {
           const direct = await measureDirect(spec, dir);
-          return { direct, turnhost: await measureTurnhost(spec, dir) };
+          return { direct, ...(await throughTurnhost()), proxy };
         }
-        const turnhost = await measureTurnhost(spec, dir);
-        return { direct: await measureDirect(spec, dir), turnhost };
+        const through = await throughTurnhost();
+        return { direct: await measureDirect(spec, dir), ...through, proxy };
       });
       turnRounds.push(round);
     }
@@ -249,9 +314,10 @@ export async function benchGuests(): Promise<void> {
   }
 }
 
-function report(turnRounds: { direct: TurnRun; turnhost: TurnRun & { firstTurnMs: number } }[], starts: Record<Kind, StartRun[]>): void {
-  const of = (side: 'direct' | 'turnhost', pick: (r: TurnRun) => number) => turnRounds.map((r) => pick(r[side]));
-  const row = (side: 'direct' | 'turnhost', label: string) => [
+function report(turnRounds: GuestRound[], starts: Record<Kind, StartRun[]>): void {
+  type Side = 'direct' | 'turnhost' | 'sandboxed';
+  const of = (side: Side, pick: (r: TurnhostRun) => number) => turnRounds.map((r) => pick(r[side] as TurnhostRun));
+  const row = (side: Side, label: string) => [
     label,
     round(median(of(side, (r) => r.oneP50Ms)), 3),
     round(median(of(side, (r) => r.oneP99Ms)), 3),
@@ -261,9 +327,9 @@ function report(turnRounds: { direct: TurnRun; turnhost: TurnRun & { firstTurnMs
     range(of(side, (r) => r.turnsPerSec)),
   ];
   printTable(
-    `a guest's turn (the SDK fixture), directly and through turnhost (median of ${ROUNDS} rounds; one session: ${LATENCY_TURNS} turns back to back; ${SESSIONS} sessions: a closed loop for ${MEASURE_MS / 1000} s)`,
+    `a guest's turn (the SDK fixture), directly and through turnhost, unconfined and sandboxed (median of ${ROUNDS} rounds; one session: ${LATENCY_TURNS} turns back to back; ${SESSIONS} sessions: a closed loop for ${MEASURE_MS / 1000} s)`,
     ['path', 'p50 ms (1)', 'p99 ms (1)', `p50 ms (${SESSIONS})`, `p99 ms (${SESSIONS})`, `turns/s (${SESSIONS})`, 'range'],
-    [row('direct', 'bare ACP client (the floor)'), row('turnhost', 'through turnhost (socket, --agent acp)')],
+    [row('direct', 'bare ACP client (the floor)'), row('turnhost', 'through turnhost, sandbox.mode off'), row('sandboxed', 'through turnhost, sandboxed')],
   );
   const label: Record<Kind, string> = { sdk: 'SDK fixture (Node)', python: 'Python example (stdlib)', claude: 'Claude Code (claude-code-acp)' };
   printTable(
@@ -271,8 +337,23 @@ function report(turnRounds: { direct: TurnRun; turnhost: TurnRun & { firstTurnMs
     ['guest', 'new ms', 'load ms', 'memory MiB'],
     (['sdk', 'python', 'claude'] as const).map((kind) => [label[kind], round(median(starts[kind].map((s) => s.newMs))), round(median(starts[kind].map((s) => s.loadMs))), round(median(starts[kind].map((s) => s.pssMiB)), 1)]),
   );
-  const firstTurn = round(median(turnRounds.map((r) => r.turnhost.firstTurnMs)));
-  process.stdout.write(`\nthe first turn of a new session through turnhost (the SDK fixture made live, then its turn): ${firstTurn} ms\n`);
+  const first = (side: 'turnhost' | 'sandboxed') => median(turnRounds.map((r) => r[side].firstTurnMs));
+  const p50 = (side: 'turnhost' | 'sandboxed') => median(turnRounds.map((r) => r[side].oneP50Ms));
+  const straight = median(turnRounds.map((r) => r.proxy.straightMs));
+  const proxied = median(turnRounds.map((r) => r.proxy.proxiedMs));
+  printTable(
+    `the sandbox's cost (AGENT.md §7: at most +50 ms to make a session live, +1 ms on a turn's p50), median of ${ROUNDS} rounds`,
+    ['what', 'unconfined', 'sandboxed', 'cost'],
+    [
+      ['the first turn of a new session (made live, then its turn), ms', round(first('turnhost')), round(first('sandboxed')), `+${round(first('sandboxed') - first('turnhost'))} ms`],
+      ["a turn's p50 (one session), ms", round(p50('turnhost'), 3), round(p50('sandboxed'), 3), `${signed(p50('sandboxed') - p50('turnhost'))} ms`],
+      [`an HTTP request's p50 (${GETS} in a row): straight / through the sandbox's proxy, ms`, round(straight, 3), round(proxied, 3), `${signed(proxied - straight)} ms`],
+    ],
+  );
   const file = writeResult('guests', { turns: turnRounds, starts });
   process.stdout.write(`wrote ${file}\n`);
+}
+
+function signed(ms: number): string {
+  return `${ms >= 0 ? '+' : ''}${round(ms, 3)}`;
 }

@@ -49,46 +49,56 @@ export interface ProcessIdentity {
   startTime: number;
 }
 
-/** The process's descendants now, from /proc's parent links (children before grandchildren). */
-export function descendants(root: number): ProcessIdentity[] {
-  const children = new Map<number, number[]>();
+/** One process as /proc/<pid>/stat has it. */
+export interface ProcessRow extends ProcessIdentity {
+  parent: number;
+  group: number;
+  zombie: boolean;
+  /** Resident pages. */
+  rssPages: number;
+}
+
+/** Every process now, from /proc, read once for whoever needs several of them. */
+export function processTable(): Map<number, ProcessRow> {
+  const table = new Map<number, ProcessRow>();
   for (const entry of readdirSync('/proc')) {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(parent, [...(children.get(parent) ?? []), pid]);
+      // After the command (which may hold spaces): state, ppid, pgrp, …; field n of the line is n - 3 here.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      table.set(pid, { pid, parent: Number(fields[1]), group: Number(fields[2]), zombie: fields[0] === 'Z', startTime: Number(fields[22 - 3]), rssPages: Number(fields[24 - 3]) });
     } catch {
       // gone while the table was read
     }
   }
+  return table;
+}
+
+/** The children of each process in a table. */
+export function childrenOf(table: ReadonlyMap<number, ProcessRow>): Map<number, number[]> {
+  const children = new Map<number, number[]>();
+  for (const row of table.values()) children.set(row.parent, [...(children.get(row.parent) ?? []), row.pid]);
+  return children;
+}
+
+/** The process's descendants now, from /proc's parent links (children before grandchildren). */
+export function descendants(root: number): ProcessIdentity[] {
+  const table = processTable();
+  const children = childrenOf(table);
   const found: ProcessIdentity[] = [];
   for (let queue = [...(children.get(root) ?? [])]; queue.length > 0; ) {
     const pid = queue.shift()!;
-    const startTime = readStartTime(pid);
-    if (startTime !== null) found.push({ pid, startTime });
+    found.push({ pid, startTime: table.get(pid)!.startTime });
     queue = [...queue, ...(children.get(pid) ?? [])];
   }
   return found;
 }
 
-/** The live processes of a process group (field 5 of /proc/<pid>/stat), with their start times. */
+/** The live processes of a process group, with their start times. */
 export function groupMembers(pgid: number): ProcessIdentity[] {
-  const found: ProcessIdentity[] = [];
-  for (const entry of readdirSync('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[2]) !== pgid || fields[0] === 'Z') continue;
-      found.push({ pid, startTime: Number(fields[22 - 3]) });
-    } catch {
-      // gone while the table was read
-    }
-  }
-  return found;
+  return [...processTable().values()].filter((row) => row.group === pgid && !row.zombie);
 }
 
 /** Signals the process only while it is still the one that was found. */

@@ -2,7 +2,7 @@
 // of its processes' resident sets) and how many processes it has. cgroups are not ours to use on
 // every machine, and RLIMIT_NPROC does not hold for root, so the host looks: twice a second, one
 // pass over /proc for every tree it watches. A tree over a bound is ended by its owner.
-import { readdirSync, readFileSync } from 'node:fs';
+import { childrenOf, processTable } from '../../persistence/proc.js';
 
 const LOOK_EVERY_MS = 500;
 /** Processes one sandbox may run: a fork bomb is ended here, long before the machine's own limits. */
@@ -42,8 +42,7 @@ export class TreeWatchdog {
 
   private look(): void {
     const table = processTable();
-    const children = new Map<number, number[]>();
-    for (const [pid, row] of table) children.set(row.parent, [...(children.get(row.parent) ?? []), pid]);
+    const children = childrenOf(table);
     for (const entry of [...this.watched]) {
       const tree = table.has(entry.root) ? [entry.root] : [];
       for (let i = 0; i < tree.length; i++) tree.push(...(children.get(tree[i]!) ?? []));
@@ -59,27 +58,4 @@ export class TreeWatchdog {
       entry.over(why);
     }
   }
-}
-
-interface ProcessRow {
-  parent: number;
-  rssPages: number;
-}
-
-/** Every process's parent and resident pages, read once for all the trees. */
-function processTable(): Map<number, ProcessRow> {
-  const table = new Map<number, ProcessRow>();
-  for (const entry of readdirSync('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      // After the command: state, ppid, …; rss is field 24 of the whole line, 22 after the command.
-      table.set(pid, { parent: Number(fields[1]), rssPages: Number(fields[21]) });
-    } catch {
-      // gone while the table was read
-    }
-  }
-  return table;
 }
