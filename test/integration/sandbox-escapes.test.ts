@@ -198,4 +198,34 @@ describe('the sandbox against a member who runs any command (real daemon, the Py
     await owner.call('session.create', { session_id: 'admins', cwd: anywhere });
     owner.close();
   });
+
+  it('says how it confines (status), and a machine without bubblewrap: --agent acp exits 78 saying what to do, while the script agent and a model agent without MCP servers start as before', async () => {
+    const s = await scene(await httpServer('unused'));
+    const owner = await TestClient.connect(s.daemon);
+    const status = await owner.call<{ sandbox: { mode: string; mechanism: string } }>('host.status');
+    expect(status.sandbox.mode).to.equal('required');
+    expect(status.sandbox.mechanism).to.match(/^bubblewrap \d+\.\d+/);
+    owner.close();
+    const shown = await h.runCli(['status', '--home', s.home]);
+    expect(shown.stdout).to.match(/sandbox\s+required \(bubblewrap \d+\.\d+\.\d+\)/);
+
+    // A PATH with python3 and a shell, and no bubblewrap.
+    const bin = h.tempDir('turnhost-nobwrap-');
+    const { symlinkSync } = await import('node:fs');
+    for (const program of ['python3', 'sh']) symlinkSync(`/usr/bin/${program}`, join(bin, program));
+    const without = { PATH: bin };
+    const dir = h.tempDir('turnhost-nobwrap-home-');
+    writeFileSync(join(dir, 'agent.json'), JSON.stringify({ acp: { command: 'python3', args: [PYTHON_GUEST] } }));
+    const refused = await h.runCli(['start', '--home', join(dir, 'acp'), '--agent', 'acp', '--agent-config', join(dir, 'agent.json')], without);
+    expect(refused.code).to.equal(78);
+    expect(refused.stderr).to.match(/sandbox: bubblewrap cannot run the agent's processes here: .*ENOENT; install bubblewrap and socat \(Debian: apt install bubblewrap socat\), or set sandbox.mode "off"/);
+    const script = await h.runCli(['chat', '--home', join(dir, 'script'), 'works without bubblewrap'], without);
+    expect(script.code, script.stderr).to.equal(0);
+    expect(script.stdout).to.equal('works without bubblewrap\n');
+    const scriptStatus = JSON.parse((await h.runCli(['status', '--home', join(dir, 'script'), '--json'], without)).stdout) as { sandbox: unknown };
+    expect(scriptStatus.sandbox).to.deep.equal({ mode: 'unused', mechanism: null });
+    const model = await h.runCli(['start', '--home', join(dir, 'model'), '--agent', 'openai'], { ...without, TURNHOST_MODEL: 'm', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' });
+    expect(model.code, model.stderr).to.equal(0);
+    for (const home of ['script', 'model']) await h.runCli(['stop', '--home', join(dir, home)], without);
+  });
 });
