@@ -1,7 +1,7 @@
 // Claude Code as a turnhost guest (AGENT.md §6), through @zed-industries/claude-code-acp, offline
 // against a fake Anthropic Messages API on 127.0.0.1: real tool calls, real permission requests,
 // and a `session/load` that brings its memory back after a kill -9. Its own suite (`npm run
-// test:claude-code`, run by .ci/run): each session runs Claude Code's CLI, seconds to start.
+// test:guests`, run by .ci/run): each session runs Claude Code's CLI, seconds to start.
 import type { RequestPermissionRequest } from '@agentclientprotocol/sdk';
 import { expect } from 'chai';
 import { existsSync, readFileSync } from 'node:fs';
