@@ -3,7 +3,8 @@
 // `<home>/agent-homes/`, its proxy, and bounds on its tree. `sandbox.mode off` runs them as before,
 // but each still dies with the host (a parent-death signal): no agent process outlives its host.
 import { randomBytes, createHash } from 'node:crypto';
-import { existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SandboxStatus } from '../../protocol/outbound.js';
 import { bwrapArgs, INSIDE_PROXY_PORT, probeSandbox, PROXY_SOCKET } from './bubblewrap.js';
@@ -33,6 +34,9 @@ export interface AgentSandbox {
   /** Its proxy goes, and the watch; its folder and home stay. */
   close(): Promise<void>;
 }
+
+/** A unix socket's path, with its terminating NUL (sun_path). */
+const UNIX_PATH_MAX = 108;
 
 const setprivPath = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path)) ?? null;
 
@@ -80,8 +84,7 @@ export class Sandboxes {
     mkdirSync(agentHome, { recursive: true, mode: 0o700 });
     if (folder !== undefined) checkFolder(folder);
     folder ??= agentHome;
-    const proxyDir = join(this.config.home, 'run', randomBytes(6).toString('hex'));
-    mkdirSync(proxyDir, { recursive: true, mode: 0o700 });
+    const proxyDir = proxyFolder(this.config.home);
     let proxy: EgressProxy;
     try {
       proxy = await EgressProxy.listen(join(proxyDir, PROXY_SOCKET), this.config.allowHosts, name, this.log);
@@ -113,6 +116,19 @@ export async function sandboxMechanism(): Promise<string> {
   const probe = await probeSandbox();
   if ('error' in probe) throw new SandboxUnavailable(probe.error);
   return probe.version;
+}
+
+/**
+ * A folder of its own (0700) for a sandbox's proxy socket: in the home, or, when the home's path is
+ * so long that a socket's path in it would pass the kernel's bound (108 bytes), in the host's tmp.
+ */
+function proxyFolder(home: string): string {
+  const inHome = join(home, 'run', randomBytes(6).toString('hex'));
+  if (join(inHome, PROXY_SOCKET).length < UNIX_PATH_MAX) {
+    mkdirSync(inHome, { recursive: true, mode: 0o700 });
+    return inHome;
+  }
+  return mkdtempSync(join(tmpdir(), 'turnhost-proxy-'));
 }
 
 /** bubblewrap (or its bridge) cannot run here: the start fails, saying what to do. */

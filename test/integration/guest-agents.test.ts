@@ -395,5 +395,17 @@ describe('guest agents over ACP (--agent acp, AGENT.md §6): a guest written wit
     const unknown = await h.runCli(['start', '--home', scene.home, ...guestArgs(scene)]);
     expect(unknown.code).to.not.equal(0);
     expect(unknown.stderr).to.include('acp.shell: unknown key');
+    // The sandbox's keys (AGENT.md §7), validated with the rest.
+    for (const [sandbox, path] of [
+      [{ memory_mb: 'lots' }, 'sandbox.memory_mb: expected a number'],
+      [{ mode: 'loose' }, 'sandbox.mode:'],
+      [{ allow_hosts: ['https://example.com/'] }, 'sandbox.allow_hosts.0: expected a host or host:port'],
+      [{ walls: true }, 'sandbox.walls: unknown key'],
+    ] as const) {
+      scene.write({}, { sandbox });
+      const refused = await h.runCli(['daemon', '--home', scene.home, ...guestArgs(scene)]);
+      expect(refused.code, JSON.stringify(sandbox)).to.equal(78);
+      expect(refused.stderr).to.include(`${scene.config}: ${path}`);
+    }
   });
 });

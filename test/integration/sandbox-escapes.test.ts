@@ -196,6 +196,25 @@ describe('the sandbox against a member who runs any command (real daemon, the Py
     const owner = await TestClient.connect(s.daemon);
     const anywhere = h.tempDir('turnhost-admin-folder-');
     await owner.call('session.create', { session_id: 'admins', cwd: anywhere });
+    const turn = async (sid: string) => {
+      const { turn_id } = await owner.call<{ turn_id: string }>('prompt.submit', { session_id: sid, text: 'hello' });
+      await owner.until(() => owner.events.some((e) => (e.type === 'turn.end' || e.type === 'turn.error') && e.payload['turn_id'] === turn_id), `the end of ${turn_id}`, 20_000);
+      return owner.events.find((e) => (e.type === 'turn.end' || e.type === 'turn.error') && e.payload['turn_id'] === turn_id)!;
+    };
+    expect((await turn('admins')).type).to.equal('turn.end');
+    // A folder that vanished, or that a link now stands in for, makes no sandbox: the turn says why.
+    await owner.call('session.create', { session_id: 'vanished', cwd: join(anywhere, 'gone') });
+    const gone = await turn('vanished');
+    expect(gone.type).to.equal('turn.error');
+    expect(String(gone.payload['message'])).to.match(/the session's folder .*gone cannot be used: ENOENT/);
+    const { rmSync, mkdirSync: makeDir } = await import('node:fs');
+    makeDir(join(s.home, 'workspaces', 'bob', 'swapped'), { recursive: true });
+    await s.bob.createSession({ session_id: 'swapped', cwd: join(s.home, 'workspaces', 'bob', 'swapped') });
+    rmSync(join(s.home, 'workspaces', 'bob', 'swapped'), { recursive: true });
+    symlinkSync('/', join(s.home, 'workspaces', 'bob', 'swapped'));
+    let swapped = '';
+    for await (const event of s.bob.turn('swapped', 'run ls')) if (event.type === 'turn.error') swapped = String(event.payload.message);
+    expect(swapped).to.match(/is now reached through a symbolic link \(to \/\): its sandbox is not made/);
     owner.close();
   });
 
