@@ -13,6 +13,20 @@ const START_TIMEOUT_MS = 15_000;
 const POLL_MS = 50;
 
 /** A client of the home's daemon, or null when none answers there. */
+/** Runs `body` with a client of the running daemon; says so (exit 3) when none runs. */
+export async function withDaemon(home: string, name: string, body: (client: RpcClient) => Promise<number>): Promise<number> {
+  const client = await connectDaemon(home);
+  if (client === null) {
+    process.stderr.write(`turnhost ${name}: no daemon is running in ${home} (turnhost start)\n`);
+    return EXIT_NOT_RUNNING;
+  }
+  try {
+    return await body(client);
+  } finally {
+    client.close();
+  }
+}
+
 export async function connectDaemon(home: string): Promise<RpcClient | null> {
   try {
     return await RpcClient.connect(homePaths(home).socket);

@@ -382,8 +382,34 @@ program
   .argument('<id>', 'the session id')
   .addOption(homeOption())
   .option('--json', 'print one JSON array')
+  .option('--all', 'with the turns rewinds, retries and edits superseded (PROTOCOL.md §2.2)')
   .addOption(storeOption())
   .action((id: string, opts) => run('history', async () => (await import('./commands/sessions.js')).historyCommand(homeFrom(opts.home), id, opts)));
+
+program
+  .command('fork')
+  .description("a new session whose history is this one's up to a turn (the last that ended, or --at); through the daemon")
+  .argument('<id>', 'the session to fork')
+  .option('--at <turn>', 'the turn to fork at (default: the last that ended)')
+  .option('--as <new-id>', "the new session's id (default: made up)")
+  .option('--json', 'print the result as JSON')
+  .addOption(homeOption())
+  .action((id: string, opts) => run('fork', async () => (await import('./commands/branches.js')).forkCommand(homeFrom(opts.home), id, opts)));
+
+program
+  .command('rewind')
+  .description('the session goes back to just after a turn; the turns after it are superseded, not deleted; through the daemon')
+  .argument('<id>', 'the session')
+  .requiredOption('--to <turn>', 'the turn to keep last (start: before the first)')
+  .addOption(homeOption())
+  .action((id: string, opts) => run('rewind', async () => (await import('./commands/branches.js')).rewindCommand(homeFrom(opts.home), id, opts)));
+
+program
+  .command('retry')
+  .description("the session's last turn again: its prompt resubmitted, the old turn superseded; through the daemon")
+  .argument('<id>', 'the session')
+  .addOption(homeOption())
+  .action((id: string, opts) => run('retry', async () => (await import('./commands/branches.js')).retryCommand(homeFrom(opts.home), id)));
 
 const user = program.command('user').description('the people of this turnhost and their personal tokens (PROTOCOL.md §5.6)');
 user

@@ -4,6 +4,7 @@ import { OWNER } from './people.js';
 import type { ToolCall } from '../protocol/chat.js';
 import type { TurnUsage } from '../protocol/outbound.js';
 import type { SessionStatus } from './store.js';
+import { lineMessagesSql, lineTailSql, MESSAGE_COUNT_SQL } from './session-line.js';
 
 /** One row of `turnhost sessions --json` (PROTOCOL.md §3). */
 export interface SessionSummary {
@@ -17,9 +18,10 @@ export interface SessionSummary {
   updated_at: string;
 }
 
-/** A summary with what a list names the session by (PROTOCOL.md §5.5): its first message, when it is a prompt. */
+/** A summary with what a list names the session by (PROTOCOL.md §5.5): its first message, when it is a prompt; and where it was forked from. */
 export interface ListedSession extends SessionSummary {
   first_prompt: string | null;
+  forked_from: ForkOrigin | null;
 }
 
 /** One row of `turnhost history ID --json`; the tool fields only on messages that have them. */
@@ -36,6 +38,22 @@ export interface HistoryEntry {
   model?: string;
   usage?: TurnUsage;
   duration_ms?: number;
+  /** With `all` (PROTOCOL.md §2.2): a message of a turn a rewind superseded, when and by whom. */
+  superseded?: true;
+  superseded_at?: string;
+  superseded_by?: string | null;
+}
+
+/** A session this one was forked from, at a turn (PROTOCOL.md §2.2). */
+export interface ForkOrigin {
+  session_id: string;
+  turn_id: string | null;
+}
+
+/** How much of a history to read: its last `limit` messages; `all`: with the superseded turns too. */
+export interface HistoryOptions {
+  limit?: number;
+  all?: boolean;
 }
 
 export interface HistoryRow {
@@ -64,12 +82,29 @@ export const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_ca
 
 export const SESSION_STATUSES: readonly SessionStatus[] = ['active', 'finalized', 'retained'];
 
-export const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_reason, history_version, updated_at,
-  (SELECT count(*) FROM messages WHERE messages.sid = sessions.sid) AS message_count,
-  (SELECT content FROM messages WHERE messages.sid = sessions.sid AND messages.seq = 0 AND messages.role = 'user') AS first_prompt`;
+/** A session's columns for its summary; a branch of a session (PROTOCOL.md §2.2) is never one. */
+export const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_reason, history_version, updated_at, forked_from_sid, forked_from_turn,
+  ${MESSAGE_COUNT_SQL} AS message_count,
+  (SELECT content FROM messages WHERE messages.sid = CASE WHEN COALESCE(sessions.parent_upto, 0) > 0 THEN sessions.parent_sid ELSE sessions.sid END
+     AND messages.seq = 0 AND messages.role = 'user') AS first_prompt`;
+export const NOT_A_BRANCH = 'branch_of IS NULL';
+
+/** The rows of `$1`'s line, for its history (live), oldest first. */
+export const LINE_HISTORY_SQL = lineMessagesSql(HISTORY_COLUMNS.split(', ').map((c) => `m.${c}`).join(', '));
+/** The last `$2` rows of `$1`'s line, newest first. */
+export const LINE_TAIL_SQL = lineTailSql(HISTORY_COLUMNS.split(', ').map((c) => `m.${c}`).join(', '));
+/** The rows the rewinds of `$1` superseded: each branch's own, with when and by whom. */
+export const SUPERSEDED_SQL = `SELECT b.sid AS branch, ${HISTORY_COLUMNS.split(', ').map((c) => `m.${c}`).join(', ')}, t.superseded_at, t.superseded_by
+  FROM sessions b JOIN messages m ON m.sid = b.sid LEFT JOIN turns t ON t.turn_id = m.turn_id
+  WHERE b.branch_of = $1 ORDER BY b.created_at, b.sid, m.seq`;
+/** The sessions forked from `$1`. */
+export const FORKS_SQL = `SELECT sid, forked_from_turn FROM sessions WHERE forked_from_sid = $1 AND ${NOT_A_BRANCH} ORDER BY created_at, sid`;
 
 /** A summary as stored: the sid and the time in their column form. */
-export type SessionRow = Omit<ListedSession, 'session_id' | 'updated_at'> & { sid: string; updated_at: number };
+export type SessionRow = Omit<ListedSession, 'session_id' | 'updated_at' | 'forked_from'> & { sid: string; updated_at: number; forked_from_sid: string | null; forked_from_turn: string | null };
+
+/** A superseded row as stored. */
+export type SupersededRow = HistoryRow & { branch: string; superseded_at: number | null; superseded_by: string | null };
 
 /** A node of the cluster, as its heartbeat left it (PROTOCOL.md §6.2). */
 export interface ClusterNode {
@@ -110,8 +145,10 @@ export interface Reader {
   /** Sessions with prompts waiting in their queue: how many, and since when (the oldest). */
   queues(): Promise<{ session_id: string; queued: number; oldest: string }[]>;
   statusCounts(): Promise<Record<SessionStatus, number>>;
-  /** The session's messages, oldest first (the last `limit` when given); undefined for an unknown session. */
-  history(sid: string, limit?: number): Promise<HistoryEntry[] | undefined>;
+  /** The session's messages, oldest first (the last `limit` when given; `all`: with the superseded ones); undefined for an unknown session. */
+  history(sid: string, options?: HistoryOptions): Promise<HistoryEntry[] | undefined>;
+  /** Where the session was forked from, and the sessions forked from it (PROTOCOL.md §2.2). */
+  forks(sid: string): Promise<{ forked_from: ForkOrigin | null; forks: ForkOrigin[] } | undefined>;
   /** The nodes sharing the database; none on SQLite. */
   nodes(): Promise<ClusterNode[]>;
   /** The live node other than `self` that holds the session's lease; null when none does (always on SQLite). */
@@ -160,9 +197,33 @@ export function toHistoryEntry(row: HistoryRow): HistoryEntry {
   return entry;
 }
 
-/** The summary (`sessions --json`, PROTOCOL.md §3: exactly these keys), and the first prompt beside it. */
+/** The summary (`sessions --json`, PROTOCOL.md §3: exactly these keys), and the first prompt and the fork's origin beside it. */
 export function toListed(row: SessionRow): ListedSession {
-  return { ...toSummary(row), first_prompt: row.first_prompt ?? null };
+  return { ...toSummary(row), first_prompt: row.first_prompt ?? null, forked_from: forkOrigin(row) };
+}
+
+export function forkOrigin(row: Pick<SessionRow, 'forked_from_sid' | 'forked_from_turn'>): ForkOrigin | null {
+  return row.forked_from_sid === null ? null : { session_id: row.forked_from_sid, turn_id: row.forked_from_turn };
+}
+
+/**
+ * With `all`: the superseded rows, each branch's together, just before the live message at the
+ * position its path left the line (the path that was, then the path that is).
+ */
+export function withSuperseded(live: HistoryEntry[], superseded: readonly SupersededRow[]): HistoryEntry[] {
+  const branches = new Map<string, HistoryEntry[]>();
+  for (const row of superseded) {
+    const entry: HistoryEntry = { ...toHistoryEntry(row), superseded: true };
+    if (row.superseded_at !== null) entry.superseded_at = new Date(row.superseded_at).toISOString();
+    if (row.superseded_by !== null || row.superseded_at !== null) entry.superseded_by = row.superseded_by;
+    branches.set(row.branch, [...(branches.get(row.branch) ?? []), entry]);
+  }
+  const merged = [...live];
+  for (const rows of branches.values()) {
+    const at = merged.findIndex((entry) => entry.superseded !== true && entry.seq >= rows[0]!.seq);
+    merged.splice(at === -1 ? merged.length : at, 0, ...rows);
+  }
+  return merged;
 }
 
 export function toSummary(row: SessionRow): SessionSummary {

@@ -1,5 +1,5 @@
-// What the daemon and the CLI write in the store beside the host (PROTOCOL.md §5.6, §8): people,
-// schedules and the webhook outbox, on one connection of their own (SQLite: WAL lets it write
+// What the daemon and the CLI write in the store beside the host (PROTOCOL.md §2.2, §5.6, §8):
+// forks, people, schedules and the webhook outbox, on one connection of their own (SQLite: WAL lets it write
 // beside the host, each waiting at most its busy timeout for the other; PostgreSQL: a small pool).
 // None of it is on a turn's path. The schema is made when missing: a CLI may come before any host.
 import type { Outbox } from './outbox.js';
@@ -7,7 +7,24 @@ import type { People } from './people.js';
 import type { Schedules } from './schedules.js';
 import type { StoreLocation } from './store-location.js';
 
+/** A fork's request (PROTOCOL.md §2.2): the new session, its folder (null: a new workspace), the source, the turn (null: its last ended one). */
+export interface ForkRequest {
+  sid: string;
+  sessionKey: string;
+  cwd: string | null;
+  source: string;
+  atTurnId: string | null;
+}
+
+/** What a fork took: the turn, and how many messages of the source's line it shares. */
+export interface ForkMade {
+  turn_id: string;
+  upto: number;
+}
+
 export interface SideStore {
+  /** Makes the fork in one statement; null when the source or the turn is not there (nothing written). */
+  fork(request: ForkRequest, now?: number): Promise<ForkMade | null>;
   people: People;
   schedules: Schedules;
   outbox: Outbox;

@@ -105,13 +105,19 @@ export interface StatementParams {
   deleteQueued: [queueId: string];
   deleteQueue: [sid: string];
   updateQueueRevision: [revision: number, sid: string];
-  updateAgentSession: [agentSessionId: string, sid: string];
+  updateAgentSession: [agentSessionId: string | null, sid: string];
   /** The newest record of the id: a repeated one replaces the old and counts as the newest. */
   insertSubmit: [sid: string, clientMessageId: string, turnId: string, queueId: string | null, steered: 0 | 1];
   updateSubmit: [steered: 0 | 1, sid: string, clientMessageId: string];
   deleteOldestSubmit: [sid: string];
   /** An event for the webhooks (PROTOCOL.md §8.2), in the commit of what it reports. */
   insertWebhook: [sid: string, type: string, ref: string, detail: string | null, now: number];
+  /** A rewind (persistence/session-line.ts). */
+  insertBranch: [branch: string, now: number, sid: string, keep: number];
+  moveRows: [branch: string, sid: string, keep: number];
+  repointForks: [branch: string, sid: string, keep: number];
+  shortenPrefix: [keep: number, sid: string];
+  markTurns: [now: number, by: string | null, branch: string];
 }
 
 export type StatementName = keyof StatementParams;
@@ -171,14 +177,29 @@ export abstract class StoreWriter {
     this.committedHistory.push((cache) => cache.truncated(sid, keep));
   }
 
+  /**
+   * The session keeps its first `keep` messages; the rest move to `branch`, whose line is the one
+   * the session leaves (forks that shared it read it there). Nothing is deleted. A rewind
+   * (PROTOCOL.md §2.2) marks the turns that moved superseded (`superseded`: when, by whom); a
+   * compression that replaces the history leaves them unmarked.
+   */
+  rewind(sid: string, keep: number, branch: string, superseded: { by: string | null } | null, now = Date.now()): void {
+    this.run('insertBranch', [branch, now, sid, keep]);
+    this.run('moveRows', [branch, sid, keep]);
+    this.run('repointForks', [branch, sid, keep]);
+    this.run('shortenPrefix', [keep, sid]);
+    if (superseded !== null) this.run('markTurns', [now, superseded.by, branch]);
+    this.committedHistory.push((cache) => cache.truncated(sid, keep));
+  }
+
   /** A turn whose end could not be stored: its messages go, and it is stored as failed. */
   undoTurn(sid: string, fromSeq: number, turnId: string, error: string, now = Date.now()): void {
     this.truncateHistory(sid, fromSeq);
     this.run('updateTurn', ['failed', now, error, null, null, null, null, turnId]);
   }
 
-  /** A guest agent's session id for this session (AGENT.md §6): what a later `session/load` names. */
-  setAgentSession(sid: string, agentSessionId: string): void {
+  /** A guest agent's session id for this session (AGENT.md §6): what a later `session/load` names; null: none (its memory no longer fits the history). */
+  setAgentSession(sid: string, agentSessionId: string | null): void {
     this.run('updateAgentSession', [agentSessionId, sid]);
   }
 

@@ -11,6 +11,13 @@ import type { QueuedPrompt, StoreWriter, SubmitRecord } from './store-writer.js'
 export type SessionStatus = 'active' | 'finalized' | 'retained';
 export type StoredTurnStatus = 'running' | 'completed' | 'interrupted' | 'failed' | 'lost';
 
+/** Where a turn lies in a session's line: its first position, and the one after its last. */
+export interface TurnSpan {
+  turn_id: string;
+  start: number;
+  upto: number;
+}
+
 export interface StoredSession {
   sid: string;
   sessionKey: string;
@@ -83,6 +90,13 @@ export interface Store {
   messages(sid: string, from?: number, to?: number): Promise<ChatMessage[]>;
   /** What the session remembers of an accepted client_message_id (committed ones). */
   submitRecord(sid: string, clientMessageId: string): Promise<SubmitRecord | undefined>;
+  /**
+   * Where `turnId` lies in the session's line, or its last ended turn (`turnId` null): where a
+   * fork or a rewind cuts. Null when there is none.
+   */
+  turnSpan(sid: string, turnId: string | null): Promise<TurnSpan | null>;
+  /** The session's own turns from position `seq` on, in order: what a rewind there supersedes. */
+  ownTurnsFrom(sid: string, seq: number): Promise<string[]>;
   /**
    * A turn's status as stored, or null when no turn of this id was ever started: whether a
    * turn.start sent again after a host died ran, and what a commit whose answer was lost did.

@@ -32,6 +32,8 @@ export type EventPayloads = {
   'turn.end': { turn_id: string; queue_id?: string; interrupted: boolean; message_count?: number; history_version?: number; usage?: TurnUsage; finish_reason?: 'length' };
   'turn.error': { turn_id: string; queue_id?: string; message: string; reason: string };
   'session.queue': QueueView;
+  /** A rewind (PROTOCOL.md §2.2): the line now ends after `to_turn_id` (null: empty); the turns it left, in order. */
+  'session.rewound': { to_turn_id: string | null; superseded: string[] };
 };
 
 export type EventType = keyof EventPayloads;

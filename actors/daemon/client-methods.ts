@@ -135,6 +135,14 @@ function auditAction(method: string, params: UnknownRecord): string | null {
       return 'share';
     case 'session.unshare':
       return 'unshare';
+    case 'session.fork':
+      return 'fork';
+    case 'session.rewind':
+      return 'rewind';
+    case 'session.retry':
+      return 'retry';
+    case 'prompt.edit':
+      return 'edit';
     default:
       return null;
   }
@@ -280,6 +288,23 @@ async function claimNewSession(ctx: ClientContext, sid: string): Promise<void> {
   ctx.access.forget(sid, ctx.identity.user);
 }
 
+/** A prompt for the session's next turn, as prompt.submit sends it (its `on_busy` and `client_message_id` from `p`). */
+function submitPrompt(ctx: ClientContext, sid: string, text: string, p: Fields): Promise<unknown> {
+  const onBusy = p.optionalOneOf('on_busy', ON_BUSY) ?? 'queue';
+  const clientMessageId = p.optionalIdentifier('client_message_id');
+  attach(ctx, sid);
+  const cwd = ctx.cwds.get(sid);
+  // The home's owner is who a turn without `by` was submitted by: its own prompts say nothing more.
+  const by = ctx.identity.user === OWNER ? {} : { by: ctx.identity.user };
+  return callHost(ctx, { op: 'turn', sid, text, onBusy, ...(clientMessageId === undefined ? {} : { clientMessageId }), ...(cwd ? { cwd } : {}), ...by });
+}
+
+/** The host's rewind route, as the caller (who superseded the turns it leaves). */
+function rewind(ctx: ClientContext, sid: string, point: { to_turn_id: string | null } | { before_turn_id: string | null }): Promise<unknown> {
+  attach(ctx, sid);
+  return callHost(ctx, { op: 'control', sid, route: 'session.rewind', params: { ...point, by: ctx.identity.user } });
+}
+
 /** A run-concurrent or idle-gated route: its params go to the host as the control's params. */
 async function routeMethod(route: string, params: UnknownRecord, ctx: ClientContext): Promise<unknown> {
   const sid = new Fields(params).identifier('session_id');
@@ -342,6 +367,7 @@ const METHODS: Record<string, Method> = {
     const sid = p.identifier('session_id');
     const afterSeq = p.optionalInteger('after_seq', 0) ?? null;
     const session = await knownSession(ctx, sid);
+    const forkedFrom = (await (await ctx.reader())?.forks(sid))?.forked_from ?? null;
     tell(ctx.supervisor, { kind: 'attached', sid });
     const status = await hostStatus(ctx);
     const runningHere = status.running_sids.includes(sid);
@@ -353,6 +379,7 @@ const METHODS: Record<string, Method> = {
       status: session.status,
       running: runningHere || elsewhere?.running_turn != null,
       ...(elsewhere === null ? {} : { owner: { node_id: elsewhere.node_id, reachable: false } }),
+      ...(forkedFrom === null ? {} : { forked_from: forkedFrom }),
     };
     const viewer = !(await ctx.access.mayAnswer(ctx.identity, sid));
     tell(ctx.gateway, { kind: 'resume', sid, clientId: ctx.clientId, rpcId: id, afterSeq, result, ...(viewer ? { viewer } : {}) });
@@ -376,6 +403,7 @@ const METHODS: Record<string, Method> = {
         updated_at: s.updated_at,
         title: titleOf(s.first_prompt),
         role: theirs?.get(s.session_id) ?? 'admin',
+        ...(s.forked_from === null ? {} : { forked_from: s.forked_from }),
       })),
     };
   },
@@ -443,7 +471,8 @@ const METHODS: Record<string, Method> = {
   async 'session.history'(p, ctx) {
     const sid = p.identifier('session_id');
     const limit = p.optionalInteger('limit', 0);
-    const messages = await (await ctx.reader())?.history(sid, limit);
+    const all = p.optionalBoolean('all') ?? false;
+    const messages = await (await ctx.reader())?.history(sid, { ...(limit === undefined ? {} : { limit }), all });
     if (messages === undefined) throw new RpcError(ErrorCodes.sessionNotFound, `session not found: ${sid}`);
     return { messages };
   },
@@ -452,13 +481,59 @@ const METHODS: Record<string, Method> = {
     const sid = p.identifier('session_id');
     const text = p.raw('text');
     if (typeof text !== 'string') throw new FieldError('text must be a string');
-    const onBusy = p.optionalOneOf('on_busy', ON_BUSY) ?? 'queue';
-    const clientMessageId = p.optionalIdentifier('client_message_id');
+    return submitPrompt(ctx, sid, text, p);
+  },
+
+  /** A fork (PROTOCOL.md §2.2): made here, in one statement that shares the source's line up to the turn. */
+  async 'session.fork'(p, ctx) {
+    const source = p.identifier('session_id');
+    const sid = p.optionalIdentifier('new_session_id') ?? `s-${randomBytes(6).toString('hex')}`;
+    const atTurnId = p.optionalIdentifier('at_turn_id') ?? null;
+    const asked = p.optionalString('cwd');
+    const cwd = asked ? sessionFolder(asked, ctx.identity, ctx.workspacesRoot) : null;
+    const reader = await ctx.reader();
+    if ((await reader?.session(source)) === undefined) throw notFound(source);
+    if ((await reader?.session(sid)) !== undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: the session id ${sid} is taken`);
+    await claimNewSession(ctx, sid);
+    const made = await (await openSide(ctx)).fork({ sid, sessionKey: `sk-${randomBytes(6).toString('hex')}`, cwd, source, atTurnId });
+    if (made === null) throw new RpcError(ErrorCodes.invalidParams, atTurnId === null ? `invalid params: session ${source} has no turn that ended to fork at` : `invalid params: turn ${atTurnId} is not in session ${source}'s history`);
+    // This node's host takes the fork now: the session is this node's (PROTOCOL.md §2.2).
+    await callHost(ctx, { op: 'create', sid });
     attach(ctx, sid);
-    const cwd = ctx.cwds.get(sid);
-    // The home's owner is who a turn without `by` was submitted by: its own prompts say nothing more.
-    const by = ctx.identity.user === OWNER ? {} : { by: ctx.identity.user };
-    return callHost(ctx, { op: 'turn', sid, text, onBusy, ...(clientMessageId === undefined ? {} : { clientMessageId }), ...(cwd ? { cwd } : {}), ...by });
+    return { session_id: sid, forked_from: { session_id: source, turn_id: made.turn_id } };
+  },
+
+  async 'session.forks'(p, ctx) {
+    const sid = p.identifier('session_id');
+    const forks = await (await ctx.reader())?.forks(sid);
+    if (forks === undefined) throw notFound(sid);
+    return { session_id: sid, ...forks };
+  },
+
+  /** The line is cut after `to_turn_id` (null: to the beginning); what it leaves is superseded, never deleted. */
+  'session.rewind'(p, ctx) {
+    const sid = p.identifier('session_id');
+    const to = p.raw('to_turn_id');
+    if (to !== null && (typeof to !== 'string' || to === '')) throw new FieldError('to_turn_id must be a turn id, or null (to the beginning)');
+    return rewind(ctx, sid, { to_turn_id: to });
+  },
+
+  /** Rewinds to before the last turn and submits its prompt again (PROTOCOL.md §2.2). */
+  async 'session.retry'(p, ctx) {
+    const sid = p.identifier('session_id');
+    const { prompt } = (await rewind(ctx, sid, { before_turn_id: null })) as { prompt?: string };
+    if (prompt === undefined) throw new RpcError(ErrorCodes.invalidParams, 'invalid params: the last turn has no prompt to submit again');
+    return submitPrompt(ctx, sid, prompt, p);
+  },
+
+  /** Rewinds to before `turn_id` and submits `text` in its place (PROTOCOL.md §2.2). */
+  async 'prompt.edit'(p, ctx) {
+    const sid = p.identifier('session_id');
+    const turnId = p.identifier('turn_id');
+    const text = p.raw('text');
+    if (typeof text !== 'string') throw new FieldError('text must be a string');
+    await rewind(ctx, sid, { before_turn_id: turnId });
+    return submitPrompt(ctx, sid, text, p);
   },
 
   /** With `turn_id`, only that turn: a stop pressed as one turn ends never hits the next. A stop clears the queue unless `keep_queue`. */

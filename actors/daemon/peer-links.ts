@@ -39,9 +39,11 @@ export const FORWARDED: unique symbol = Symbol('forwarded');
 /** A peer edge that does not finish its handshake in this time is taken as gone. */
 const CONNECT_TIMEOUT_MS = 5 * SECOND_MS;
 /** Methods that name a session but only read the shared store: answered here, whoever owns it. */
-const READ_HERE = new Set(['session.history']);
+const READ_HERE = new Set(['session.history', 'session.forks']);
+/** Methods on a session that make another here: the new session is this node's (PROTOCOL.md §2.2). */
+const MADE_HERE = new Set(['session.fork']);
 /** Methods that act on one session besides `session.*` and the control routes (PROTOCOL.md §6.2). */
-const ON_A_SESSION = new Set(['prompt.submit', 'clarify.lock', 'request.answer']);
+const ON_A_SESSION = new Set(['prompt.submit', 'prompt.edit', 'clarify.lock', 'request.answer']);
 
 /**
  * Only methods on a session cross nodes: whatever its params name, any other method (`host.status`,
@@ -54,7 +56,7 @@ export function isSessionMethod(method: string): boolean {
 /** Methods the host carries out on the session, which it loads (and so takes its lease) first. */
 const TAKES_LEASE = new Set(['prompt.submit', 'session.create', 'session.queue.get', 'session.queue.update']);
 /** Methods after which the client follows the session's events (PROTOCOL.md §2). */
-const FOLLOWS = new Set(['prompt.submit', 'session.create', 'session.resume']);
+const FOLLOWS = new Set(['prompt.submit', 'session.create', 'session.resume', 'session.retry', 'prompt.edit']);
 /** Methods that name a server request, not a session: they go where that request came from. */
 const ANSWERS = new Set(['request.answer', 'clarify.lock']);
 /** An event line as the gateway writes it: relayed without being parsed. */
@@ -142,7 +144,7 @@ export class PeerLinks {
       return typeof requestId === 'string' ? (this.serverRequests.get(requestId) ?? null) : null;
     }
     const sid = sessionOf(message);
-    return sid === null || READ_HERE.has(message.method) || this.ownedHere.has(sid) ? null : this.ownerLink(sid);
+    return sid === null || READ_HERE.has(message.method) || MADE_HERE.has(message.method) || this.ownedHere.has(sid) ? null : this.ownerLink(sid);
   }
 
   private async ownerLink(sid: string): Promise<PeerLink | null> {

@@ -17,6 +17,7 @@ export const MUTATOR_ROUTE_TABLE = Object.freeze({
   'session.reset': 'idle-gated',
   'session.history.reload': 'idle-gated',
   'slash.retry': 'idle-gated',
+  'session.rewind': 'idle-gated',
 } as const satisfies Record<string, RouteClass>);
 
 export type RouteName = keyof typeof MUTATOR_ROUTE_TABLE;
@@ -37,7 +38,14 @@ export type ControlRequest =
   | { route: 'slash.model'; model: string }
   | { route: 'slash.personality'; personality: string }
   | { route: 'slash.prompt'; prompt: string }
-  | { route: 'slash.retry' };
+  | { route: 'slash.retry' }
+  | { route: 'session.rewind'; point: RewindPoint; by: string | null };
+
+/**
+ * Where a rewind cuts (PROTOCOL.md §2.2): after a turn (`to`, null: the beginning), or before one
+ * (`before`, null: the last), whose prompt the route answers with (a retry or an edit submits next).
+ */
+export type RewindPoint = { to: string | null } | { before: string | null };
 
 export type ControlParse = { ok: true; request: ControlRequest; idleGated: boolean } | { ok: false; message: string };
 
@@ -95,5 +103,19 @@ function controlRequest(route: ControlRoute, frame: ControlFrame): ControlReques
       const prompt = textParam(frame, 'prompt');
       return prompt === undefined ? 'prompt required' : { route, prompt };
     }
+    case 'session.rewind':
+      return rewindRequest(frame.params ?? {});
   }
+}
+
+function rewindRequest(params: Record<string, unknown>): ControlRequest | string {
+  const turnId = (key: string): string | null | undefined => {
+    const value = params[key];
+    return value === null || (typeof value === 'string' && value !== '') ? value : undefined;
+  };
+  const by = typeof params['by'] === 'string' ? params['by'] : null;
+  const to = turnId('to_turn_id');
+  const before = turnId('before_turn_id');
+  if ((to === undefined) === (before === undefined)) return 'session.rewind takes one of to_turn_id (a turn id, or null) and before_turn_id (a turn id, or null for the last)';
+  return { route: 'session.rewind', point: to !== undefined ? { to } : { before: before! }, by };
 }

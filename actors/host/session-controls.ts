@@ -4,8 +4,9 @@ import { keepRecent } from '../../agents/agent.js';
 import { storageProblem, type Work } from '../../persistence/store.js';
 import type { ChatMessage } from '../../protocol/chat.js';
 import type { ControlFrame, ReloadMcpFrame, SessionCreateFrame } from '../../protocol/frames.js';
-import { rpcResult } from '../../protocol/rpc.js';
-import type { ControlRequest } from './routes.js';
+import { rpcEvent, rpcResult } from '../../protocol/rpc.js';
+import { branchId } from '../../persistence/session-line.js';
+import type { ControlRequest, RewindPoint } from './routes.js';
 import { historyMeta, rowSaved, sessionRow, setOverrides, type SessionState } from './session-state.js';
 import type { SessionEnv } from './session-turn.js';
 
@@ -69,8 +70,9 @@ async function applyControl(s: SessionState, request: Exclude<ControlRequest, { 
       return { output: `reloaded ${s.messageCount} messages` };
     }
     case 'prompt.submit.truncate': {
+      // Hermes dropped the stored tail; here it is superseded and kept (PROTOCOL.md §2.2): the agent sees the same.
       const removed = Math.max(0, s.messageCount - request.keep);
-      await changeHistory(s, { history: await env.services.store.messages(s.sid, 0, request.keep), keepStored: request.keep, rotateKey: false }, env);
+      await rewindTo(s, Math.min(request.keep, s.messageCount), null, env);
       return { output: `kept ${s.messageCount} messages`, removed };
     }
     case 'slash.model':
@@ -87,10 +89,55 @@ async function applyControl(s: SessionState, request: Exclude<ControlRequest, { 
       const lastUser = history.findLastIndex((m) => m.role === 'user');
       if (lastUser === -1) throw new ControlFailure('nothing to retry: the session has no user message');
       const text = history[lastUser]!.content;
-      await changeHistory(s, { history: history.slice(0, lastUser), keepStored: lastUser, rotateKey: false }, env);
+      await rewindTo(s, lastUser, null, env);
       return { output: text };
     }
+    case 'session.rewind':
+      return rewind(s, request.point, request.by, env);
   }
+}
+
+/**
+ * session.rewind (PROTOCOL.md §2.2): the line is cut after a turn or before one; what it leaves is
+ * superseded, never deleted. Before a turn, the answer holds its prompt (a retry or an edit submits next).
+ */
+async function rewind(s: SessionState, point: RewindPoint, by: string | null, env: SessionEnv): Promise<Record<string, unknown>> {
+  const { store } = env.services;
+  const turnId = 'to' in point ? point.to : point.before;
+  let keep = 0;
+  let prompt: string | undefined;
+  if (!('to' in point && point.to === null)) {
+    const span = await store.turnSpan(s.sid, turnId);
+    if (span === null) throw new ControlFailure(turnId === null ? 'nothing to retry: the session has no turn that ended' : `unknown turn: ${turnId} is not in the session's history`);
+    keep = 'to' in point ? span.upto : span.start;
+    if ('before' in point) prompt = (await store.messages(s.sid, span.start, span.start + 1))[0]?.content;
+  }
+  return { ...(await rewindTo(s, keep, by, env)), ...(prompt === undefined ? {} : { prompt }) };
+}
+
+/**
+ * The session keeps its first `keep` messages; the rest move to a branch of it, their turns marked
+ * superseded (by `by`), and its clients hear `session.rewound`. A guest's memory holds what was left:
+ * its next turn starts a new ACP session (AGENT.md §6).
+ */
+async function rewindTo(s: SessionState, keep: number, by: string | null, env: SessionEnv): Promise<{ to_turn_id: string | null; superseded: string[] }> {
+  const { store, writer, bootId } = env.services;
+  const toTurnId = async () => (keep === 0 ? null : ((await store.turnSpan(s.sid, null))?.turn_id ?? null));
+  if (keep >= s.messageCount) return { to_turn_id: await toTurnId(), superseded: [] };
+  const superseded = await store.ownTurnsFrom(s.sid, keep);
+  const next: SessionState = { ...s, messageCount: keep, historyVersion: s.historyVersion + 1 };
+  await store.commit((w) => {
+    w.rewind(s.sid, keep, branchId(s.sid, next.historyVersion), { by });
+    w.saveSession(sessionRow(next, bootId));
+    if (s.agentSessionId !== null) w.setAgentSession(s.sid, null);
+  });
+  s.messageCount = keep;
+  s.historyVersion = next.historyVersion;
+  s.agentSessionId = null;
+  rowSaved(s);
+  const rewound = { to_turn_id: await toTurnId(), superseded };
+  writer.write({ type: 'rpc', sid: s.sid, message: rpcEvent(s.sid, 'session.rewound', rewound) });
+  return rewound;
 }
 
 /**
@@ -139,7 +186,8 @@ async function changeHistory(s: SessionState, change: HistoryChange, env: Sessio
   const tail = change.turnTail;
   const untilTail = tail === undefined ? rewritten.length : Math.max(0, tail.fromSeq - keep);
   const work: Work = (w) => {
-    w.truncateHistory(s.sid, keep);
+    // What is replaced is kept on a branch, as a rewind keeps it: a fork that shares it keeps its line.
+    if (keep < s.messageCount) w.rewind(s.sid, keep, branchId(s.sid, next.historyVersion), null);
     w.appendMessages(s.sid, keep, rewritten.slice(0, untilTail), null);
     if (tail !== undefined) w.appendMessages(s.sid, keep + untilTail, rewritten.slice(untilTail), tail.turnId);
     w.saveSession(row);

@@ -1,12 +1,11 @@
 // `turnhost schedule add | list | rm` (PROTOCOL.md §8.1), through the running daemon, which checks
 // each field and wakes its scheduler; and `turnhost webhook secret` (§8.2), the only place the
 // webhooks' signing secret is ever printed.
-import { connectDaemon, EXIT_NOT_RUNNING } from '../daemon-client.js';
+import { withDaemon } from '../daemon-client.js';
 import { ensureHome } from '../home.js';
 import { printTable } from '../table.js';
 import { readOrMakeWebhookSecret, rotateWebhookSecret } from '../../persistence/webhook-secret.js';
 import type { ShownSchedule } from '../../actors/daemon/client-methods.js';
-import type { RpcClient } from '../../client/rpc-connection.js';
 
 export interface ScheduleAddOptions {
   cron?: string;
@@ -69,17 +68,4 @@ function planOf(s: ShownSchedule): string {
   if (s.cron !== undefined) return `cron ${s.cron}${s.tz === 'UTC' ? '' : ` ${s.tz}`}`;
   if (s.every_secs !== undefined) return `every ${s.every_secs} s`;
   return `at ${s.at ?? ''}`;
-}
-
-async function withDaemon(home: string, name: string, body: (client: RpcClient) => Promise<number>): Promise<number> {
-  const client = await connectDaemon(home);
-  if (client === null) {
-    process.stderr.write(`turnhost ${name}: no daemon is running in ${home} (turnhost start)\n`);
-    return EXIT_NOT_RUNNING;
-  }
-  try {
-    return await body(client);
-  } finally {
-    client.close();
-  }
 }

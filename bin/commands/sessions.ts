@@ -27,8 +27,8 @@ export async function sessionsCommand(home: string, options: { json?: boolean; s
   return 0;
 }
 
-export async function historyCommand(home: string, sid: string, options: { json?: boolean; store?: string }): Promise<number> {
-  const history = await readStore('history', home, options.store, (reader) => reader.history(sid));
+export async function historyCommand(home: string, sid: string, options: { json?: boolean; all?: boolean; store?: string }): Promise<number> {
+  const history = await readStore('history', home, options.store, (reader) => reader.history(sid, { all: options.all === true }));
   if (history instanceof Error) return 1;
   if (history === undefined || history === null) {
     process.stderr.write(`turnhost history: unknown session: ${sid}\n`);
@@ -67,8 +67,13 @@ const TOOL_LINE_MAX = 200;
 export function formatHistory(history: readonly HistoryEntry[]): string {
   const toolNames = new Map<string, string>();
   const lines: string[] = [];
+  let branch: string | undefined;
   for (const m of history) {
-    const prefix = `[${m.seq}] ${m.role}: `;
+    // A superseded path (history --all) is folded under a line saying when and by whom it was left.
+    const left = m.superseded === true ? `${m.superseded_at ?? ''} ${m.superseded_by ?? ''}` : undefined;
+    if (left !== undefined && left !== branch) lines.push(`  ~ superseded${m.superseded_at ? ` ${m.superseded_at}` : ''}${m.superseded_by ? ` by ${m.superseded_by}` : ''}:`);
+    branch = left;
+    const prefix = `${m.superseded === true ? '  ~ ' : ''}[${m.seq}] ${m.role}: `;
     if (m.role === 'tool') {
       const name = toolNames.get(m.tool_call_id ?? '') ?? 'tool';
       lines.push(prefix + oneLine(`← ${name}: ${m.content}`));

@@ -2,9 +2,18 @@
 // queries are the SQLite reader's where the dialects agree; `.sql` runs in a READ ONLY transaction.
 import pg from 'pg';
 import {
-  HISTORY_COLUMNS,
+  FORKS_SQL,
+  forkOrigin,
+  LINE_HISTORY_SQL,
+  LINE_TAIL_SQL,
+  NOT_A_BRANCH,
+  SUPERSEDED_SQL,
   TURN_USAGE_COLUMNS,
   SUMMARY_COLUMNS,
+  withSuperseded,
+  type ForkOrigin,
+  type HistoryOptions,
+  type SupersededRow,
   toHistoryEntry,
   toListed,
   toSummary,
@@ -60,14 +69,14 @@ export class PostgresReader implements Reader {
 
   async sessions(status?: SessionStatus): Promise<ListedSession[]> {
     const rows = await this.rows<SessionRow>(
-      `SELECT ${SUMMARY_COLUMNS} FROM sessions ${status ? 'WHERE status = $1' : ''} ORDER BY updated_at, sid`,
+      `SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE ${NOT_A_BRANCH} ${status ? 'AND status = $1' : ''} ORDER BY updated_at, sid`,
       status ? [status] : [],
     );
     return rows.map(toListed);
   }
 
   async session(sid: string): Promise<SessionSummary | undefined> {
-    const [row] = await this.rows<SessionRow>(`SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE sid = $1`, [sid]);
+    const [row] = await this.rows<SessionRow>(`SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE sid = $1 AND ${NOT_A_BRANCH}`, [sid]);
     return row && toSummary(row);
   }
 
@@ -80,25 +89,33 @@ export class PostgresReader implements Reader {
 
   async statusCounts(): Promise<Record<SessionStatus, number>> {
     const counts: Record<SessionStatus, number> = { active: 0, finalized: 0, retained: 0 };
-    for (const row of await this.rows<{ status: SessionStatus; n: number }>('SELECT status, count(*) AS n FROM sessions GROUP BY status')) {
+    for (const row of await this.rows<{ status: SessionStatus; n: number }>(`SELECT status, count(*) AS n FROM sessions WHERE ${NOT_A_BRANCH} GROUP BY status`)) {
       counts[row.status] = row.n;
     }
     return counts;
   }
 
-  async history(sid: string, limit?: number): Promise<HistoryEntry[] | undefined> {
+  async history(sid: string, options: HistoryOptions = {}): Promise<HistoryEntry[] | undefined> {
     if ((await this.session(sid)) === undefined) return undefined;
     const rows =
-      limit === undefined
-        ? await this.rows<HistoryRow>(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = $1 ORDER BY seq`, [sid])
-        : (await this.rows<HistoryRow>(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = $1 ORDER BY seq DESC LIMIT $2`, [sid, limit])).reverse();
-    return withTurnUsage(rows.map(toHistoryEntry), async (turnIds) => {
+      options.limit === undefined
+        ? await this.rows<HistoryRow>(LINE_HISTORY_SQL, [sid])
+        : (await this.rows<HistoryRow>(LINE_TAIL_SQL, [sid, options.limit])).reverse();
+    const live = await withTurnUsage(rows.map(toHistoryEntry), async (turnIds) => {
       const usage = await this.rows<TurnUsageRow & { turn_id: string }>(
         `SELECT turn_id, ${TURN_USAGE_COLUMNS} FROM turns WHERE turn_id = ANY($1)`,
         [turnIds],
       );
       return new Map(usage.map((row) => [row.turn_id, row]));
     });
+    return options.all ? withSuperseded(live, await this.rows<SupersededRow>(SUPERSEDED_SQL, [sid])) : live;
+  }
+
+  async forks(sid: string): Promise<{ forked_from: ForkOrigin | null; forks: ForkOrigin[] } | undefined> {
+    const [row] = await this.rows<Pick<SessionRow, 'forked_from_sid' | 'forked_from_turn'>>(`SELECT forked_from_sid, forked_from_turn FROM sessions WHERE sid = $1 AND ${NOT_A_BRANCH}`, [sid]);
+    if (row === undefined) return undefined;
+    const forks = await this.rows<{ sid: string; forked_from_turn: string | null }>(FORKS_SQL, [sid]);
+    return { forked_from: forkOrigin(row), forks: forks.map((f) => ({ session_id: f.sid, turn_id: f.forked_from_turn })) };
   }
 
   async nodes(): Promise<ClusterNode[]> {

@@ -1,7 +1,8 @@
 // The side store of a PostgreSQL store (persistence/side-store.ts): the schema brought up to date
 // once, then a small pool of its own.
 import pg from 'pg';
-import type { SideStore } from '../side-store.js';
+import type { ForkMade, SideStore } from '../side-store.js';
+import { FORK_SQL } from '../session-line.js';
 import type { StoreLocation } from '../store-location.js';
 import { clientConfig, described, readPool } from './connection.js';
 import { PostgresOutbox } from './postgres-outbox.js';
@@ -31,6 +32,8 @@ export async function openPostgresSide(location: Extract<StoreLocation, { kind: 
     }
   };
   return {
+    fork: async (request, now = Date.now()) =>
+      (await query<ForkMade>(FORK_SQL, [request.sid, request.sessionKey, request.cwd, now, request.source, request.atTurnId])).rows[0] ?? null,
     people: new PostgresPeople(query),
     schedules: new PostgresSchedules(query),
     outbox: new PostgresOutbox(query),

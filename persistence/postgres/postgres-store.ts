@@ -30,9 +30,11 @@ import {
   type StoreHealth,
   type StoredSession,
   type StoredTurnStatus,
+  type TurnSpan,
   type Takeover,
   type Work,
 } from '../store.js';
+import { lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL, TURN_SPAN_SQL } from '../session-line.js';
 import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, type SubmitRow } from '../store-writer.js';
 import { clientConfig, described, IDLE_IN_TRANSACTION_MS, isConnectionError, readPool } from './connection.js';
 import { PostgresWriter, type PendingStatement } from './postgres-writer.js';
@@ -312,7 +314,7 @@ export class PostgresStore implements Store {
     const [rows, queue] = await Promise.all([
       this.read<SessionRowWithCounts>(
         `SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision, agent_session_id,
-                (SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE messages.sid = sessions.sid) AS message_count,
+                ${MESSAGE_COUNT_SQL} AS message_count,
                 (SELECT COUNT(*)::int FROM submits WHERE submits.sid = sessions.sid) AS submit_count
          FROM sessions WHERE sid = $1`,
         [sid],
@@ -415,7 +417,7 @@ export class PostgresStore implements Store {
     const ticket = this.history.startRead(sid);
     let rows: MessageRow[];
     try {
-      rows = await this.read<MessageRow>('SELECT role, content, tool_calls, tool_call_id FROM messages WHERE sid = $1 ORDER BY seq', [sid]);
+      rows = await this.read<MessageRow>(lineMessagesSql('m.role, m.content, m.tool_calls, m.tool_call_id'), [sid]);
     } finally {
       ticket.overtaken ||= !this.history.endRead(sid, ticket);
     }
@@ -430,6 +432,14 @@ export class PostgresStore implements Store {
       [sid, clientMessageId],
     );
     return row === undefined ? undefined : toSubmitRecord(row);
+  }
+
+  async turnSpan(sid: string, turnId: string | null): Promise<TurnSpan | null> {
+    return (await this.read<TurnSpan>(TURN_SPAN_SQL, [sid, turnId]))[0] ?? null;
+  }
+
+  async ownTurnsFrom(sid: string, seq: number): Promise<string[]> {
+    return (await this.read<{ turn_id: string }>(OWN_TURNS_FROM_SQL, [sid, seq])).map((r) => r.turn_id);
   }
 
   async turnStatus(turnId: string): Promise<StoredTurnStatus | null> {

@@ -1,5 +1,6 @@
 // The writer's statements in PostgreSQL. Nothing runs while a unit of work writes: the statements
 // are gathered, and the store sends the whole group in one pipelined transaction.
+import { REWIND_SQL } from '../session-line.js';
 import { StoreWriter, type StatementName, type StatementParams } from '../store-writer.js';
 
 const SQL: Record<StatementName, string> = {
@@ -47,6 +48,7 @@ const SQL: Record<StatementName, string> = {
   updateSubmit: 'UPDATE submits SET steered = $1 WHERE sid = $2 AND client_message_id = $3',
   deleteOldestSubmit: 'DELETE FROM submits WHERE ord = (SELECT min(ord) FROM submits WHERE sid = $1)',
   insertWebhook: 'INSERT INTO webhook_outbox (sid, type, ref, detail, created_at) VALUES ($1, $2, $3, $4, $5)',
+  ...REWIND_SQL,
 };
 
 /** Where a statement's session id is among its parameters: the sessions a transaction writes, for the fence. */
@@ -67,6 +69,10 @@ const SID_PARAM: Partial<Record<StatementName, number>> = {
   updateSubmit: 1,
   deleteOldestSubmit: 0,
   insertWebhook: 0,
+  insertBranch: 2,
+  moveRows: 1,
+  repointForks: 1,
+  shortenPrefix: 1,
 };
 
 export interface PendingStatement {

@@ -231,6 +231,20 @@ const MIGRATIONS: readonly string[] = [
   DELETE FROM webhook_outbox WHERE status = 'failed';
   ALTER TABLE webhook_outbox DROP COLUMN attempts, DROP COLUMN next_at, DROP COLUMN status, DROP COLUMN last_error;
   `,
+  // Branches (persistence/sqlite/schema.ts says why).
+  `
+  ALTER TABLE sessions ADD COLUMN parent_sid text;
+  ALTER TABLE sessions ADD COLUMN parent_upto bigint;
+  ALTER TABLE sessions ADD COLUMN forked_from_sid text;
+  ALTER TABLE sessions ADD COLUMN forked_from_turn text;
+  ALTER TABLE sessions ADD COLUMN branch_of text;
+  ALTER TABLE turns ADD COLUMN superseded_at bigint;
+  ALTER TABLE turns ADD COLUMN superseded_by text;
+  ALTER TABLE turns ADD COLUMN branch_sid text;
+  CREATE INDEX sessions_by_parent ON sessions (parent_sid) WHERE parent_sid IS NOT NULL;
+  CREATE INDEX sessions_by_branch ON sessions (branch_of) WHERE branch_of IS NOT NULL;
+  CREATE INDEX sessions_by_fork_source ON sessions (forked_from_sid) WHERE forked_from_sid IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -192,6 +192,23 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE webhook_outbox DROP COLUMN status;
   ALTER TABLE webhook_outbox DROP COLUMN last_error;
   `,
+  // Branches (PROTOCOL.md §2.2): a fork shares its source's first messages instead of copying them
+  // (`parent_sid`, `parent_upto`: its line is the parent's line below `parent_upto`, then its own
+  // rows); a rewind moves the turns it supersedes, rows and all, to a branch of the session
+  // (`branch_of`), which keeps the path it leaves, never listed as a session of its own.
+  `
+  ALTER TABLE sessions ADD COLUMN parent_sid TEXT;
+  ALTER TABLE sessions ADD COLUMN parent_upto INTEGER;
+  ALTER TABLE sessions ADD COLUMN forked_from_sid TEXT;
+  ALTER TABLE sessions ADD COLUMN forked_from_turn TEXT;
+  ALTER TABLE sessions ADD COLUMN branch_of TEXT;
+  ALTER TABLE turns ADD COLUMN superseded_at INTEGER;
+  ALTER TABLE turns ADD COLUMN superseded_by TEXT;
+  ALTER TABLE turns ADD COLUMN branch_sid TEXT;
+  CREATE INDEX sessions_by_parent ON sessions (parent_sid) WHERE parent_sid IS NOT NULL;
+  CREATE INDEX sessions_by_branch ON sessions (branch_of) WHERE branch_of IS NOT NULL;
+  CREATE INDEX sessions_by_fork_source ON sessions (forked_from_sid) WHERE forked_from_sid IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -3,9 +3,18 @@
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import {
-  HISTORY_COLUMNS,
+  FORKS_SQL,
+  forkOrigin,
+  LINE_HISTORY_SQL,
+  LINE_TAIL_SQL,
+  NOT_A_BRANCH,
+  SUPERSEDED_SQL,
   TURN_USAGE_COLUMNS,
   SUMMARY_COLUMNS,
+  withSuperseded,
+  type ForkOrigin,
+  type HistoryOptions,
+  type SupersededRow,
   toHistoryEntry,
   toListed,
   toSummary,
@@ -43,13 +52,13 @@ export class SqliteReader implements Reader {
   }
 
   async sessions(status?: SessionStatus): Promise<ListedSession[]> {
-    const sql = `SELECT ${SUMMARY_COLUMNS} FROM sessions ${status ? 'WHERE status = ?' : ''} ORDER BY updated_at, sid`;
+    const sql = `SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE ${NOT_A_BRANCH} ${status ? 'AND status = ?' : ''} ORDER BY updated_at, sid`;
     const rows = (status ? this.db.prepare(sql).all(status) : this.db.prepare(sql).all()) as SessionRow[];
     return rows.map(toListed);
   }
 
   async session(sid: string): Promise<SessionSummary | undefined> {
-    const row = this.db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE sid = ?`).get(sid) as SessionRow | undefined;
+    const row = this.db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE sid = ? AND ${NOT_A_BRANCH}`).get(sid) as SessionRow | undefined;
     return row && toSummary(row);
   }
 
@@ -62,21 +71,29 @@ export class SqliteReader implements Reader {
 
   async statusCounts(): Promise<Record<SessionStatus, number>> {
     const counts: Record<SessionStatus, number> = { active: 0, finalized: 0, retained: 0 };
-    const rows = this.db.prepare('SELECT status, count(*) AS n FROM sessions GROUP BY status').all() as { status: SessionStatus; n: number }[];
+    const rows = this.db.prepare(`SELECT status, count(*) AS n FROM sessions WHERE ${NOT_A_BRANCH} GROUP BY status`).all() as { status: SessionStatus; n: number }[];
     for (const row of rows) counts[row.status] = row.n;
     return counts;
   }
 
-  async history(sid: string, limit?: number): Promise<HistoryEntry[] | undefined> {
+  async history(sid: string, options: HistoryOptions = {}): Promise<HistoryEntry[] | undefined> {
     if ((await this.session(sid)) === undefined) return undefined;
     const rows =
-      limit === undefined
-        ? (this.db.prepare(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = ? ORDER BY seq`).all(sid) as HistoryRow[])
-        : (this.db.prepare(`SELECT ${HISTORY_COLUMNS} FROM messages WHERE sid = ? ORDER BY seq DESC LIMIT ?`).all(sid, limit) as HistoryRow[]).reverse();
-    return withTurnUsage(rows.map(toHistoryEntry), async (turnIds) => {
+      options.limit === undefined
+        ? (this.db.prepare(LINE_HISTORY_SQL).all({ 1: sid }) as HistoryRow[])
+        : (this.db.prepare(LINE_TAIL_SQL).all({ 1: sid, 2: options.limit }) as HistoryRow[]).reverse();
+    const live = await withTurnUsage(rows.map(toHistoryEntry), async (turnIds) => {
       const select = this.db.prepare(`SELECT ${TURN_USAGE_COLUMNS} FROM turns WHERE turn_id = ?`);
       return new Map(turnIds.map((id) => [id, select.get(id) as TurnUsageRow | undefined]).filter((e): e is [string, TurnUsageRow] => e[1] !== undefined));
     });
+    return options.all ? withSuperseded(live, this.db.prepare(SUPERSEDED_SQL).all({ 1: sid }) as SupersededRow[]) : live;
+  }
+
+  async forks(sid: string): Promise<{ forked_from: ForkOrigin | null; forks: ForkOrigin[] } | undefined> {
+    const row = this.db.prepare(`SELECT forked_from_sid, forked_from_turn FROM sessions WHERE sid = ? AND ${NOT_A_BRANCH}`).get(sid) as Pick<SessionRow, 'forked_from_sid' | 'forked_from_turn'> | undefined;
+    if (row === undefined) return undefined;
+    const forks = this.db.prepare(FORKS_SQL).all({ 1: sid }) as { sid: string; forked_from_turn: string | null }[];
+    return { forked_from: forkOrigin(row), forks: forks.map((f) => ({ session_id: f.sid, turn_id: f.forked_from_turn })) };
   }
 
   async nodes(): Promise<ClusterNode[]> {

@@ -2,7 +2,8 @@
 // database, beside the host's.
 import { chmodSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import type { SideStore } from '../side-store.js';
+import type { ForkMade, SideStore } from '../side-store.js';
+import { FORK_SQL } from '../session-line.js';
 import { SqliteOutbox } from './sqlite-outbox.js';
 import { SqlitePeople } from './sqlite-people.js';
 import { SqliteSchedules } from './sqlite-schedules.js';
@@ -18,7 +19,9 @@ export function openSqliteSide(file: string): SideStore {
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
   migrate(db);
+  const fork = db.prepare(FORK_SQL);
   return {
+    fork: async (request, now = Date.now()) => (fork.get({ 1: request.sid, 2: request.sessionKey, 3: request.cwd, 4: now, 5: request.source, 6: request.atTurnId }) as ForkMade | undefined) ?? null,
     people: new SqlitePeople(db),
     schedules: new SqliteSchedules(db),
     outbox: new SqliteOutbox(db),

@@ -24,8 +24,10 @@ import {
   type StoreHealth,
   type StoredSession,
   type StoredTurnStatus,
+  type TurnSpan,
   type Work,
 } from '../store.js';
+import { lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL, TURN_SPAN_SQL } from '../session-line.js';
 import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, type SubmitRow } from '../store-writer.js';
 import { GroupGathering } from '../group-gathering.js';
 import { migrate } from './schema.js';
@@ -44,7 +46,9 @@ export class SqliteStore implements Store {
   private owed: Work[] = [];
   private readonly writer: SqliteWriter;
   private readonly selectSession: Database.Statement<[string]>;
-  private readonly selectMessages: Database.Statement<[string, number, number]>;
+  private readonly selectMessages: Database.Statement;
+  private readonly selectTurnSpan: Database.Statement;
+  private readonly selectOwnTurns: Database.Statement;
   private readonly selectQueue: Database.Statement<[string]>;
   private readonly selectSubmit: Database.Statement<[string, string]>;
   private readonly selectTurn: Database.Statement<[string]>;
@@ -63,13 +67,16 @@ export class SqliteStore implements Store {
     this.history = new HistoryCache(historyCacheBytes);
     this.writer = new SqliteWriter(db);
     this.walSync = syncWalPeriodically(`${file}-wal`);
-    // Positions run 0 … n-1 without holes: the last one gives the count from the key, without a scan.
+    // Positions run 0 … n-1 without holes: the last one gives the count from the key, without a scan
+    // (a fork's first positions are its parent's: a fork without rows of its own has its prefix).
     this.selectSession = db.prepare(`
       SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision, agent_session_id,
-             (SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE messages.sid = sessions.sid) AS message_count,
+             ${MESSAGE_COUNT_SQL} AS message_count,
              (SELECT COUNT(*) FROM submits WHERE submits.sid = sessions.sid) AS submit_count
       FROM sessions WHERE sid = ?`);
-    this.selectMessages = db.prepare('SELECT role, content, tool_calls, tool_call_id FROM messages WHERE sid = ? AND seq >= ? AND seq < ? ORDER BY seq');
+    this.selectMessages = db.prepare(lineMessagesSql('m.role, m.content, m.tool_calls, m.tool_call_id'));
+    this.selectTurnSpan = db.prepare(TURN_SPAN_SQL);
+    this.selectOwnTurns = db.prepare(OWN_TURNS_FROM_SQL);
     this.selectQueue = db.prepare(`
       SELECT queue_id AS "queueId", text, client_message_id AS "clientMessageId", request_id AS "requestId", turn_id AS "turnId",
              queued_at AS "queuedAt", position, by_user AS "by"
@@ -186,9 +193,17 @@ export class SqliteStore implements Store {
   messagesNow(sid: string, from = 0, to = Number.MAX_SAFE_INTEGER): ChatMessage[] {
     const cached = this.history.read(sid, from, to);
     if (cached !== undefined) return cached;
-    const all = (this.selectMessages.all(sid, 0, Number.MAX_SAFE_INTEGER) as MessageRow[]).map(toChatMessage);
+    const all = (this.selectMessages.all({ 1: sid }) as MessageRow[]).map(toChatMessage);
     this.history.fill(sid, all);
     return all.slice(from, to);
+  }
+
+  async turnSpan(sid: string, turnId: string | null): Promise<TurnSpan | null> {
+    return (this.selectTurnSpan.get({ 1: sid, 2: turnId }) as TurnSpan | undefined) ?? null;
+  }
+
+  async ownTurnsFrom(sid: string, seq: number): Promise<string[]> {
+    return (this.selectOwnTurns.all({ 1: sid, 2: seq }) as { turn_id: string }[]).map((r) => r.turn_id);
   }
 
   async submitRecord(sid: string, clientMessageId: string): Promise<SubmitRecord | undefined> {

@@ -1,5 +1,6 @@
 // The writer's statements in SQLite, prepared once and run at once inside the store's transaction.
 import type Database from 'better-sqlite3';
+import { REWIND_SQL } from '../session-line.js';
 import { StoreWriter, type StatementName, type StatementParams } from '../store-writer.js';
 
 const SQL: Record<StatementName, string> = {
@@ -43,9 +44,12 @@ const SQL: Record<StatementName, string> = {
   updateSubmit: 'UPDATE submits SET steered = ? WHERE sid = ? AND client_message_id = ?',
   deleteOldestSubmit: 'DELETE FROM submits WHERE rowid = (SELECT MIN(rowid) FROM submits WHERE sid = ?)',
   insertWebhook: 'INSERT INTO webhook_outbox (sid, type, ref, detail, created_at) VALUES (?, ?, ?, ?, ?)',
+  ...REWIND_SQL,
 };
 
 function bindings<N extends StatementName>(statement: N, params: StatementParams[N]): readonly unknown[] {
+  // The rewind's statements are shared with PostgreSQL: `$n`, bound by number.
+  if (statement in REWIND_SQL) return [Object.fromEntries(params.map((value, i) => [i + 1, value]))];
   if (statement !== 'upsertSession') return params;
   const [sid, sessionKey, activate, historyVersion, overridesText, cwd, bootId, now] = params as StatementParams['upsertSession'];
   return [sid, sessionKey, historyVersion, overridesText, cwd, bootId, now, now, activate, activate, activate];

@@ -1,0 +1,163 @@
+// Branches (PROTOCOL.md §2.2) against the real daemon and host on a real SQLite file: a fork at any
+// ended turn (while the source runs too) that shares the source's line; rewind, retry and edit
+// that supersede and never delete; what the agent sees after each (an agent that says what history
+// it was given); `history --all`; the fork's line unchanged by a rewind of its source, even into
+// the prefix they share; all of it the same after the daemon restarts.
+import { expect } from 'chai';
+import { startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
+import { Harness } from '../helpers/processes.js';
+import { RpcError } from '../../protocol/client-rpc.js';
+
+const HISTORY_AGENT = ['--agent', 'test/fixtures/history-agent.mjs'];
+
+interface Message {
+  seq: number;
+  role: string;
+  content: string;
+  turn_id: string | null;
+  superseded?: boolean;
+  superseded_by?: string | null;
+}
+
+describe('branches: fork, rewind, retry, edit (real daemon, real host, SQLite)', function () {
+  this.timeout(60_000);
+  const h = new Harness();
+  afterEach(() => h.cleanup());
+
+  async function turn(client: TestClient, sid: string, text: string): Promise<string> {
+    const { turn_id } = await client.call<{ turn_id: string }>('prompt.submit', { session_id: sid, text });
+    await client.nextEvent('turn.end', sid, (e) => e.payload['turn_id'] === turn_id);
+    return turn_id;
+  }
+  async function history(client: TestClient, sid: string, all = false): Promise<Message[]> {
+    return (await client.call<{ messages: Message[] }>('session.history', { session_id: sid, all })).messages;
+  }
+  const lines = (messages: readonly Message[]) => messages.map((m) => `${m.superseded ? '~' : ''}${m.role}: ${m.content}`);
+  async function code(call: Promise<unknown>): Promise<number> {
+    try {
+      await call;
+    } catch (err) {
+      return (err as RpcError).code;
+    }
+    return 0;
+  }
+
+  async function threeTurns(): Promise<{ daemon: Daemon; client: TestClient; turns: string[] }> {
+    const daemon = await startDaemon(h, HISTORY_AGENT);
+    const client = await TestClient.connect(daemon);
+    await client.call('session.create', { session_id: 'a' });
+    const turns = [];
+    for (const text of ['one', 'two', 'three']) turns.push(await turn(client, 'a', text));
+    return { daemon, client, turns };
+  }
+
+  it('a fork at a turn shares the line up to it: the agent of the fork sees that line, the source goes on unchanged; listed both ways', async () => {
+    const { client, turns } = await threeTurns();
+    const forked = await client.call<{ session_id: string; forked_from: unknown }>('session.fork', { session_id: 'a', at_turn_id: turns[1], new_session_id: 'f' });
+    expect(forked).to.deep.equal({ session_id: 'f', forked_from: { session_id: 'a', turn_id: turns[1] } });
+    expect(lines(await history(client, 'f'))).to.deep.equal(['user: one', 'assistant: seen 0; last: none', 'user: two', 'assistant: seen 2; last: assistant: seen 0; last: none']);
+    await turn(client, 'f', 'in the fork');
+    expect((await history(client, 'f')).at(-1)!.content, 'the fork\'s agent sees the fork\'s line').to.equal('seen 4; last: assistant: seen 2; last: assistant: seen 0; last: none');
+    await turn(client, 'a', 'four');
+    expect((await history(client, 'a')).at(-1)!.content).to.equal('seen 6; last: assistant: seen 4; last: assistant: seen 2; last: assistant: seen 0; last: none');
+    expect((await history(client, 'f')).map((m) => m.seq)).to.deep.equal([0, 1, 2, 3, 4, 5]);
+
+    const list = (await client.call<{ sessions: { session_id: string; forked_from?: unknown; message_count: number }[] }>('session.list')).sessions;
+    expect(list.find((s) => s.session_id === 'f')).to.deep.include({ forked_from: { session_id: 'a', turn_id: turns[1] }, message_count: 6 });
+    expect(list.map((s) => s.session_id).sort()).to.deep.equal(['a', 'f']);
+    expect(await client.call('session.forks', { session_id: 'a' })).to.deep.equal({ session_id: 'a', forked_from: null, forks: [{ session_id: 'f', turn_id: turns[1] }] });
+    expect((await client.call<{ forked_from?: unknown }>('session.resume', { session_id: 'f' })).forked_from).to.deep.equal({ session_id: 'a', turn_id: turns[1] });
+    // The default is the last turn that ended; a turn the source does not have is refused.
+    const last = await client.call<{ forked_from: { turn_id: string } }>('session.fork', { session_id: 'a' });
+    expect((await history(client, (last as unknown as { session_id: string }).session_id)).length).to.equal(8);
+    expect(await code(client.call('session.fork', { session_id: 'a', at_turn_id: 'turn-nope' }))).to.equal(-32602);
+    expect(await code(client.call('session.fork', { session_id: 'nobody' }))).to.equal(4004);
+  });
+
+  it('a fork while the source runs takes its last ended turn, not the running one; a rewind or a retry then is 4009', async () => {
+    const daemon = await startDaemon(h);
+    const client = await TestClient.connect(daemon);
+    await client.call('session.create', { session_id: 'r' });
+    await turn(client, 'r', 'done before');
+    const { turn_id } = await client.call<{ turn_id: string }>('prompt.submit', { session_id: 'r', text: 'running\n/sleep 2' });
+    await client.nextEvent('turn.started', 'r', (e) => e.payload['turn_id'] === turn_id);
+    const fork = await client.call<{ session_id: string }>('session.fork', { session_id: 'r' });
+    expect(lines(await history(client, fork.session_id))).to.deep.equal(['user: done before', 'assistant: done before']);
+    // Nothing of a rewind while a turn runs.
+    expect(await code(client.call('session.rewind', { session_id: 'r', to_turn_id: null }))).to.equal(4009);
+    expect(await code(client.call('session.retry', { session_id: 'r' }))).to.equal(4009);
+    await client.nextEvent('turn.end', 'r', (e) => e.payload['turn_id'] === turn_id);
+    expect((await history(client, 'r')).filter((m) => m.superseded)).to.deep.equal([]);
+  });
+
+  it('rewind, retry and edit supersede without deleting: the agent no longer sees what they left, history --all shows every path, the fork keeps its line; the same after a restart', async () => {
+    const { daemon, client, turns } = await threeTurns();
+    await client.call('session.fork', { session_id: 'a', at_turn_id: turns[2], new_session_id: 'f' });
+    const forkLine = lines(await history(client, 'f'));
+
+    // A rewind into the prefix the fork shares.
+    const rewound = await client.call<{ to_turn_id: string; superseded: string[]; history_version: number }>('session.rewind', { session_id: 'a', to_turn_id: turns[0] });
+    expect(rewound).to.deep.include({ to_turn_id: turns[0], superseded: [turns[1], turns[2]] });
+    const event = await client.nextEvent('session.rewound', 'a');
+    expect(event.payload).to.deep.equal({ to_turn_id: turns[0], superseded: [turns[1], turns[2]] });
+    expect(lines(await history(client, 'a'))).to.deep.equal(['user: one', 'assistant: seen 0; last: none']);
+    expect(lines(await history(client, 'f')), 'the fork\'s line is its own').to.deep.equal(forkLine);
+    await turn(client, 'a', 'two again');
+    expect((await history(client, 'a')).at(-1)!.content, 'the agent does not see what was superseded').to.equal('seen 2; last: assistant: seen 0; last: none');
+
+    // Retry: the last turn's prompt again; edit: another prompt in a turn's place.
+    const retried = await client.call<{ status: string; turn_id: string }>('session.retry', { session_id: 'a' });
+    await client.nextEvent('turn.end', 'a', (e) => e.payload['turn_id'] === retried.turn_id);
+    expect(lines(await history(client, 'a')).slice(2)).to.deep.equal(['user: two again', 'assistant: seen 2; last: assistant: seen 0; last: none']);
+    const retryTurn = (await history(client, 'a'))[2]!.turn_id!;
+    const edited = await client.call<{ turn_id: string }>('prompt.edit', { session_id: 'a', turn_id: retryTurn, text: 'two, edited' });
+    await client.nextEvent('turn.end', 'a', (e) => e.payload['turn_id'] === edited.turn_id);
+    expect(lines(await history(client, 'a'))).to.deep.equal(['user: one', 'assistant: seen 0; last: none', 'user: two, edited', 'assistant: seen 2; last: assistant: seen 0; last: none']);
+
+    const all = await history(client, 'a', true);
+    expect(lines(all)).to.deep.equal([
+      'user: one',
+      'assistant: seen 0; last: none',
+      '~user: two',
+      '~assistant: seen 2; last: assistant: seen 0; last: none',
+      '~user: three',
+      '~assistant: seen 4; last: assistant: seen 2; last: assistant: seen 0; last: none',
+      '~user: two again',
+      '~assistant: seen 2; last: assistant: seen 0; last: none',
+      '~user: two again',
+      '~assistant: seen 2; last: assistant: seen 0; last: none',
+      'user: two, edited',
+      'assistant: seen 2; last: assistant: seen 0; last: none',
+    ]);
+    expect(all.filter((m) => m.superseded).every((m) => m.superseded_by === 'owner')).to.equal(true);
+
+    // The same from the store after a restart (no cache): the lines, every path, the fork.
+    const before = { a: lines(await history(client, 'a')), all: lines(await history(client, 'a', true)), f: lines(await history(client, 'f')) };
+    client.close();
+    expect((await h.runCli(['stop', '--home', daemon.home])).code).to.equal(0);
+    await daemon.process.waitExit(15_000);
+    const again = await startDaemon(h, HISTORY_AGENT, {}, daemon.home);
+    const after = await TestClient.connect(again);
+    expect({ a: lines(await history(after, 'a')), all: lines(await history(after, 'a', true)), f: lines(await history(after, 'f')) }).to.deep.equal(before);
+    await after.call('session.resume', { session_id: 'f' });
+    await turn(after, 'f', 'fork after restart');
+    expect((await history(after, 'f')).at(-1)!.content).to.equal(`seen ${forkLine.length}; last: ${forkLine.at(-1)}`);
+    const cli = await h.runCli(['history', 'a', '--all', '--home', daemon.home]);
+    expect(cli.code, cli.stderr).to.equal(0);
+    expect(cli.stdout).to.include('superseded');
+    after.close();
+  });
+
+  it('slash.retry and prompt.submit.truncate keep what they drop (superseded), and the agent sees what it did before', async () => {
+    const { client } = await threeTurns();
+    const retried = await client.call<{ output: string }>('slash.retry', { session_id: 'a' });
+    expect(retried.output).to.equal('three');
+    expect(lines(await history(client, 'a'))).to.have.length(4);
+    const truncated = await client.call<{ removed: number }>('prompt.submit.truncate', { session_id: 'a', keep: 2 });
+    expect(truncated.removed).to.equal(2);
+    expect(lines(await history(client, 'a'))).to.deep.equal(['user: one', 'assistant: seen 0; last: none']);
+    expect((await history(client, 'a', true)).filter((m) => m.superseded)).to.have.length(4);
+    await turn(client, 'a', 'next');
+    expect((await history(client, 'a')).at(-1)!.content).to.equal('seen 2; last: assistant: seen 0; last: none');
+  });
+});
