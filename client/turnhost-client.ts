@@ -13,11 +13,13 @@ import type {
   ControlResult,
   ControlRoute,
   CreateResult,
+  ForkResult,
   HistoryMessage,
   HostState,
   HostStatusResult,
   LockResult,
   ResumeResult,
+  RewindResult,
   SessionEvent,
   SessionStatus,
   SessionSummary,
@@ -224,8 +226,33 @@ export class TurnhostClient {
     return this.call('session.list', params);
   }
 
-  history(sessionId: string, params: { limit?: number } = {}): Promise<{ messages: HistoryMessage[] }> {
+  /** The session's line; `all`: with the superseded turns too, each message `superseded: true` (PROTOCOL.md §2.2). */
+  history(sessionId: string, params: { limit?: number; all?: boolean } = {}): Promise<{ messages: HistoryMessage[] }> {
     return this.call('session.history', { session_id: sessionId, ...params });
+  }
+
+  /** A new session whose history is this one's up to `at_turn_id` (default: its last ended turn); followed. */
+  async forkSession(sessionId: string, options: { at_turn_id?: string; new_session_id?: string; cwd?: string } = {}): Promise<ForkResult> {
+    const result = await this.call<ForkResult>('session.fork', { session_id: sessionId, ...options });
+    this.follow(result.session_id);
+    return result;
+  }
+
+  /** The session goes back to just after `toTurnId` (null: the beginning); what it leaves is superseded, not deleted. */
+  rewind(sessionId: string, toTurnId: string | null): Promise<RewindResult> {
+    return this.call('session.rewind', { session_id: sessionId, to_turn_id: toTurnId });
+  }
+
+  /** The last turn again: its prompt submitted anew, the old turn superseded. Answers as `submit` does. */
+  retry(sessionId: string, options: SubmitOptions = {}): Promise<SubmitResult> {
+    this.follow(sessionId);
+    return this.call('session.retry', { session_id: sessionId, ...options });
+  }
+
+  /** `text` in place of turn `turnId`'s prompt: the line goes back to before it, and `text` is submitted. */
+  editPrompt(sessionId: string, turnId: string, text: string, options: SubmitOptions = {}): Promise<SubmitResult> {
+    this.follow(sessionId);
+    return this.call('prompt.edit', { session_id: sessionId, turn_id: turnId, text, ...options });
   }
 
   /**

@@ -27,6 +27,26 @@ export interface ResumeResult {
   /** Present when `after_seq` was given: `partial` when events after it were no longer kept. */
   replay?: 'complete' | 'partial';
   first_seq?: number;
+  /** The session it was forked from, and at which turn (PROTOCOL.md §2.2). */
+  forked_from?: ForkOrigin;
+}
+
+/** A session a fork came from, and the turn it was taken at (PROTOCOL.md §2.2). */
+export interface ForkOrigin {
+  session_id: string;
+  turn_id: string | null;
+}
+
+export interface ForkResult {
+  session_id: string;
+  forked_from: { session_id: string; turn_id: string };
+}
+
+/** A rewind: the turn the line now ends with (null: none), the turns it superseded, in order. */
+export interface RewindResult {
+  to_turn_id: string | null;
+  superseded: string[];
+  history_version: number;
 }
 
 export interface SessionSummary {
@@ -36,6 +56,7 @@ export interface SessionSummary {
   running: boolean;
   message_count: number;
   updated_at: string;
+  forked_from?: ForkOrigin;
 }
 
 /** One message of `session.history`: the tool fields and the turn's model and usage where present. */

@@ -113,7 +113,9 @@ async function submit(input: RunAgentInput, run: Run, ctx: ClientContext): Promi
   if (text === null) return run.error('invalid', 'the run has no user message to send, and no resume');
   // A member's new thread is a session they make (and own); the owner's is made by its first prompt.
   if (!ctx.identity.admin && (await (await ctx.reader())?.session(input.threadId)) === undefined) await callMethod('session.create', { session_id: input.threadId }, ctx);
-  const answer = (await callMethod('prompt.submit', { session_id: input.threadId, text, client_message_id: input.runId, on_busy: 'queue' }, ctx)) as {
+  const edit = await editPoint(input, ctx);
+  const params = { session_id: input.threadId, client_message_id: input.runId, on_busy: 'queue' };
+  const answer = (await (edit === null ? callMethod('prompt.submit', { ...params, text }, ctx) : callMethod('prompt.edit', { ...params, ...edit }, ctx))) as {
     status: string;
     turn_id: string;
     state?: string;
@@ -162,9 +164,28 @@ async function resume(input: RunAgentInput, run: Run, ctx: ClientContext): Promi
   }
 }
 
+/**
+ * A run whose user messages part from the session's stored prompts at an earlier one is an edit
+ * there (PROTOCOL.md §2.2: CopilotKit's edit and regenerate send the history up to the prompt they
+ * change): the turn of the first prompt that differs, or, when the run's prompts are the stored
+ * ones cut short, of its last; the run's text at that place. Null: a new prompt after the stored.
+ */
+async function editPoint(input: RunAgentInput, ctx: ClientContext): Promise<{ turn_id: string; text: string } | null> {
+  if ((await (await ctx.reader())?.session(input.threadId)) === undefined) return null;
+  const { messages } = (await callMethod('session.history', { session_id: input.threadId }, ctx)) as { messages: { role: string; content: string; turn_id: string | null }[] };
+  const stored = messages.filter((m) => m.role === 'user' && m.turn_id !== null);
+  const sent = input.messages.filter((m) => m.role === 'user').map((m) => userText(m) ?? '');
+  const differs = stored.findIndex((m, i) => i < sent.length && sent[i] !== m.content);
+  const at = differs !== -1 ? differs : sent.length <= stored.length ? sent.length - 1 : -1;
+  return at < 0 ? null : { turn_id: stored[at]!.turn_id!, text: sent[at]! };
+}
+
 function lastUserText(input: RunAgentInput): string | null {
   const user = [...input.messages].reverse().find((m) => m.role === 'user');
-  if (user === undefined) return null;
+  return user === undefined ? null : userText(user);
+}
+
+function userText(user: RunAgentInput['messages'][number]): string | null {
   const { content } = user as { content: unknown };
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return null;

@@ -44,7 +44,21 @@ const ROUTES: Route[] = [
   route('POST', '/v1/sessions', async ({ ctx, req }) => ok(await method('session.create', pick(await readJsonBody(req), ['session_id']), ctx), 201)),
   route('GET', '/v1/sessions/{id}', async ({ ctx, parts }) => ok(await sessionView(parts['id']!, ctx))),
   route('GET', '/v1/sessions/{id}/history', async ({ ctx, parts, query }) =>
-    ok(await method('session.history', { session_id: parts['id'], ...integerParam(query, 'limit') }, ctx)),
+    ok(await method('session.history', { session_id: parts['id'], ...integerParam(query, 'limit'), ...(query.get('all') === 'true' ? { all: true } : {}) }, ctx)),
+  ),
+  // Branches (PROTOCOL.md §2.2).
+  route('POST', '/v1/sessions/{id}/fork', async ({ ctx, parts, req }) =>
+    ok(await method('session.fork', { ...pick(await readJsonBody(req), ['new_session_id', 'at_turn_id', 'cwd']), session_id: parts['id'] }, ctx), 201),
+  ),
+  route('GET', '/v1/sessions/{id}/forks', async ({ ctx, parts }) => ok(await method('session.forks', { session_id: parts['id'] }, ctx))),
+  route('POST', '/v1/sessions/{id}/rewind', async ({ ctx, parts, req }) =>
+    ok(await method('session.rewind', { ...pick(await readJsonBody(req), ['to_turn_id']), session_id: parts['id'] }, ctx)),
+  ),
+  route('POST', '/v1/sessions/{id}/retry', async ({ ctx, parts, req }) =>
+    ok(await method('session.retry', { ...pick(await readJsonBody(req), ['on_busy', 'client_message_id']), session_id: parts['id'] }, ctx), 202),
+  ),
+  route('POST', '/v1/sessions/{id}/turns/{turn_id}/edit', async ({ ctx, parts, req }) =>
+    ok(await method('prompt.edit', { ...pick(await readJsonBody(req), ['text', 'on_busy', 'client_message_id']), session_id: parts['id'], turn_id: parts['turn_id'] }, ctx), 202),
   ),
   route('POST', '/v1/sessions/{id}/prompts', async ({ ctx, parts, req }) =>
     ok(await method('prompt.submit', { ...pick(await readJsonBody(req), ['text', 'on_busy', 'client_message_id']), session_id: parts['id'] }, ctx), 202),

@@ -97,6 +97,7 @@ export const LINE_TAIL_SQL = lineTailSql(HISTORY_COLUMNS.split(', ').map((c) => 
 export const SUPERSEDED_SQL = `SELECT b.sid AS branch, ${HISTORY_COLUMNS.split(', ').map((c) => `m.${c}`).join(', ')}, t.superseded_at, t.superseded_by
   FROM sessions b JOIN messages m ON m.sid = b.sid LEFT JOIN turns t ON t.turn_id = m.turn_id
   WHERE b.branch_of = $1 ORDER BY b.created_at, b.sid, m.seq`;
+export const SUBMITTED_SQL = 'SELECT 1 AS taken FROM submits WHERE sid = $1 AND client_message_id = $2';
 /** The sessions forked from `$1`. */
 export const FORKS_SQL = `SELECT sid, forked_from_turn FROM sessions WHERE forked_from_sid = $1 AND ${NOT_A_BRANCH} ORDER BY created_at, sid`;
 
@@ -147,6 +148,8 @@ export interface Reader {
   statusCounts(): Promise<Record<SessionStatus, number>>;
   /** The session's messages, oldest first (the last `limit` when given; `all`: with the superseded ones); undefined for an unknown session. */
   history(sid: string, options?: HistoryOptions): Promise<HistoryEntry[] | undefined>;
+  /** Whether the session has taken a submit with this client_message_id (a retry or an edit sent again must not rewind twice). */
+  submitted(sid: string, clientMessageId: string): Promise<boolean>;
   /** Where the session was forked from, and the sessions forked from it (PROTOCOL.md §2.2). */
   forks(sid: string): Promise<{ forked_from: ForkOrigin | null; forks: ForkOrigin[] } | undefined>;
   /** The nodes sharing the database; none on SQLite. */

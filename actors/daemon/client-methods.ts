@@ -299,6 +299,15 @@ function submitPrompt(ctx: ClientContext, sid: string, text: string, p: Fields):
   return callHost(ctx, { op: 'turn', sid, text, onBusy, ...(clientMessageId === undefined ? {} : { clientMessageId }), ...(cwd ? { cwd } : {}), ...by });
 }
 
+/**
+ * A retry or an edit sent again with the same client_message_id (its client reconnected, an AG-UI
+ * run repeated) rewinds nothing: its submit answers `duplicate`, as prompt.submit's would.
+ */
+async function alreadySubmitted(ctx: ClientContext, sid: string, p: Fields): Promise<boolean> {
+  const clientMessageId = p.optionalIdentifier('client_message_id');
+  return clientMessageId !== undefined && ((await (await ctx.reader())?.submitted(sid, clientMessageId)) ?? false);
+}
+
 /** The host's rewind route, as the caller (who superseded the turns it leaves). */
 function rewind(ctx: ClientContext, sid: string, point: { to_turn_id: string | null } | { before_turn_id: string | null }): Promise<unknown> {
   attach(ctx, sid);
@@ -521,6 +530,7 @@ const METHODS: Record<string, Method> = {
   /** Rewinds to before the last turn and submits its prompt again (PROTOCOL.md §2.2). */
   async 'session.retry'(p, ctx) {
     const sid = p.identifier('session_id');
+    if (await alreadySubmitted(ctx, sid, p)) return submitPrompt(ctx, sid, '', p);
     const { prompt } = (await rewind(ctx, sid, { before_turn_id: null })) as { prompt?: string };
     if (prompt === undefined) throw new RpcError(ErrorCodes.invalidParams, 'invalid params: the last turn has no prompt to submit again');
     return submitPrompt(ctx, sid, prompt, p);
@@ -532,7 +542,7 @@ const METHODS: Record<string, Method> = {
     const turnId = p.identifier('turn_id');
     const text = p.raw('text');
     if (typeof text !== 'string') throw new FieldError('text must be a string');
-    await rewind(ctx, sid, { before_turn_id: turnId });
+    if (!(await alreadySubmitted(ctx, sid, p))) await rewind(ctx, sid, { before_turn_id: turnId });
     return submitPrompt(ctx, sid, text, p);
   },
 

@@ -12,7 +12,7 @@ type Need = 'read' | 'write' | 'share';
 
 // A fork reads its source (PROTOCOL.md §2.2): a viewer who forks gets a session of their own.
 const READS = new Set(['session.resume', 'session.history', 'session.queue.get', 'session.fork', 'session.forks']);
-const WRITES = new Set(['prompt.submit', 'session.interrupt', 'session.queue.update', 'schedule.create', 'session.retry', 'prompt.edit']);
+const WRITES = new Set(['prompt.submit', 'session.interrupt', 'session.queue.update', 'schedule.create', 'session.rewind', 'session.retry', 'prompt.edit']);
 const SHARES = new Set(['session.share', 'session.unshare']);
 /** Methods that name a server request: the request's session is checked. */
 export const ANSWERS = new Set(['request.answer', 'clarify.lock']);

@@ -5,7 +5,7 @@ import { uniqueId } from '../../protocol/unique-ids.js';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
 import { isRecord } from '../../protocol/fields.js';
 import type { RpcErrorObject } from '../../protocol/rpc.js';
-import { routeClass } from '../host/routes.js';
+import { controlClass } from '../host/routes.js';
 import { tell, type ActorContext, type Ref } from '../runtime.js';
 import type { PendingSubmit, ReplyEntry, SupervisorState, SupervisorWiring } from './supervisor-state.js';
 import type { CallReply, HostCall, HostFrameIn, SupervisorMsg } from './supervisor-messages.js';
@@ -78,7 +78,7 @@ export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<Call
       });
       return waitReply(s, requestId, { replyTo, kind: 'queue', what: `session.queue ${call.queueOp}`, sid: call.sid, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
     case 'control': {
-      const cls = routeClass(call.route);
+      const cls = controlClass(call.route);
       if (cls === undefined || cls === 'turn-path') return fail(replyTo, new RpcError(ErrorCodes.methodNotFound, `method not found: ${call.route}`));
       if (cls === 'idle-gated' && s.running.has(call.sid)) return fail(replyTo, new RpcError(ErrorCodes.sessionBusy, 'session busy: a turn is running'));
       child.send(

@@ -17,14 +17,27 @@ export const MUTATOR_ROUTE_TABLE = Object.freeze({
   'session.reset': 'idle-gated',
   'session.history.reload': 'idle-gated',
   'slash.retry': 'idle-gated',
+} as const satisfies Record<string, RouteClass>);
+
+/**
+ * turnhost's own control routes, beyond the table's thirteen (which is the seed's, and stays as it
+ * is): carried in control frames like those, but not offered to clients by these names (the
+ * daemon's methods of PROTOCOL.md §2.2 call them).
+ */
+const OWN_ROUTES = Object.freeze({
   'session.rewind': 'idle-gated',
 } as const satisfies Record<string, RouteClass>);
 
 export type RouteName = keyof typeof MUTATOR_ROUTE_TABLE;
-export type ControlRoute = { [R in RouteName]: (typeof MUTATOR_ROUTE_TABLE)[R] extends 'turn-path' ? never : R }[RouteName];
+export type ControlRoute = { [R in RouteName]: (typeof MUTATOR_ROUTE_TABLE)[R] extends 'turn-path' ? never : R }[RouteName] | keyof typeof OWN_ROUTES;
 
 export function routeClass(name: string): RouteClass | undefined {
   return Object.hasOwn(MUTATOR_ROUTE_TABLE, name) ? MUTATOR_ROUTE_TABLE[name as RouteName] : undefined;
+}
+
+/** A control frame's route: one of the table's, or one of turnhost's own. */
+export function controlClass(name: string): RouteClass | undefined {
+  return routeClass(name) ?? (Object.hasOwn(OWN_ROUTES, name) ? OWN_ROUTES[name as keyof typeof OWN_ROUTES] : undefined);
 }
 
 /** A control route with its parameters validated. */
@@ -65,7 +78,7 @@ function textParam(frame: ControlFrame, key: string): string | undefined {
 
 export function parseControl(frame: ControlFrame): ControlParse {
   const name = frame.route_name;
-  const cls = routeClass(name);
+  const cls = controlClass(name);
   if (cls === undefined) return { ok: false, message: `unclassified route: ${name}` };
   if (cls === 'turn-path') {
     return { ok: false, message: `route ${name} is turn-path: send ${name === 'prompt.submit' ? 'turn.start' : 'interrupt'}` };

@@ -3,7 +3,8 @@
 // `turnhost/client`, so a turn outlives the editor: the next editor's `session/load` shows it.
 // stdout carries ACP and nothing else; what this process has to say goes to stderr.
 import { Readable, Writable } from 'node:stream';
-import { agent, ndJsonStream, PROTOCOL_VERSION, RequestError, type AgentContext, type ClientCapabilities, type StopReason } from '@agentclientprotocol/sdk';
+// The unstable entry: `session/fork` (PROTOCOL.md §2.2) is unstable in ACP v1; the rest is the stable protocol.
+import { agent, ndJsonStream, PROTOCOL_VERSION, RequestError, type AgentContext, type ClientCapabilities, type StopReason } from '@agentclientprotocol/sdk/unstable';
 import type { TurnhostClient } from '../../client/turnhost-client.js';
 import type { SessionEvent } from '../../client/types.js';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
@@ -60,7 +61,7 @@ class AcpBridge {
       this.editorCapabilities = params.clientCapabilities ?? {};
       return {
         protocolVersion: PROTOCOL_VERSION,
-        agentCapabilities: { loadSession: true, promptCapabilities: { embeddedContext: true } },
+        agentCapabilities: { loadSession: true, promptCapabilities: { embeddedContext: true }, sessionCapabilities: { fork: {} } },
         agentInfo: { name: 'turnhost', version: packageVersion() },
       };
     })
@@ -76,6 +77,13 @@ class AcpBridge {
       const { messages } = await this.client.history(sid);
       for (const update of historyUpdates(messages)) await editor.notify('session/update', { sessionId: sid, update });
       return {};
+    })
+    // A fork at the session's last ended turn (PROTOCOL.md §2.2), working where the editor says.
+    .onRequest('session/fork', async ({ params }) => {
+      const forked = await this.client.forkSession(params.sessionId, { cwd: params.cwd }).catch((err: unknown) => {
+        throw err instanceof RpcError && err.code === ErrorCodes.sessionNotFound ? RequestError.resourceNotFound(params.sessionId) : err;
+      });
+      return { sessionId: forked.session_id };
     })
     .onRequest('session/prompt', async ({ params, client: editor }) => this.prompt(params.sessionId, promptText(params.prompt), editor))
     .onNotification('session/cancel', async ({ params }) => {

@@ -16,7 +16,7 @@ export async function sessionsCommand(home: string, options: { json?: boolean; s
   if (sessions instanceof Error) return 1;
   if (options.json) {
     // PROTOCOL.md §3's keys, and no others: a list's first prompts are the page's, not this format's.
-    const summaries = (sessions ?? []).map(({ first_prompt: _, ...summary }) => summary);
+    const summaries = (sessions ?? []).map(({ first_prompt: _title, forked_from: _fork, ...summary }) => summary);
     process.stdout.write(`${JSON.stringify(summaries)}\n`);
     return 0;
   }

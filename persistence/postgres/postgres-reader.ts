@@ -8,6 +8,7 @@ import {
   LINE_TAIL_SQL,
   NOT_A_BRANCH,
   SUPERSEDED_SQL,
+  SUBMITTED_SQL,
   TURN_USAGE_COLUMNS,
   SUMMARY_COLUMNS,
   withSuperseded,
@@ -109,6 +110,10 @@ export class PostgresReader implements Reader {
       return new Map(usage.map((row) => [row.turn_id, row]));
     });
     return options.all ? withSuperseded(live, await this.rows<SupersededRow>(SUPERSEDED_SQL, [sid])) : live;
+  }
+
+  async submitted(sid: string, clientMessageId: string): Promise<boolean> {
+    return (await this.rows(SUBMITTED_SQL, [sid, clientMessageId])).length > 0;
   }
 
   async forks(sid: string): Promise<{ forked_from: ForkOrigin | null; forks: ForkOrigin[] } | undefined> {

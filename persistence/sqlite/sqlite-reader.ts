@@ -9,6 +9,7 @@ import {
   LINE_TAIL_SQL,
   NOT_A_BRANCH,
   SUPERSEDED_SQL,
+  SUBMITTED_SQL,
   TURN_USAGE_COLUMNS,
   SUMMARY_COLUMNS,
   withSuperseded,
@@ -87,6 +88,10 @@ export class SqliteReader implements Reader {
       return new Map(turnIds.map((id) => [id, select.get(id) as TurnUsageRow | undefined]).filter((e): e is [string, TurnUsageRow] => e[1] !== undefined));
     });
     return options.all ? withSuperseded(live, this.db.prepare(SUPERSEDED_SQL).all({ 1: sid }) as SupersededRow[]) : live;
+  }
+
+  async submitted(sid: string, clientMessageId: string): Promise<boolean> {
+    return this.db.prepare(SUBMITTED_SQL).get({ 1: sid, 2: clientMessageId }) !== undefined;
   }
 
   async forks(sid: string): Promise<{ forked_from: ForkOrigin | null; forks: ForkOrigin[] } | undefined> {

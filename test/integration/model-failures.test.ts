@@ -130,7 +130,7 @@ describe('model agent: interrupts, failures and compression (real host, fake mod
       { role: 'user', content: 'the long one' },
     ]);
     expect(end['session_key']).to.match(/^sk-/);
-    const stored = readDatabase(s.home, (db) => db.prepare('SELECT role, content FROM messages ORDER BY seq').all() as { role: string; content: string }[]);
+    const stored = readDatabase(s.home, (db) => db.prepare("SELECT role, content FROM messages WHERE sid = 's1' ORDER BY seq").all() as { role: string; content: string }[]);
     expect(stored.map((m) => m.role)).to.deep.equal(['system', 'user', 'assistant', 'user', 'assistant']);
   });
 

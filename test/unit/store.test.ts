@@ -46,6 +46,11 @@ describe('store', () => {
     }
     raw.exec('DROP TABLE queue; DROP TABLE submits; ALTER TABLE sessions DROP COLUMN queue_revision; ALTER TABLE sessions DROP COLUMN agent_session_id');
     raw.exec('DROP TABLE users; DROP TABLE session_access; ALTER TABLE turns DROP COLUMN by_user; DROP TABLE schedules; DROP TABLE webhook_outbox; DROP TABLE webhook_deliveries; ALTER TABLE server_requests DROP COLUMN answered_by');
+    raw.exec('DROP INDEX sessions_by_parent; DROP INDEX sessions_by_branch; DROP INDEX sessions_by_fork_source');
+    for (const column of ['sessions.parent_sid', 'sessions.parent_upto', 'sessions.forked_from_sid', 'sessions.forked_from_turn', 'sessions.branch_of', 'turns.superseded_at', 'turns.superseded_by', 'turns.branch_sid']) {
+      const [table, name] = column.split('.');
+      raw.exec(`ALTER TABLE ${table} DROP COLUMN ${name}`);
+    }
     raw.pragma('user_version = 1');
     raw.close();
     store = SqliteStore.open(file);
