@@ -5,6 +5,10 @@
 // the prefix they share; all of it the same after the daemon restarts.
 import { expect } from 'chai';
 import { startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
+import { HttpAgent } from '@ag-ui/client';
+import { connect } from '../../client/index.js';
+import { Editor } from '../helpers/editor.js';
+import { httpRequest } from '../helpers/http.js';
 import { Harness } from '../helpers/processes.js';
 import { RpcError } from '../../protocol/client-rpc.js';
 
@@ -159,5 +163,85 @@ describe('branches: fork, rewind, retry, edit (real daemon, real host, SQLite)',
     expect((await history(client, 'a', true)).filter((m) => m.superseded)).to.have.length(4);
     await turn(client, 'a', 'next');
     expect((await history(client, 'a')).at(-1)!.content).to.equal('seen 2; last: assistant: seen 0; last: none');
+  });
+
+  it('every door: REST, the client library over the WebSocket, AG-UI (an edit, a regenerate), an editor\'s session/fork', async () => {
+    const token = 'branch-doors-token-7d1c';
+    const daemon = await startDaemon(h, ['--listen', '127.0.0.1:0'], { TURNHOST_TOKEN: token });
+    const client = await TestClient.connect(daemon);
+    const url = (await client.call<{ http: { url: string } }>('host.status')).http.url;
+    const port = Number(new URL(url).port);
+    const rest = async (method: string, path: string, body?: object) => {
+      const answer = await httpRequest(port, { method, path, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body }) });
+      return { status: answer.status, body: answer.json() };
+    };
+    await client.call('session.create', { session_id: 'd' });
+    const t1 = await turn(client, 'd', 'one');
+    const t2 = await turn(client, 'd', 'two');
+
+    // REST.
+    const forked = await rest('POST', '/v1/sessions/d/fork', { at_turn_id: t1, new_session_id: 'd-fork' });
+    expect(forked).to.deep.equal({ status: 201, body: { session_id: 'd-fork', forked_from: { session_id: 'd', turn_id: t1 } } });
+    expect((await rest('GET', '/v1/sessions/d/forks')).body).to.deep.include({ forks: [{ session_id: 'd-fork', turn_id: t1 }] });
+    expect((await rest('POST', '/v1/sessions/d/rewind', { to_turn_id: t1 })).body).to.deep.include({ to_turn_id: t1, superseded: [t2] });
+    const retried = await rest('POST', '/v1/sessions/d/retry', {});
+    expect(retried.status).to.equal(202);
+    await client.nextEvent('turn.end', 'd', (e) => e.payload['turn_id'] === retried.body['turn_id']);
+    const edited = await rest('POST', `/v1/sessions/d/turns/${String(retried.body['turn_id'])}/edit`, { text: 'one, edited' });
+    expect(edited.status).to.equal(202);
+    await client.nextEvent('turn.end', 'd', (e) => e.payload['turn_id'] === edited.body['turn_id']);
+    const all = (await rest('GET', '/v1/sessions/d/history?all=true')).body['messages'] as Message[];
+    // The retry took the last turn, `one` (the rewind had left it last): every path is there, each
+    // just before the place it left the line, or after it when the line no longer reaches there.
+    expect(lines(all)).to.deep.equal(['~user: one', '~assistant: one', '~user: one', '~assistant: one', 'user: one, edited', 'assistant: one, edited', '~user: two', '~assistant: two']);
+
+    // The client library, over the WebSocket.
+    const lib = await connect({ url, token });
+    try {
+      const fork = await lib.forkSession('d', { new_session_id: 'lib-fork' });
+      expect(fork.forked_from).to.deep.equal({ session_id: 'd', turn_id: edited.body['turn_id'] });
+      const rewound = await lib.rewind('lib-fork', null);
+      expect(rewound.superseded).to.deep.equal([]); // its line is all its parent's: nothing of its own to supersede
+      expect((await lib.history('lib-fork')).messages).to.deep.equal([]);
+      await lib.createSession({ session_id: 'lib' });
+      for await (const event of lib.turn('lib', 'first')) void event;
+      // The socket client follows the session too (from its first event): it sees each turn end.
+      await client.call('session.resume', { session_id: 'lib', after_seq: 0 });
+      const again = await lib.retry('lib');
+      await client.nextEvent('turn.end', 'lib', (e) => e.payload['turn_id'] === again.turn_id);
+      expect((await lib.history('lib', { all: true })).messages.filter((m) => m.superseded).length).to.equal(2);
+      const changed = await lib.editPrompt('lib', again.turn_id!, 'first, changed');
+      await client.nextEvent('turn.end', 'lib', (e) => e.payload['turn_id'] === changed.turn_id);
+      expect((await lib.history('lib')).messages.map((m) => m.content)).to.deep.equal(['first, changed', 'first, changed']);
+    } finally {
+      lib.close();
+    }
+
+    // AG-UI: a run whose messages change an earlier prompt is an edit there; the same ones again, a regenerate.
+    const agui = new HttpAgent({ url: `${url}/v1/ag-ui`, headers: { authorization: `Bearer ${token}` }, threadId: 'ag' });
+    const runOnce = (runId: string) => agui.runAgent({ runId }, {});
+    agui.addMessage({ id: 'u1', role: 'user', content: 'alpha' });
+    await runOnce('r1');
+    agui.addMessage({ id: 'u2', role: 'user', content: 'beta' });
+    await runOnce('r2');
+    agui.setMessages([{ id: 'u1', role: 'user', content: 'alpha' }, { id: 'a1', role: 'assistant', content: 'alpha' }, { id: 'u2', role: 'user', content: 'beta, edited' }]);
+    await runOnce('r3');
+    expect(lines(await history(client, 'ag'))).to.deep.equal(['user: alpha', 'assistant: alpha', 'user: beta, edited', 'assistant: beta, edited']);
+    agui.setMessages([{ id: 'u1', role: 'user', content: 'alpha' }, { id: 'a1', role: 'assistant', content: 'alpha' }, { id: 'u2', role: 'user', content: 'beta, edited' }]);
+    await runOnce('r4');
+    expect(lines(await history(client, 'ag'))).to.have.length(4);
+    expect((await history(client, 'ag', true)).filter((m) => m.superseded).map((m) => m.content)).to.deep.equal(['beta', 'beta', 'beta, edited', 'beta, edited']);
+    await runOnce('r4'); // the same run again: nothing more is superseded
+    expect((await history(client, 'ag', true)).filter((m) => m.superseded)).to.have.length(4);
+
+    // An editor forks through turnhost acp (declared in its capabilities).
+    const editor = await Editor.start(h, daemon.home, {});
+    const init = await editor.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+    expect(init.agentCapabilities?.sessionCapabilities).to.deep.include({ fork: {} });
+    const { sessionId } = await editor.agent.request('session/new', { cwd: daemon.home, mcpServers: [] });
+    await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'from the editor' }] });
+    const editorFork = (await (editor.agent as unknown as { request(method: string, params: object): Promise<{ sessionId: string }> }).request('session/fork', { sessionId, cwd: daemon.home, mcpServers: [] })).sessionId;
+    expect(lines(await history(client, editorFork))).to.deep.equal(['user: from the editor', 'assistant: from the editor']);
+    client.close();
   });
 });
