@@ -1,5 +1,6 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, guests, page, people, webhooks, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, guests, page, people, webhooks, branches, or all.
 import { benchAgent } from './agent.js';
+import { benchBranches } from './branches.js';
 import { benchCluster } from './cluster.js';
 import { benchDaemon } from './daemon.js';
 import { benchEdge } from './edge.js';
@@ -29,6 +30,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   page: benchPage,
   people: benchPeople,
   webhooks: benchWebhooks,
+  branches: benchBranches,
 };
 
 const names = process.argv.slice(2);

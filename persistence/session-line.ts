@@ -30,7 +30,7 @@ function lineCte(sid: string): string {
 function spanSelect(turn: string): string {
   return `SELECT m.turn_id AS turn_id, MIN(m.seq) AS start, MAX(m.seq) + 1 AS upto FROM line JOIN messages m ON m.sid = line.sid AND m.seq < line.hi
   JOIN turns t ON t.turn_id = m.turn_id
-  WHERE (${turn} IS NULL AND t.status <> 'running') OR m.turn_id = ${turn}
+  WHERE (CAST(${turn} AS TEXT) IS NULL AND t.status <> 'running') OR m.turn_id = CAST(${turn} AS TEXT)
   GROUP BY m.turn_id ORDER BY upto DESC LIMIT 1`;
 }
 
@@ -48,6 +48,19 @@ export function lineTailSql(columns: string): string {
 export const MESSAGE_COUNT_SQL = '(SELECT COALESCE(MAX(seq) + 1, COALESCE(sessions.parent_upto, 0)) FROM messages WHERE messages.sid = sessions.sid)';
 
 /**
+ * The position after turn `turn`'s last message in the line (or the last ended turn's, `turn` null),
+ * found by reading each segment backwards from its top, index-ordered, stopping at the first of its
+ * messages: the last turn costs the same however long the line is.
+ */
+function lastOfTurn(turn: string): string {
+  const found = `(SELECT m.seq FROM messages m JOIN turns t ON t.turn_id = m.turn_id
+      WHERE m.sid = line.sid AND m.seq < line.hi AND ((CAST(${turn} AS TEXT) IS NULL AND t.status <> 'running') OR m.turn_id = CAST(${turn} AS TEXT))
+      ORDER BY m.seq DESC LIMIT 1)`;
+  return `SELECT (SELECT turn_id FROM messages WHERE sid = hit.sid AND seq = hit.last) AS turn_id, hit.last + 1 AS upto
+    FROM (SELECT line.sid AS sid, ${found} AS last FROM line) hit WHERE hit.last IS NOT NULL ORDER BY hit.last DESC LIMIT 1`;
+}
+
+/**
  * Where turn `$2` lies in the line of `$1` (its first position, and the one after its last), or
  * the last turn that has ended (`$2` null). None when there is no such turn.
  */
@@ -59,7 +72,7 @@ export const TURN_SPAN_SQL = `${LINE_CTE} ${spanSelect('$2')}`;
  * its last ended turn) as its own first messages, without copying them, and its settings. Nothing
  * is written when the source or the turn is not there. Returns the fork's row.
  */
-export const FORK_SQL = `${lineCte('$5')}, span AS (${spanSelect('$6')})
+export const FORK_SQL = `${lineCte('$5')}, span AS (${lastOfTurn('$6')})
   INSERT INTO sessions (sid, session_key, status, history_version, overrides, cwd, created_at, updated_at, parent_sid, parent_upto, forked_from_sid, forked_from_turn)
   SELECT $1, $2, 'active', 0, s.overrides, $3, $4, $4, s.sid, span.upto, s.sid, span.turn_id
   FROM sessions s, span WHERE s.sid = $5 AND s.branch_of IS NULL
