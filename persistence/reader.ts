@@ -30,6 +30,8 @@ export interface HistoryEntry {
   role: string;
   content: string;
   turn_id: string | null;
+  /** When it was stored (in `session.history`, not in `history --json`). */
+  at?: string;
   /** On a prompt: who submitted it (PROTOCOL.md §5.6). */
   by?: string;
   tool_calls?: ToolCall[];
@@ -61,6 +63,7 @@ export interface HistoryRow {
   role: string;
   content: string;
   turn_id: string | null;
+  created_at: number;
   tool_calls: string | null;
   tool_call_id: string | null;
 }
@@ -78,7 +81,7 @@ export interface TurnUsageRow {
 
 export const TURN_USAGE_COLUMNS = 'by_user, started_at, ended_at, model, prompt_tokens, completion_tokens, model_calls';
 
-export const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_call_id';
+export const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_call_id, created_at';
 
 export const SESSION_STATUSES: readonly SessionStatus[] = ['active', 'finalized', 'retained'];
 
@@ -194,7 +197,7 @@ export async function withTurnUsage(entries: HistoryEntry[], usageOf: (turnIds: 
 }
 
 export function toHistoryEntry(row: HistoryRow): HistoryEntry {
-  const entry: HistoryEntry = { seq: row.seq, role: row.role, content: row.content, turn_id: row.turn_id };
+  const entry: HistoryEntry = { seq: row.seq, role: row.role, content: row.content, turn_id: row.turn_id, at: new Date(row.created_at).toISOString() };
   if (row.tool_calls !== null) entry.tool_calls = JSON.parse(row.tool_calls) as ToolCall[];
   if (row.tool_call_id !== null) entry.tool_call_id = row.tool_call_id;
   return entry;

@@ -17,6 +17,26 @@ interface SessionItem {
   updated_at: string;
   /** What the person logged in is to it (PROTOCOL.md §5.6): an owner or an admin may share it. */
   role: 'owner' | 'editor' | 'viewer' | 'admin';
+  forked_from?: ForkOrigin;
+}
+
+/** Where a session was forked from, and the sessions forked from it (PROTOCOL.md §2.2). */
+interface ForkOrigin {
+  session_id: string;
+  turn_id: string | null;
+}
+
+interface Lineage {
+  forked_from: ForkOrigin | null;
+  forks: ForkOrigin[];
+}
+
+/** What a past turn's buttons do (PROTOCOL.md §2.2); read at the click, so a line drawn once acts on the session shown now. */
+export interface TurnActions {
+  canWrite: boolean;
+  edit(turnId: string, text: string, where: 'here' | 'branch'): Promise<void>;
+  fork(turnId: string): Promise<void>;
+  retry(): Promise<void>;
 }
 
 interface You {
@@ -59,6 +79,7 @@ function App() {
   const [schedules, setSchedules] = useState<ScheduleItem[]>([]);
   const [requests, setRequests] = useState<ServerRequest[]>([]);
   const [host, setHost] = useState<HostView | null>(null);
+  const [lineage, setLineage] = useState<Lineage | null>(null);
   const [you, setYou] = useState<You | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [, setTick] = useState(0);
@@ -109,9 +130,15 @@ function App() {
     if (view.current?.sid === sid) setSchedules(result.schedules);
   }
 
+  /** The line with every superseded path (folded where it left): nothing is ever lost from the page. */
   async function loadHistory(sid: string): Promise<void> {
-    const result = await rpc.call<{ messages: HistoryEntry[] }>('session.history', { session_id: sid });
+    const result = await rpc.call<{ messages: HistoryEntry[] }>('session.history', { session_id: sid, all: true });
     if (view.current?.sid === sid) setHistory(result.messages);
+  }
+
+  async function loadLineage(sid: string): Promise<void> {
+    const result = await rpc.call<Lineage>('session.forks', { session_id: sid });
+    if (view.current?.sid === sid) setLineage(result);
   }
 
   /** Resumes the session from its last seen event (a reconnect), or from the oldest kept one. */
@@ -122,6 +149,7 @@ function App() {
       setQueue([]);
       setSchedules([]);
       setRequests([]);
+      setLineage(null);
     }
     const afterSeq = view.current!.lastSeq;
     try {
@@ -131,6 +159,7 @@ function App() {
       const q = await rpc.call<{ items: QueueItem[] }>('session.queue.get', { session_id: sid });
       setQueue(q.items);
       await loadSchedules(sid);
+      await loadLineage(sid);
     } catch (err) {
       setError((err as Error).message);
     }
@@ -179,6 +208,9 @@ function App() {
         break;
       case 'request.cancel':
         setRequests((open) => open.filter((r) => r.id !== String(p['id'])));
+        break;
+      case 'session.rewound':
+        void loadHistory(current.sid);
         break;
       case 'request.open': {
         // Sent to a viewer, who may not answer: the turn waits on someone who may.
@@ -235,6 +267,29 @@ function App() {
   }
 
   const sid = selected;
+  const role = sessions.find((s) => s.session_id === sid)?.role;
+  const actions = useRef<TurnActions>({ canWrite: false, edit: async () => {}, fork: async () => {}, retry: async () => {} });
+  actions.current = {
+    canWrite: role !== 'viewer',
+    edit: (turnId, text, where) =>
+      act(async () => {
+        if (sid === null) return;
+        if (where === 'here') return void (await rpc.call('prompt.edit', { session_id: sid, turn_id: turnId, text }));
+        // A new branch: a fork that shares the line through this turn, then this turn's prompt changed there.
+        const forked = await rpc.call<{ session_id: string }>('session.fork', { session_id: sid, at_turn_id: turnId });
+        choose(forked.session_id);
+        await rpc.call('prompt.edit', { session_id: forked.session_id, turn_id: turnId, text });
+        await refreshSessions();
+      }),
+    fork: (turnId) =>
+      act(async () => {
+        if (sid === null) return;
+        const forked = await rpc.call<{ session_id: string }>('session.fork', { session_id: sid, at_turn_id: turnId });
+        choose(forked.session_id);
+        await refreshSessions();
+      }),
+    retry: () => act(async () => void (sid !== null && (await rpc.call('session.retry', { session_id: sid })))),
+  };
   const shown = view.current?.sid === sid ? view.current : null;
   const live = shown ? [...shown.live.values()] : [];
   const runningTurn = shown?.current ?? null;
@@ -280,8 +335,13 @@ function App() {
         ) : (
           <SessionPane
             sid={sid}
+            title={sessions.find((s) => s.session_id === sid)?.title ?? null}
+            lineage={lineage}
+            titleOf={(other) => sessions.find((s) => s.session_id === other)?.title ?? other}
+            onOpen={choose}
+            actions={actions}
             you={you?.user ?? null}
-            canShare={sessions.find((s) => s.session_id === sid)?.role === 'owner' || sessions.find((s) => s.session_id === sid)?.role === 'admin'}
+            canShare={role === 'owner' || role === 'admin'}
             onShare={(user, role) => act(() => rpc.call('session.share', { session_id: sid, user, role }))}
             lines={[...past.lines, ...liveLines(live, past.replied)]}
             queue={queue}
@@ -332,6 +392,12 @@ function HostRegion({ host }: { host: HostView | null }) {
 
 interface SessionPaneProps {
   sid: string;
+  /** Its first prompt's first line; null before it has one (then the id names it). */
+  title: string | null;
+  lineage: Lineage | null;
+  titleOf(sid: string): string;
+  onOpen(sid: string): void;
+  actions: { current: TurnActions };
   /** Who is logged in: their own prompts are not labelled. */
   you: string | null;
   canShare: boolean;
@@ -359,11 +425,15 @@ function SessionPane(props: SessionPaneProps) {
   };
   return (
     <>
-      <h2>{props.sid}</h2>
-      {props.canShare && <ShareForm onShare={props.onShare} />}
+      <div class="session-head">
+        <h2>{props.title ?? props.sid}</h2>
+        {props.title !== null && <small class="sid">{props.sid}</small>}
+        <LineageLinks lineage={props.lineage} titleOf={props.titleOf} onOpen={props.onOpen} />
+        {props.canShare && <ShareForm onShare={props.onShare} />}
+      </div>
       <div role="log" aria-label="Transcript" class="transcript" ref={log} onClick={copyCode}>
         {props.lines.map((line) => (
-          <TranscriptLine key={line.key} line={line.by === props.you ? { ...line, by: undefined } : line} />
+          <TranscriptLine key={line.key} line={line.by === props.you ? { ...line, by: undefined } : line} actions={props.actions} />
         ))}
       </div>
       <div class="writing">
@@ -379,7 +449,7 @@ function SessionPane(props: SessionPaneProps) {
             }
           }}
         />
-        <button type="button" onClick={() => send(false)}>Send</button>
+        <button type="button" class="primary" onClick={() => send(false)}>Send</button>
         <button type="button" onClick={() => send(true)}>Steer</button>
         <button type="button" disabled={!props.running} onClick={() => void props.onStop()}>Stop</button>
       </div>
@@ -389,38 +459,106 @@ function SessionPane(props: SessionPaneProps) {
   );
 }
 
-/**
- * One line of the transcript, drawn again only when its text changes (or it is opened or closed):
- * a past turn's lines are drawn once, and a fragment redraws the one block it lands in. A prompt
- * and a reply are Markdown (markdown.ts makes it safe); a tool call and reasoning are disclosures;
- * the rest is text.
- */
-class TranscriptLine extends Component<{ line: Line }, { open: boolean }> {
-  override state = { open: false };
+interface LineProps {
+  line: Line;
+  actions: { current: TurnActions };
+}
 
-  override shouldComponentUpdate(next: { line: Line }, nextState: { open: boolean }): boolean {
+interface LineState {
+  open: boolean;
+  /** The draft of an edit of this prompt; null when not editing. */
+  draft: string | null;
+}
+
+/**
+ * One line of the transcript, drawn again only when its text changes (or it is opened, closed or
+ * edited): a past turn's lines are drawn once, and a fragment redraws the one block it lands in. A
+ * prompt and a reply are Markdown (markdown.ts makes it safe), under who wrote them; a past prompt
+ * can be edited (here, or in a new branch), a turn's reply forked from, the last one retried
+ * (PROTOCOL.md §2.2); a tool call, reasoning and a superseded stretch are disclosures.
+ */
+class TranscriptLine extends Component<LineProps, LineState> {
+  override state: LineState = { open: false, draft: null };
+
+  override shouldComponentUpdate(next: LineProps, nextState: LineState): boolean {
     const { line } = this.props;
-    return next.line.text !== line.text || next.line.kind !== line.kind || next.line.by !== line.by || nextState.open !== this.state.open;
+    return (
+      next.line.text !== line.text ||
+      next.line.kind !== line.kind ||
+      next.line.by !== line.by ||
+      next.line.ends !== line.ends ||
+      next.line.turnId !== line.turnId ||
+      next.line.lead !== line.lead ||
+      nextState.open !== this.state.open ||
+      nextState.draft !== this.state.draft
+    );
   }
 
   override render() {
-    const { line } = this.props;
-    const open = this.state.open;
+    const { line, actions } = this.props;
+    const { open, draft } = this.state;
     const toggle = () => this.setState({ open: !open });
+    const act = actions.current;
     switch (line.kind) {
       case 'prompt':
         return (
-          <div class="prompt">
-            {line.by !== undefined && <small class="by">{line.by}</small>}
-            <div dangerouslySetInnerHTML={{ __html: markdownHtml(line.text) }} />
+          <div class="prompt" data-turn={line.turnId}>
+            <div class="who">
+              <span class={line.by === undefined ? 'role' : 'role by'}>{line.by ?? 'You'}</span>
+              {line.at !== undefined && <time dateTime={line.at}>{shortTime(line.at)}</time>}
+              {line.turnId !== undefined && act.canWrite && draft === null && (
+                <button type="button" class="quiet" onClick={() => this.setState({ draft: line.text })}>
+                  Edit
+                </button>
+              )}
+            </div>
+            {draft === null ? (
+              <div dangerouslySetInnerHTML={{ __html: markdownHtml(line.text) }} />
+            ) : (
+              <form class="edit" aria-label="Edit prompt" onSubmit={(e) => e.preventDefault()}>
+                <textarea aria-label="Edited prompt" value={draft} rows={3} onInput={(e) => this.setState({ draft: (e.target as HTMLTextAreaElement).value })} />
+                <div class="row">
+                  <button type="button" class="primary" onClick={() => this.finishEdit('here')}>
+                    Save here
+                  </button>
+                  <button type="button" onClick={() => this.finishEdit('branch')}>
+                    Save in a new branch
+                  </button>
+                  <button type="button" class="quiet" onClick={() => this.setState({ draft: null })}>
+                    Cancel
+                  </button>
+                </div>
+              </form>
+            )}
           </div>
         );
       case 'reply':
-        return <div class={line.kind} dangerouslySetInnerHTML={{ __html: markdownHtml(line.text) }} />;
+        return (
+          <div class="reply-line">
+            {line.lead === true && (
+              <div class="who">
+                <span class="role">Assistant</span>
+              </div>
+            )}
+            <div class="reply" dangerouslySetInnerHTML={{ __html: markdownHtml(line.text) }} />
+            {line.ends !== undefined && line.turnId !== undefined && (
+              <div class="turn-actions">
+                <button type="button" class="quiet" onClick={() => void act.fork(line.turnId!)}>
+                  Fork
+                </button>
+                {line.ends === 'last' && act.canWrite && (
+                  <button type="button" class="quiet" onClick={() => void act.retry()}>
+                    Retry
+                  </button>
+                )}
+              </div>
+            )}
+          </div>
+        );
       case 'tool':
         return (
           <div class="tool">
-            <button type="button" aria-expanded={open} onClick={toggle}>
+            <button type="button" class="quiet" aria-expanded={open} onClick={toggle}>
               {line.tool!.name}
             </button>{' '}
             <span class="state">{line.tool!.state}</span>
@@ -430,16 +568,78 @@ class TranscriptLine extends Component<{ line: Line }, { open: boolean }> {
       case 'reasoning':
         return (
           <div class="reasoning">
-            <button type="button" aria-expanded={open} onClick={toggle}>
+            <button type="button" class="quiet" aria-expanded={open} onClick={toggle}>
               Reasoning
             </button>
             {open && <p>{line.text}</p>}
+          </div>
+        );
+      case 'superseded':
+        return (
+          <div class="superseded">
+            <button type="button" class="quiet" aria-expanded={open} onClick={toggle}>
+              {line.text}
+            </button>
+            {open && (
+              <div class="folded">
+                {line.folded!.map((inner) => (
+                  <TranscriptLine key={inner.key} line={{ ...inner, ends: undefined }} actions={{ current: { ...act, canWrite: false } }} />
+                ))}
+              </div>
+            )}
           </div>
         );
       default:
         return <p class={line.kind}>{line.text}</p>;
     }
   }
+
+  private finishEdit(where: 'here' | 'branch'): void {
+    const { draft } = this.state;
+    const turnId = this.props.line.turnId;
+    if (draft === null || draft.trim() === '' || turnId === undefined) return;
+    this.setState({ draft: null });
+    void this.props.actions.current.edit(turnId, draft, where);
+  }
+}
+
+/** A prompt's time: the hour and minute, and the day when it is not today. */
+function shortTime(iso: string): string {
+  const at = new Date(iso);
+  const time = at.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  return at.toDateString() === new Date().toDateString() ? time : `${at.toLocaleDateString()} ${time}`;
+}
+
+/** "Forked from" one way, "Forks" the other (PROTOCOL.md §2.2), each a link to that session. */
+function LineageLinks({ lineage, titleOf, onOpen }: { lineage: Lineage | null; titleOf(sid: string): string; onOpen(sid: string): void }) {
+  if (lineage === null || (lineage.forked_from === null && lineage.forks.length === 0)) return null;
+  const link = (sid: string) => (
+    <a
+      href={`#${encodeURIComponent(sid)}`}
+      onClick={(e) => {
+        e.preventDefault();
+        onOpen(sid);
+      }}
+    >
+      {titleOf(sid)}
+    </a>
+  );
+  return (
+    <p class="lineage">
+      {lineage.forked_from !== null && <span>Forked from {link(lineage.forked_from.session_id)}</span>}
+      {lineage.forks.length > 0 && (
+        <span>
+          Forks:{' '}
+          {lineage.forks.map((fork, i) => (
+            <span key={fork.session_id}>
+              {i > 0 && ', '}
+              {link(fork.session_id)}
+            </span>
+          ))}
+        </span>
+      )}
+    </p>
+  );
 }
 
 /** A fenced code block's Copy button copies the code beside it. */

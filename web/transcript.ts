@@ -2,7 +2,8 @@
 // yet, what streamed of it. A turn is drawn from one source at a time, so a reload in the middle
 // of a turn shows its reply once: streamed until the turn's end is stored, then from the history.
 // The history's lines are made once per history; a streaming reply is one line per Markdown block
-// (blocks.ts), so that a fragment changes one line, never the reply or the transcript.
+// (blocks.ts), so that a fragment changes one line, never the reply or the transcript. The turns a
+// rewind, a retry or an edit superseded (PROTOCOL.md §2.2) are one folded line where they left.
 import { ReplyBlocks } from './blocks.js';
 
 export interface HistoryEntry {
@@ -17,6 +18,12 @@ export interface HistoryEntry {
   usage?: Usage;
   /** On a turn's last message: how long the turn ran, as its stored row says. */
   duration_ms?: number;
+  /** When it was stored. */
+  at?: string;
+  /** A message of a superseded turn (the history read with `all`): when, and by whom. */
+  superseded?: boolean;
+  superseded_at?: string;
+  superseded_by?: string | null;
 }
 
 export interface Usage {
@@ -46,7 +53,7 @@ export interface LiveTurn {
   ended: boolean;
 }
 
-export type LineKind = 'prompt' | 'reply' | 'reasoning' | 'tool' | 'usage' | 'note';
+export type LineKind = 'prompt' | 'reply' | 'reasoning' | 'tool' | 'usage' | 'note' | 'superseded';
 
 /** A tool call as a disclosure: its name and state on the button, its arguments and result inside. */
 export interface ToolView {
@@ -65,6 +72,16 @@ export interface Line {
   tool?: ToolView;
   /** On a prompt: who sent it. */
   by?: string;
+  /** The turn it belongs to (a prompt's, to edit it; a turn's reply, to fork there or retry it). */
+  turnId?: string;
+  /** On a prompt: when it was sent. */
+  at?: string;
+  /** On a turn's reply: it ends the turn (Fork); `last`: it ends the session's line (Retry). */
+  ends?: 'turn' | 'last';
+  /** A superseded stretch, folded: its own lines. */
+  folded?: Line[];
+  /** The first reply of its turn: it is named (the assistant's). */
+  lead?: boolean;
 }
 
 export function newLiveTurn(turnId: string): LiveTurn {
@@ -83,29 +100,57 @@ function toolLine(key: string, tool: ToolView): Line {
 
 export function historyLines(history: readonly HistoryEntry[]): HistoryLines {
   const lines: Line[] = [];
-  const calls = new Map<string, number>();
   const replied = new Set<string>();
+  for (let i = 0; i < history.length; ) {
+    if (history[i]!.superseded === true) {
+      // A superseded stretch: one folded line, named by when and by whom (its turns are in the history: no streamed copy of them is shown).
+      let end = i;
+      while (end < history.length && history[end]!.superseded === true && history[end]!.superseded_at === history[i]!.superseded_at) end++;
+      const stretch = history.slice(i, end);
+      const first = stretch[0]!;
+      const who = first.superseded_by ? ` by ${first.superseded_by}` : '';
+      const when = first.superseded_at ? ` ${new Date(first.superseded_at).toLocaleString()}` : '';
+      lines.push({ key: `s${first.seq}-${first.superseded_at ?? ''}`, kind: 'superseded', text: `${stretch.length} superseded message${stretch.length === 1 ? '' : 's'}${when}${who}`, folded: lineRun(stretch, replied) });
+      i = end;
+      continue;
+    }
+    let end = i;
+    while (end < history.length && history[end]!.superseded !== true) end++;
+    lines.push(...lineRun(history.slice(i, end), replied));
+    i = end;
+  }
+  const last = [...lines].reverse().find((line) => line.ends === 'turn');
+  if (last !== undefined) last.ends = 'last';
+  return { lines, replied };
+}
+
+/** The lines of a run of messages of one path; the turns whose reply it holds go in `replied`. */
+function lineRun(history: readonly HistoryEntry[], replied: Set<string>): Line[] {
+  const lines: Line[] = [];
+  const calls = new Map<string, number>();
   for (const entry of history) {
-    const key = `h${entry.seq}`;
-    if (entry.role === 'user') lines.push({ key, kind: 'prompt', text: entry.content, ...(entry.by === undefined ? {} : { by: entry.by }) });
+    const key = `h${entry.seq}${entry.superseded ? `-${entry.superseded_at ?? ''}` : ''}`;
+    const turn = entry.turn_id === null ? {} : { turnId: entry.turn_id };
+    if (entry.role === 'user') lines.push({ key, kind: 'prompt', text: entry.content, ...turn, ...(entry.by === undefined ? {} : { by: entry.by }), ...(entry.at === undefined ? {} : { at: entry.at }) });
     else if (entry.role === 'tool') {
       const at = calls.get(entry.tool_call_id ?? '');
       const call = at === undefined ? undefined : lines[at]!.tool!;
       if (call === undefined) lines.push({ key, kind: 'note', text: `← tool: ${entry.content}` });
       else lines[at!] = toolLine(lines[at!]!.key, { ...call, state: 'done', detail: `${call.detail}\n← ${call.name}: ${entry.content}` });
     } else if (entry.role === 'assistant') {
-      if (entry.content !== '') lines.push({ key, kind: 'reply', text: entry.content });
+      const final = (entry.tool_calls ?? []).length === 0 && entry.turn_id !== null;
+      const lead = !lines.some((line) => line.kind === 'reply' && line.turnId !== undefined && line.turnId === entry.turn_id);
+      if (entry.content !== '') lines.push({ key, kind: 'reply', text: entry.content, ...turn, ...(final ? { ends: 'turn' as const } : {}), ...(lead ? { lead } : {}) });
       for (const call of entry.tool_calls ?? []) {
         calls.set(call.id, lines.length);
-        lines.push(toolLine(`t${call.id}`, { id: call.id, name: call.function.name, state: 'called', detail: `→ ${call.function.name}(${call.function.arguments})` }));
+        lines.push(toolLine(`t${call.id}${entry.superseded ? '-s' : ''}`, { id: call.id, name: call.function.name, state: 'called', detail: `→ ${call.function.name}(${call.function.arguments})` }));
       }
-      const final = (entry.tool_calls ?? []).length === 0 && entry.turn_id !== null;
       if (final) replied.add(entry.turn_id!);
       const spent = turnText(entry.usage, final ? entry.duration_ms : undefined);
       if (spent !== null) lines.push({ key: `${key}-usage`, kind: 'usage', text: spent });
     } else lines.push({ key, kind: 'note', text: entry.content });
   }
-  return { lines, replied };
+  return lines;
 }
 
 /** The lines of the turns still streaming (or ended and not yet in the history). */
@@ -121,8 +166,8 @@ export function liveLines(live: readonly LiveTurn[], replied: ReadonlySet<string
       const state = outcome === undefined ? 'running' : outcome.ok ? 'ok' : 'failed';
       lines.push(toolLine(`t${tool.id}`, { id: tool.id, name: tool.name, state, detail: outcome === undefined ? call : `${call}\n← ${tool.name} ${state}: ${outcome.summary}` }));
     }
-    turn.reply.done.forEach((block, i) => lines.push({ key: `${key}-reply${i}`, kind: 'reply', text: block }));
-    if (turn.reply.tail !== '') lines.push({ key: `${key}-reply-open`, kind: 'reply', text: turn.reply.tail });
+    turn.reply.done.forEach((block, i) => lines.push({ key: `${key}-reply${i}`, kind: 'reply', text: block, ...(i === 0 ? { lead: true } : {}) }));
+    if (turn.reply.tail !== '') lines.push({ key: `${key}-reply-open`, kind: 'reply', text: turn.reply.tail, ...(turn.reply.done.length === 0 ? { lead: true } : {}) });
     turn.notes.forEach((note, i) => lines.push({ key: `${key}-note${i}`, kind: 'note', text: note }));
     const spent = turnText(turn.usage, turn.durationMs);
     if (spent !== null) lines.push({ key: `${key}-usage`, kind: 'usage', text: spent });

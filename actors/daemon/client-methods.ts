@@ -341,9 +341,11 @@ export async function answerServerRequest(ctx: ClientContext, requestId: string,
 
 /** A session's name in a list: its first prompt's first line, cut; null when it has none (PROTOCOL.md §5.5). */
 const TITLE_MAX = 80;
+/** A session's title: its first prompt's first line, without the Markdown that marks it (`# Plan` is "Plan"). */
 function titleOf(prompt: string | null): string | null {
-  const line = prompt?.split('\n').find((l) => l.trim() !== '')?.trim();
-  if (line === undefined) return null;
+  const first = prompt?.split('\n').find((l) => l.trim() !== '')?.trim();
+  const line = first?.replace(/^(?:#{1,6}\s+|>\s*|[-*+]\s+|\d+[.)]\s+)+/, '').replace(/^([*_`~]+)(.*?)\1$/, '$2').trim();
+  if (line === undefined || line === '') return null;
   return line.length <= TITLE_MAX ? line : `${line.slice(0, TITLE_MAX - 1)}…`;
 }
 

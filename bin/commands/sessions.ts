@@ -35,8 +35,8 @@ export async function historyCommand(home: string, sid: string, options: { json?
     return EXIT_UNKNOWN_SESSION;
   }
   if (options.json) {
-    // PROTOCOL.md §3's keys: a turn's time is for the page (session.history), as a session's title is.
-    process.stdout.write(`${JSON.stringify(history.map(({ duration_ms: _time, ...message }) => message))}\n`);
+    // PROTOCOL.md §3's keys: a turn's time and a message's are for the page (session.history), as a session's title is.
+    process.stdout.write(`${JSON.stringify(history.map(({ duration_ms: _time, at: _at, ...message }) => message))}\n`);
     return 0;
   }
   process.stdout.write(formatHistory(history));

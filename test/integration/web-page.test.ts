@@ -22,8 +22,8 @@ async function pageDaemon(h: Harness, args: string[] = []): Promise<{ url: strin
   return { url: status.http.url, token: readToken(daemon.home), home: daemon.home };
 }
 
-async function loggedIn(browser: Browser, edge: { url: string; token: string }, width = 1200): Promise<Page> {
-  const page = await browser.newPage({ viewport: { width, height: 800 } });
+async function loggedIn(browser: Browser, edge: { url: string; token: string }, width = 1200, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width, height: 800 }, colorScheme });
   page.setDefaultTimeout(WAIT_MS);
   await page.goto(`${edge.url}/login?token=${encodeURIComponent(edge.token)}`);
   expect(page.url(), 'the token leaves the address bar').to.equal(`${edge.url}/`);
@@ -311,6 +311,86 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await page.getByRole('log', { name: 'Transcript' }).locator('.reply').getByText('typed with keys', { exact: true }).waitFor();
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     expect(overflow, 'no sideways scrolling at 360 px').to.be.at.most(0);
+    await page.close();
+  });
+
+  it('branches (PROTOCOL.md §2.2): Retry, Edit here and in a new branch, Fork, "forked from" both ways, superseded turns folded; the title without its Markdown', async () => {
+    const edge = await pageDaemon(h);
+    const page = await loggedIn(browser, edge);
+    const log = page.getByRole('log', { name: 'Transcript' });
+    const reply = (text: string) => log.locator('.reply').getByText(text, { exact: true });
+    await newSession(page);
+    await send(page, '# Plan\nthe week');
+    await reply('Plan').waitFor();
+    await page.getByRole('heading', { level: 2, name: 'Plan', exact: true }).waitFor();
+    await page.getByRole('list', { name: 'Sessions' }).getByText('Plan', { exact: true }).waitFor();
+    await send(page, 'second');
+    await reply('second').waitFor();
+
+    // Retry the last reply: the old turn is folded away, the new one shown.
+    await page.getByRole('button', { name: 'Retry' }).click();
+    const folds = log.getByRole('button', { name: /superseded message/ });
+    await folds.first().waitFor();
+    expect(await log.locator('.reply').getByText('second', { exact: true }).count(), 'the retried reply shown once').to.equal(1);
+
+    // Edit the second prompt, here.
+    await log.locator('.prompt').filter({ hasText: 'second' }).getByRole('button', { name: 'Edit' }).click();
+    await page.getByRole('textbox', { name: 'Edited prompt' }).fill('second, edited');
+    await page.getByRole('button', { name: 'Save here' }).click();
+    await reply('second, edited').waitFor();
+    await page.waitForFunction(() => document.querySelectorAll('.transcript .superseded').length === 2);
+    await folds.first().click();
+    await log.locator('.superseded .folded .reply').first().waitFor();
+
+    // Fork at the first turn: the fork opens, says where it came from, and the source lists it.
+    const before = await page.getByRole('list', { name: 'Sessions' }).getByRole('listitem').count();
+    await log.locator('.reply-line').filter({ hasText: 'Plan' }).getByRole('button', { name: 'Fork' }).click();
+    await itemCount(page, 'Sessions', before + 1);
+    await page.getByText('Forked from', { exact: false }).waitFor();
+    expect(await log.locator('.reply').count(), 'the fork holds the first turn only').to.equal(1);
+    await page.locator('.lineage').getByRole('link', { name: 'Plan' }).click();
+    await page.getByText('Forks:', { exact: false }).waitFor();
+    await reply('second, edited').waitFor();
+
+    // Edit the first prompt in a new branch: a new session with the edit; the source as it was.
+    await log.locator('.prompt').first().getByRole('button', { name: 'Edit' }).click();
+    await page.getByRole('textbox', { name: 'Edited prompt' }).fill('a different plan');
+    await page.getByRole('button', { name: 'Save in a new branch' }).click();
+    await itemCount(page, 'Sessions', before + 2);
+    await reply('a different plan').waitFor();
+    expect(await log.locator('.reply').count(), 'the branch holds its edited turn only').to.equal(1);
+    await page.close();
+  });
+
+  it('in the dark scheme at 360 px: dark background, readable text, no sideways scrolling; Enter sends, Shift+Enter makes a new line', async () => {
+    const edge = await pageDaemon(h);
+    const page = await loggedIn(browser, edge, 360, 'dark');
+    await newSession(page);
+    const prompt = page.getByRole('textbox', { name: 'Prompt' });
+    await prompt.click();
+    await page.keyboard.type('first line');
+    await page.keyboard.press('Shift+Enter');
+    await page.keyboard.type('second line');
+    expect(await prompt.inputValue()).to.equal('first line\nsecond line');
+    await page.keyboard.press('Enter');
+    await page.getByRole('log', { name: 'Transcript' }).locator('.reply').getByText(/first line/).waitFor();
+    // A string: the bundler's helpers for named functions do not exist in the page.
+    const colors = (await page.evaluate(`(() => {
+      const rgb = (css) => (css.match(/\\d+(\\.\\d+)?/g) || []).slice(0, 3).map(Number);
+      const luminance = (c) => {
+        const [r, g, b] = c.map((v) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4));
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+      };
+      const background = luminance(rgb(getComputedStyle(document.body).backgroundColor));
+      const text = luminance(rgb(getComputedStyle(document.querySelector('.transcript .reply')).color));
+      return { background, contrast: (Math.max(background, text) + 0.05) / (Math.min(background, text) + 0.05) };
+    })()`)) as { background: number; contrast: number };
+    expect(colors.background, 'a dark background').to.be.below(0.05);
+    expect(colors.contrast, 'text against it, WCAG AA').to.be.at.least(4.5);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), 'no sideways scrolling at 360 px').to.be.at.most(0);
+    // TURNHOST_PAGE_SCREENSHOT_DARK=FILE.png keeps a picture of it.
+    const shot = process.env['TURNHOST_PAGE_SCREENSHOT_DARK'];
+    if (shot) await page.screenshot({ path: shot, fullPage: true });
     await page.close();
   });
 });
