@@ -76,6 +76,18 @@ describe('branches: fork, rewind, retry, edit (real daemon, real host, SQLite)',
     expect((await history(client, (last as unknown as { session_id: string }).session_id)).length).to.equal(8);
     expect(await code(client.call('session.fork', { session_id: 'a', at_turn_id: 'turn-nope' }))).to.equal(-32602);
     expect(await code(client.call('session.fork', { session_id: 'nobody' }))).to.equal(4004);
+
+    // A compression of the fork replaces the fork's line, and only the fork's: the source keeps the
+    // prefix they shared; a reload reads the fork's line back as its agent has it.
+    const source = lines(await history(client, 'a'));
+    await client.call('session.compress', { session_id: 'f' });
+    const compressed = lines(await history(client, 'f'));
+    expect(compressed.length).to.be.below(6);
+    expect(lines(await history(client, 'a'))).to.deep.equal(source);
+    await client.call('session.history.reload', { session_id: 'f' });
+    expect(lines(await history(client, 'f'))).to.deep.equal(compressed);
+    await turn(client, 'f', 'after the compression');
+    expect((await history(client, 'f')).at(-1)!.content, 'the agent sees the compressed line').to.equal(`seen ${compressed.length}; last: ${compressed.at(-1)}`);
   });
 
   it('a fork while the source runs takes its last ended turn, not the running one; a rewind or a retry then is 4009', async () => {
