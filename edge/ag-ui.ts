@@ -173,7 +173,9 @@ async function resume(input: RunAgentInput, run: Run, ctx: ClientContext): Promi
 async function editPoint(input: RunAgentInput, ctx: ClientContext): Promise<{ turn_id: string; text: string } | null> {
   if ((await (await ctx.reader())?.session(input.threadId)) === undefined) return null;
   const { messages } = (await callMethod('session.history', { session_id: input.threadId }, ctx)) as { messages: { role: string; content: string; turn_id: string | null }[] };
-  const stored = messages.filter((m) => m.role === 'user' && m.turn_id !== null);
+  // The prompts of turns that have a reply: a turn running (another client's, say) is not the run's to edit.
+  const answered = new Set(messages.filter((m) => m.role === 'assistant' && m.turn_id !== null).map((m) => m.turn_id));
+  const stored = messages.filter((m) => m.role === 'user' && m.turn_id !== null && answered.has(m.turn_id));
   const sent = input.messages.filter((m) => m.role === 'user').map((m) => userText(m) ?? '');
   const differs = stored.findIndex((m, i) => i < sent.length && sent[i] !== m.content);
   const at = differs !== -1 ? differs : sent.length <= stored.length ? sent.length - 1 : -1;

@@ -260,7 +260,10 @@ describe('store', () => {
       w.appendMessages('s1', 0, [{ role: 'user', content: 'x' }], 't1');
     });
     const reader = SqliteReader.open(join(dir, 'turnhost.db'))!;
-    expect(await reader.history('s1')).to.deep.equal([{ seq: 0, role: 'user', content: 'x', turn_id: 't1', by: 'owner' }]);
+    const [entry, ...more] = (await reader.history('s1'))!;
+    expect(more).to.deep.equal([]);
+    expect(entry).to.deep.include({ seq: 0, role: 'user', content: 'x', turn_id: 't1', by: 'owner' });
+    expect(Date.parse(entry!.at!), 'when it was stored').to.be.within(Date.now() - 60_000, Date.now());
     expect(await reader.history('nobody')).to.equal(undefined);
     expect(() => reader.db.prepare('DELETE FROM sessions').run()).to.throw(/readonly/);
     await reader.close();
