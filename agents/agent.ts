@@ -52,6 +52,11 @@ export interface TurnContext {
    * runs, say); otherwise appended messages are committed with the turn's end.
    */
   save(): Promise<void>;
+  /**
+   * The turn's usage so far, and its model (PROTOCOL.md §5.7): kept with the turn, stored with its
+   * next save and its end, so a turn that fails or is lost keeps what was known. A result's usage replaces it.
+   */
+  reportUsage(usage: TurnUsage, model?: string): void;
   /** Stores the guest agent's id for this session, committed before it resolves (AGENT.md §6). */
   keepAgentSession(agentSessionId: string): Promise<void>;
   /**

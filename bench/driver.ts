@@ -203,13 +203,16 @@ export class TurnProcess implements TurnTarget {
   private readonly child: ChildProcess;
   private endListener: (sid: string) => void = () => {};
   private requestId = 0;
+  private readonly byField: string;
   private fail: (reason: string) => void = () => {};
   /** Rejects once the program fails: a turn.error, or its exit while it was being driven. */
   private readonly failed: Promise<never>;
   readonly hello: Promise<void>;
   stderr = '';
 
-  constructor(command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}) {
+  /** `by`: the person every turn is sent as (PROTOCOL.md §5.6); none: the home's owner. */
+  constructor(command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, by?: string) {
+    this.byField = by === undefined ? '' : `,"by":${JSON.stringify(by)}`;
     this.child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, TURNHOST_LOG_LEVEL: 'warn', ...env } });
     this.failed = new Promise<never>((_, reject) => (this.fail = (reason) => reject(new Error(`${reason}\n${this.stderr.slice(-2000)}`))));
     this.failed.catch(() => {}); // observed through guarded(); a failure nobody waits on is not an error
@@ -229,7 +232,7 @@ export class TurnProcess implements TurnTarget {
   }
 
   submit(sid: string): void {
-    this.child.stdin!.write(`{"type":"turn.start","sid":"${sid}","request_id":"r${++this.requestId}","text":"hello"}\n`);
+    this.child.stdin!.write(`{"type":"turn.start","sid":"${sid}","request_id":"r${++this.requestId}","text":"hello"${this.byField}}\n`);
   }
 
   onEnd(listener: (sid: string) => void): void {

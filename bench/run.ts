@@ -1,4 +1,4 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, guests, page, people, webhooks, branches, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, guests, page, people, webhooks, branches, ledger, or all.
 import { benchAgent } from './agent.js';
 import { benchBranches } from './branches.js';
 import { benchCluster } from './cluster.js';
@@ -6,6 +6,7 @@ import { benchDaemon } from './daemon.js';
 import { benchEdge } from './edge.js';
 import { benchGuests } from './guests.js';
 import { benchHost } from './host.js';
+import { benchLedger } from './ledger.js';
 import { benchPage } from './page.js';
 import { benchPeople } from './people.js';
 import { benchProtocols } from './protocols.js';
@@ -31,6 +32,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   people: benchPeople,
   webhooks: benchWebhooks,
   branches: benchBranches,
+  ledger: benchLedger,
 };
 
 const names = process.argv.slice(2);

@@ -43,6 +43,8 @@ export interface HostPassOptions {
   agent?: string;
   agentConfig?: string;
   workers?: number;
+  /** At most this many turns of one person at once (PROTOCOL.md §5.7); absent: no cap. */
+  maxRunningPerPerson?: number;
   heartbeatSecs?: number;
   historyCacheMib?: number;
   /** One node of several on the PostgreSQL store. */
@@ -60,6 +62,7 @@ export function hostArgs(options: HostPassOptions): string[] {
   // Absolute: the host may run in another directory than the command that named the file.
   if (options.agentConfig) args.push('--agent-config', resolve(options.agentConfig));
   if (options.workers !== undefined) args.push('--workers', String(options.workers));
+  if (options.maxRunningPerPerson !== undefined) args.push('--max-running-per-person', String(options.maxRunningPerPerson));
   if (options.heartbeatSecs !== undefined) args.push('--heartbeat-secs', String(options.heartbeatSecs));
   if (options.historyCacheMib !== undefined) args.push('--history-cache-mib', String(options.historyCacheMib));
   if (options.nodeId !== undefined) args.push('--node-id', options.nodeId);

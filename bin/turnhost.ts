@@ -165,6 +165,7 @@ function hostOptions(command: Command): Command {
     .option('--agent <name|path>', 'the agent: a built-in name (script, openai, acp) or a path to an ES module (default: script)', (spec: string) => resolveAgentSpec(spec))
     .option('--agent-config <file>', "the agent config (openai, acp) (default: $TURNHOST_AGENT_CONFIG, else <home>/agent.json)", (file: string) => resolve(file))
     .option('--workers <n>', 'turns that may run at once (default: $TURNHOST_WORKERS, else 8)', positiveInteger)
+    .option('--max-running-per-person <n>', "at most this many of one person's turns run at once (default: no limit)", positiveInteger)
     .option('--heartbeat-secs <s>', 'heartbeat period; <= 0 turns heartbeat and parent guard off (default 5)', seconds)
     .option('--history-cache-mib <n>', "the host's cache of session histories, in MiB: a turn of a cached session reads nothing back (default 64)", positiveInteger)
     .addOption(storeOption())
@@ -248,7 +249,7 @@ hostOptions(program.command('host').description('run the compute host on stdin/s
   .addOption(new Option('--log-fd <fd>', 'write log records to this open descriptor instead of stderr (for the daemon)').argParser(positiveInteger).hideHelp())
   .addOption(new Option('--webhook-events <list>', 'write these webhook events to the outbox (for the daemon)').argParser(webhookEvents).hideHelp())
   .action((opts) =>
-    run('host', async () => (await import('./commands/host.js')).hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib, store: opts.store, nodeId: opts.nodeId, leaseSecs: opts.leaseSecs, advertise: opts.advertise, webhookEvents: opts.webhookEvents })),
+    run('host', async () => (await import('./commands/host.js')).hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, maxRunningPerPerson: opts.maxRunningPerPerson, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib, store: opts.store, nodeId: opts.nodeId, leaseSecs: opts.leaseSecs, advertise: opts.advertise, webhookEvents: opts.webhookEvents })),
   );
 
 webhookOptions(httpOptions(hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)'))))
@@ -263,6 +264,7 @@ webhookOptions(httpOptions(hostOptions(program.command('daemon').description('ru
         agent: opts.agent,
         agentConfig: opts.agentConfig,
         workers: opts.workers,
+        maxRunningPerPerson: opts.maxRunningPerPerson,
         heartbeatSecs: opts.heartbeatSecs,
         historyCacheMib: opts.historyCacheMib,
         store: opts.store,
@@ -434,6 +436,29 @@ user
   .addOption(homeOption())
   .addOption(storeOption())
   .action((name: string, opts) => run('user', async () => (await import('./commands/users.js')).userRemoveCommand(homeFrom(opts.home), name, opts)));
+
+user
+  .command('budget')
+  .description("a person's budget, or the default for members (--default), per UTC day (PROTOCOL.md §5.7); no limits: show it; no name: list them")
+  .argument('[name]', "the user's name")
+  .option('--default', "the budget of every member without their own (admins have none by default)")
+  .option('--tokens-per-day <n>', 'prompt and completion tokens a day', positiveInteger)
+  .option('--turns-per-day <n>', 'turns started a day', positiveInteger)
+  .option('--none', 'no budget (a member then has the default)')
+  .addOption(homeOption())
+  .addOption(storeOption())
+  .action((name: string | undefined, opts) => run('user', async () => (await import('./commands/users.js')).userBudgetCommand(homeFrom(opts.home), name, opts)));
+
+program
+  .command('usage')
+  .description("what the turns spent, from the store's ledger (works with the daemon down; PROTOCOL.md §5.7)")
+  .option('--by <what>', 'group by person, session, model or day (default: person)')
+  .option('--since <date>', 'from this UTC day, YYYY-MM-DD')
+  .option('--until <date>', 'to this UTC day, YYYY-MM-DD, inclusive')
+  .option('--json', 'print one JSON object')
+  .addOption(homeOption())
+  .addOption(storeOption())
+  .action((opts) => run('usage', async () => (await import('./commands/usage.js')).usageCommand(homeFrom(opts.home), opts)));
 
 const schedule = program.command('schedule').description('prompts that run on their own, on a plan (PROTOCOL.md §8.1); through the running daemon');
 schedule

@@ -28,6 +28,9 @@ import type {
   QueueState,
   SubmitOptions,
   SubmitResult,
+  SessionUsage,
+  UsageGroup,
+  UsageReport,
 } from './types.js';
 
 export interface ReconnectOptions {
@@ -239,6 +242,16 @@ export class TurnhostClient {
   }
 
   /** The session goes back to just after `toTurnId` (null: the beginning); what it leaves is superseded, not deleted. */
+  /** What the session's turns spent, each and in all (PROTOCOL.md §5.7). */
+  sessionUsage(sessionId: string): Promise<SessionUsage> {
+    return this.call('session.usage', { session_id: sessionId });
+  }
+
+  /** The ledger's totals by person, session, model or day (a member: their own sessions only). */
+  usage(params: { by?: UsageGroup; since?: string; until?: string } = {}): Promise<UsageReport> {
+    return this.call('usage.report', params);
+  }
+
   rewind(sessionId: string, toTurnId: string | null): Promise<RewindResult> {
     return this.call('session.rewind', { session_id: sessionId, to_turn_id: toTurnId });
   }

@@ -185,3 +185,5 @@ export type ClarifyHandler = (request: ClarifyRequest, context: HandlerContext) 
 /** true approves, false refuses, `{option_id}` picks one of a guest's options, null declines to answer. */
 export type ApprovalHandler = (request: ApprovalRequest, context: HandlerContext) => Promise<ApprovalAnswer> | ApprovalAnswer;
 export type ApprovalAnswer = boolean | OptionChoice | null;
+
+export type { SessionUsage, TurnLedgerRow, UsageGroup, UsageReport, UsageRow, UsageTotals } from '../protocol/usage.js';

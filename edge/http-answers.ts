@@ -37,6 +37,8 @@ export function statusOf(code: number): number {
       return 404;
     case ErrorCodes.sessionBusy:
       return 409;
+    case ErrorCodes.budgetExceeded:
+      return 429;
     case ErrorCodes.shuttingDown:
     case ErrorCodes.hostUnavailable:
     case ErrorCodes.tooManyClients:
@@ -67,7 +69,17 @@ export function sendError(res: ServerResponse, err: unknown): void {
   if (err instanceof HttpFailure) return sendJson(res, err.status, { error: { code: err.code, message: err.message } }, err.status === 429 ? { 'retry-after': '1' } : {});
   const rpc = err instanceof RpcError ? err : new RpcError(ErrorCodes.internal, (err as Error)?.message ?? String(err));
   const status = statusOf(rpc.code);
-  sendJson(res, status, { error: rpc.toJson() }, status === 503 ? { 'retry-after': '1' } : {});
+  const retry = retryAfter(rpc);
+  sendJson(res, status, { error: rpc.toJson() }, retry === null ? {} : { 'retry-after': String(retry) });
+}
+
+/** Seconds until it is worth asking again: a budget's reset (PROTOCOL.md §5.7), a host coming back in a second; null: no header. */
+export function retryAfter(rpc: RpcError): number | null {
+  if (rpc.code === ErrorCodes.budgetExceeded) {
+    const resets = isRecord(rpc.data) && typeof rpc.data['resets_at'] === 'string' ? Date.parse(rpc.data['resets_at']) : NaN;
+    return Number.isNaN(resets) ? 60 : Math.max(1, Math.ceil((resets - Date.now()) / 1000));
+  }
+  return statusOf(rpc.code) === 503 ? 1 : null;
 }
 
 /**

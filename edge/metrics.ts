@@ -20,6 +20,7 @@ export interface MetricSources {
 
 /** Turn start times kept for the duration histogram; a turn whose end never comes is forgotten past this. */
 const STARTS_KEPT = 10_000;
+const TOKEN_KINDS = ['prompt', 'completion', 'cached', 'reasoning'] as const;
 const DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800];
 
 export class DaemonMetrics implements ClientWatcher {
@@ -27,6 +28,7 @@ export class DaemonMetrics implements ClientWatcher {
   private readonly turns: Counter<'outcome'>;
   private readonly durations: Histogram;
   private readonly tokens: Counter<'kind'>;
+  private readonly modelTokens: Counter<'kind'>;
   private readonly clients: Gauge<'transport'>;
   private readonly droppedClients: Counter<'reason'>;
   private readonly deliveries: Counter<'outcome' | 'url'>;
@@ -38,7 +40,10 @@ export class DaemonMetrics implements ClientWatcher {
     this.turns = new Counter({ name: 'turnhost_turns_total', help: 'Turns ended, by outcome', labelNames: ['outcome'], registers });
     for (const outcome of ['completed', 'interrupted', 'failed', 'lost']) this.turns.inc({ outcome }, 0);
     this.durations = new Histogram({ name: 'turnhost_turn_duration_seconds', help: 'From turn.started to its end', buckets: DURATION_BUCKETS, registers });
-    this.tokens = new Counter({ name: 'turnhost_model_tokens_total', help: 'Model tokens the turns reported', labelNames: ['kind'], registers });
+    // §5.4's name (prompt and completion) stays for the dashboards that read it; §5.7's adds cached and reasoning.
+    this.modelTokens = new Counter({ name: 'turnhost_model_tokens_total', help: 'Model tokens the turns reported', labelNames: ['kind'], registers });
+    this.tokens = new Counter({ name: 'turnhost_tokens_total', help: 'Tokens the ended turns reported (PROTOCOL.md §5.7): prompt, completion, and of those cached and reasoning', labelNames: ['kind'], registers });
+    for (const kind of TOKEN_KINDS) this.tokens.inc({ kind }, 0);
     this.clients = new Gauge({ name: 'turnhost_clients', help: 'Open client connections, by transport', labelNames: ['transport'], registers });
     for (const transport of ['unix', 'websocket', 'sse']) this.clients.set({ transport }, 0);
     this.droppedClients = new Counter({ name: 'turnhost_clients_dropped_total', help: 'Clients cut off for not reading their output', labelNames: ['reason'], registers });
@@ -121,9 +126,13 @@ export class DaemonMetrics implements ClientWatcher {
       this.starts.delete(turnId);
       this.durations.observe((performance.now() - started) / 1000);
     }
-    const usage = payload['usage'] as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
-    if (typeof usage?.prompt_tokens === 'number') this.tokens.inc({ kind: 'prompt' }, usage.prompt_tokens);
-    if (typeof usage?.completion_tokens === 'number') this.tokens.inc({ kind: 'completion' }, usage.completion_tokens);
+    const usage = payload['usage'] as Record<string, unknown> | undefined;
+    for (const kind of TOKEN_KINDS) {
+      const count = usage?.[`${kind}_tokens`];
+      if (typeof count !== 'number' || count <= 0) continue;
+      this.tokens.inc({ kind }, count);
+      if (kind === 'prompt' || kind === 'completion') this.modelTokens.inc({ kind }, count);
+    }
   }
 
   opened(kind: ClientKind): void {

@@ -50,6 +50,8 @@ const ROUTES: Route[] = [
   route('POST', '/v1/sessions/{id}/fork', async ({ ctx, parts, req }) =>
     ok(await method('session.fork', { ...pick(await readJsonBody(req), ['new_session_id', 'at_turn_id', 'cwd']), session_id: parts['id'] }, ctx), 201),
   ),
+  route('GET', '/v1/sessions/{id}/usage', async ({ ctx, parts }) => ok(await method('session.usage', { session_id: parts['id'] }, ctx))),
+  route('GET', '/v1/usage', async ({ ctx, query }) => ok(await method('usage.report', pick(Object.fromEntries(query), ['by', 'since', 'until']), ctx))),
   route('GET', '/v1/sessions/{id}/forks', async ({ ctx, parts }) => ok(await method('session.forks', { session_id: parts['id'] }, ctx))),
   route('POST', '/v1/sessions/{id}/rewind', async ({ ctx, parts, req }) =>
     ok(await method('session.rewind', { ...pick(await readJsonBody(req), ['to_turn_id']), session_id: parts['id'] }, ctx)),

@@ -76,10 +76,12 @@ export interface TurnUsageRow {
   model: string | null;
   prompt_tokens: number | null;
   completion_tokens: number | null;
+  cached_tokens: number | null;
+  reasoning_tokens: number | null;
   model_calls: number | null;
 }
 
-export const TURN_USAGE_COLUMNS = 'by_user, started_at, ended_at, model, prompt_tokens, completion_tokens, model_calls';
+export const TURN_USAGE_COLUMNS = 'by_user, started_at, ended_at, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, model_calls';
 
 export const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_call_id, created_at';
 
@@ -189,7 +191,13 @@ export async function withTurnUsage(entries: HistoryEntry[], usageOf: (turnIds: 
     const turn = usage.get(turnId);
     if (turn?.model) entry.model = turn.model;
     if (turn?.model_calls !== null && turn?.model_calls !== undefined) {
-      entry.usage = { prompt_tokens: turn.prompt_tokens ?? 0, completion_tokens: turn.completion_tokens ?? 0, calls: turn.model_calls };
+      entry.usage = {
+        prompt_tokens: Number(turn.prompt_tokens ?? 0),
+        completion_tokens: Number(turn.completion_tokens ?? 0),
+        calls: turn.model_calls,
+        ...(turn.cached_tokens === null ? {} : { cached_tokens: Number(turn.cached_tokens) }),
+        ...(turn.reasoning_tokens === null ? {} : { reasoning_tokens: Number(turn.reasoning_tokens) }),
+      };
     }
     if (turn?.ended_at !== null && turn?.ended_at !== undefined) entry.duration_ms = turn.ended_at - turn.started_at;
   }

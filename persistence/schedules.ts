@@ -26,6 +26,9 @@ export interface ScheduleRow {
   fires: number;
   created_by: string;
   created_at: number;
+  /** Fires skipped (missed while down with catch_up none, refused: a budget, a busy session), and the last one's time and why. */
+  skips: number;
+  last_skip: string | null;
 }
 
 export interface Schedules {
@@ -40,10 +43,18 @@ export interface Schedules {
   nextDue(): Promise<number | null>;
   /** This node takes the fire planned at `plannedAt` for `holdMs`; false when another holds it or it moved on. */
   claim(scheduleId: string, plannedAt: number, node: string, nowMs: number, holdMs: number): Promise<boolean>;
-  /** The fire planned at `plannedAt` is done (or skipped: `fired` false): on to `nextAt`, the claim let go. */
-  advance(scheduleId: string, plannedAt: number, nextAt: number | null, fired: boolean): Promise<void>;
+  /** The fire planned at `plannedAt` is done, or skipped (`skipped`: when and why): on to `nextAt`, the claim let go. */
+  advance(scheduleId: string, plannedAt: number, nextAt: number | null, skipped: string | null): Promise<void>;
   /** A claim let go without firing (the session is another node's): another node may take it at once. */
   release(scheduleId: string, node: string): Promise<void>;
 }
 
 export const SCHEDULE_COLUMNS = 'schedule_id, sid, text, kind, spec, tz, catch_up, on_busy, next_at, last_at, fires, created_by, created_at';
+/** A fire done (`$2` 1) or skipped (`$5`: when and why): on to `$1`, the claim let go; both stores. */
+export const ADVANCE_SQL = `UPDATE schedules SET next_at = $1,
+  last_at = CASE WHEN $2 = 1 THEN $3 ELSE last_at END, fires = fires + $2,
+  skips = skips + 1 - $2, last_skip = COALESCE(CAST($5 AS TEXT), last_skip),
+  claimed_by = NULL, claim_until = NULL
+  WHERE schedule_id = $4 AND next_at = $3`;
+/** What a read gives: the columns a new schedule is made with, and its skips. */
+export const SCHEDULE_READ_COLUMNS = `${SCHEDULE_COLUMNS}, skips, last_skip`;

@@ -2,6 +2,7 @@
 // forks, people, schedules and the webhook outbox, on one connection of their own (SQLite: WAL lets it write
 // beside the host, each waiting at most its busy timeout for the other; PostgreSQL: a small pool).
 // None of it is on a turn's path. The schema is made when missing: a CLI may come before any host.
+import type { Ledger } from './ledger.js';
 import type { Outbox } from './outbox.js';
 import type { People } from './people.js';
 import type { Schedules } from './schedules.js';
@@ -28,6 +29,7 @@ export interface SideStore {
   people: People;
   schedules: Schedules;
   outbox: Outbox;
+  ledger: Ledger;
   close(): Promise<void>;
 }
 

@@ -85,6 +85,14 @@ export function toSubmitRecord(row: SubmitRow): SubmitRecord {
   };
 }
 
+/** A turn's model and usage as its row holds them; nulls when its agent did not say. */
+type UsageParams = [model: string | null, promptTokens: number | null, completionTokens: number | null, cachedTokens: number | null, reasoningTokens: number | null, calls: number | null];
+
+function usageParams(report: TurnReport): UsageParams {
+  const u = report.usage;
+  return [report.model ?? null, u?.prompt_tokens ?? null, u?.completion_tokens ?? null, u?.cached_tokens ?? null, u?.reasoning_tokens ?? null, u?.calls ?? null];
+}
+
 /** The statements a writer runs, each with its parameters in the order given. */
 export interface StatementParams {
   upsertSession: [sid: string, sessionKey: string, activate: 0 | 1, historyVersion: number, overridesText: string, cwd: string | null, bootId: string, now: number];
@@ -92,7 +100,10 @@ export interface StatementParams {
   insertMessage: [sid: string, seq: number, role: string, content: string, turnId: string | null, now: number, toolCalls: string | null, toolCallId: string | null];
   deleteMessagesFrom: [sid: string, seq: number];
   insertTurn: [turnId: string, sid: string, requestId: string, bootId: string, now: number, by: string | null];
-  updateTurn: [status: string, now: number, error: string | null, model: string | null, promptTokens: number | null, completionTokens: number | null, calls: number | null, turnId: string];
+  updateTurn: [status: string, now: number, error: string | null, ...usage: UsageParams, turnId: string];
+  /** The ledger (persistence/ledger.ts). */
+  noteUsage: [...usage: UsageParams, turnId: string];
+  rollUpTurn: [turnId: string];
   finalizeSession: [endReason: string, now: number, sid: string];
   retainSession: [reason: string, now: number, sid: string];
   insertBoot: [bootId: string, pid: number, now: number];
@@ -193,9 +204,9 @@ export abstract class StoreWriter {
   }
 
   /** A turn whose end could not be stored: its messages go, and it is stored as failed. */
-  undoTurn(sid: string, fromSeq: number, turnId: string, error: string, now = Date.now()): void {
+  undoTurn(sid: string, fromSeq: number, turnId: string, error: string, report: TurnReport, now = Date.now()): void {
     this.truncateHistory(sid, fromSeq);
-    this.run('updateTurn', ['failed', now, error, null, null, null, null, turnId]);
+    this.endTurn(turnId, 'failed', error, report, now);
   }
 
   /** A guest agent's session id for this session (AGENT.md §6): what a later `session/load` names; null: none (its memory no longer fits the history). */
@@ -207,10 +218,15 @@ export abstract class StoreWriter {
     this.run('insertTurn', [turnId, sid, requestId, bootId, now, by]);
   }
 
-  /** A turn's outcome, with the model and token usage its agent reported (AGENT.md §3). */
+  /** A turn's outcome, with the model and token usage its agent reported (AGENT.md §3), added to the ledger's sums. */
   endTurn(turnId: string, status: Exclude<TurnStatus, 'running'>, error: string | null, report: TurnReport = {}, now = Date.now()): void {
-    const u = report.usage;
-    this.run('updateTurn', [status, now, error, report.model ?? null, u?.prompt_tokens ?? null, u?.completion_tokens ?? null, u?.calls ?? null, turnId]);
+    this.run('updateTurn', [status, now, error, ...usageParams(report), turnId]);
+    this.run('rollUpTurn', [turnId]);
+  }
+
+  /** A running turn's usage so far (PROTOCOL.md §5.7): what its loss keeps. */
+  noteUsage(turnId: string, report: TurnReport): void {
+    this.run('noteUsage', [...usageParams(report), turnId]);
   }
 
   finalizeSession(sid: string, endReason: string, now = Date.now()): void {

@@ -3,6 +3,7 @@
 // has. Writes are units of work grouped into one transaction per group; a unit's promise resolves
 // once the transaction holding it has committed, and groups commit in the order they gathered, so
 // frames that wait on their commits leave in order. Reads see what has committed.
+import type { BudgetExceeded } from './ledger.js';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { RecoveredSession } from '../protocol/outbound.js';
 import type { HistoryCache } from './history-cache.js';
@@ -102,6 +103,8 @@ export interface Store {
    * turn.start sent again after a host died ran, and what a commit whose answer was lost did.
    */
   turnStatus(turnId: string): Promise<StoredTurnStatus | null>;
+  /** The budget `person` is over now (PROTOCOL.md §5.7), read from the ledger every node shares; null: none. */
+  overBudget(person: string, now?: number): Promise<BudgetExceeded | null>;
   /** Sessions with prompts waiting: a new host runs none of them until its parent says `queue resume`. */
   queuedSessions(): Promise<string[]>;
   /**

@@ -14,6 +14,8 @@ export const ErrorCodes = {
   sessionNotFound: 4004,
   sessionBusy: 4009,
   shuttingDown: 4010,
+  /** A person over a budget (PROTOCOL.md §5.7): `data` says which, and when it resets. */
+  budgetExceeded: 4029,
   unknownQueueItem: 4041,
   internal: 5000,
   hostUnavailable: 5019,

@@ -3,13 +3,26 @@ import type { Nanos } from './nanos.js';
 import type { RpcMessage, RpcResponse } from './rpc.js';
 
 /** `auth`, `upstream` and `stalled` come from the model agent (AGENT.md §4). */
-export type TurnErrorReason = 'invalid' | 'busy' | 'shutting_down' | 'exception' | 'crash' | 'auth' | 'upstream' | 'stalled' | 'storage' | 'lease_lost' | 'node_lost' | 'resources';
+export type TurnErrorReason = 'invalid' | 'busy' | 'shutting_down' | 'exception' | 'crash' | 'auth' | 'upstream' | 'stalled' | 'storage' | 'lease_lost' | 'node_lost' | 'resources' | 'budget';
+
+/** Which budget a turn's start was refused by (PROTOCOL.md §5.7): 4029's `data`. */
+export interface BudgetRefusal {
+  budget: 'tokens_per_day' | 'turns_per_day';
+  limit: number;
+  used: number;
+  /** The next UTC midnight, ISO 8601. */
+  resets_at: string;
+}
 
 /** A turn's token usage, summed over its model calls (AGENT.md §3). */
 export interface TurnUsage {
   prompt_tokens: number;
   completion_tokens: number;
   calls: number;
+  /** Of the prompt tokens, those the model's server had cached (PROTOCOL.md §5.7), when it says. */
+  cached_tokens?: number;
+  /** Of the completion tokens, those spent reasoning, when the server says. */
+  reasoning_tokens?: number;
 }
 
 export type RetainReason = 'crash' | 'drain_deadline';
@@ -137,7 +150,7 @@ export type HostOutFrame =
   | QueueDeltaFrame
   | { type: 'turn.started'; sid: string; request_id: string; turn_id: string; queue_id?: string; schedule_id?: string; started_ns: Nanos }
   | TurnEndFrame
-  | { type: 'turn.error'; sid: string | null; request_id: string | null; turn_id?: string; queue_id?: string; message: string; reason: TurnErrorReason; /** busy because another node owns the session: that node */ node_id?: string }
+  | { type: 'turn.error'; sid: string | null; request_id: string | null; turn_id?: string; queue_id?: string; message: string; reason: TurnErrorReason; /** busy because another node owns the session: that node */ node_id?: string; /** refused by a budget */ budget?: BudgetRefusal }
   /** Written only for a turn.start that carried on_busy: the prompt will run (once a worker is free). */
   | { type: 'turn.accepted'; sid: string; request_id: string; turn_id: string }
   | { type: 'turn.queued'; sid: string; request_id: string; queue_id: string; position: number; turn_id: string }

@@ -6,6 +6,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { markdownHtml } from './markdown.js';
 import { PageRpc, type EventMessage, type ServerRequest } from './rpc.js';
 import { historyLines, liveLines, newLiveTurn, type HistoryEntry, type Line, type LiveTurn } from './transcript.js';
+import type { UsageTotals } from '../protocol/usage.js';
 
 interface SessionItem {
   session_id: string;
@@ -80,6 +81,9 @@ function App() {
   const [requests, setRequests] = useState<ServerRequest[]>([]);
   const [host, setHost] = useState<HostView | null>(null);
   const [lineage, setLineage] = useState<Lineage | null>(null);
+  const [spent, setSpent] = useState<UsageTotals | null>(null);
+  /** Why the session's queue waits (a budget), as the host last said; null while it does not. */
+  const [held, setHeld] = useState<string | null>(null);
   const [you, setYou] = useState<You | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [, setTick] = useState(0);
@@ -136,6 +140,12 @@ function App() {
     if (view.current?.sid === sid) setHistory(result.messages);
   }
 
+  /** The session's total spend (PROTOCOL.md §5.7); each turn's is on its usage line. */
+  async function loadUsage(sid: string): Promise<void> {
+    const result = await rpc.call<{ total: UsageTotals }>('session.usage', { session_id: sid });
+    if (view.current?.sid === sid) setSpent(result.total);
+  }
+
   async function loadLineage(sid: string): Promise<void> {
     const result = await rpc.call<Lineage>('session.forks', { session_id: sid });
     if (view.current?.sid === sid) setLineage(result);
@@ -150,6 +160,8 @@ function App() {
       setSchedules([]);
       setRequests([]);
       setLineage(null);
+      setSpent(null);
+      setHeld(null);
     }
     const afterSeq = view.current!.lastSeq;
     try {
@@ -160,6 +172,7 @@ function App() {
       setQueue(q.items);
       await loadSchedules(sid);
       await loadLineage(sid);
+      await loadUsage(sid);
     } catch (err) {
       setError((err as Error).message);
     }
@@ -178,6 +191,7 @@ function App() {
         const started = newLiveTurn(String(p['turn_id']));
         current.live.set(started.turnId, started);
         current.current = started;
+        setHeld(null);
         void loadHistory(current.sid);
         if (typeof p['schedule_id'] === 'string') void loadSchedules(current.sid);
         break;
@@ -197,7 +211,8 @@ function App() {
         break;
       }
       case 'status.update':
-        turn?.notes.push(p['kind'] === 'length' ? '(cut by the token limit)' : `[${String(p['kind'])}] ${String(p['text'])}`);
+        if (p['kind'] === 'budget') setHeld(String(p['text']));
+        else turn?.notes.push(p['kind'] === 'length' ? '(cut by the token limit)' : `[${String(p['kind'])}] ${String(p['text'])}`);
         break;
       case 'turn.end':
       case 'turn.error':
@@ -235,6 +250,7 @@ function App() {
     current.runningAtOpen = false;
     setRequests((open) => open.filter((r) => r.params['session_id'] !== current.sid));
     void loadHistory(current.sid);
+    void loadUsage(current.sid);
   }
 
   function refreshHost(): void {
@@ -337,6 +353,8 @@ function App() {
             sid={sid}
             title={sessions.find((s) => s.session_id === sid)?.title ?? null}
             lineage={lineage}
+            spent={spent}
+            held={held}
             titleOf={(other) => sessions.find((s) => s.session_id === other)?.title ?? other}
             onOpen={choose}
             actions={actions}
@@ -395,6 +413,8 @@ interface SessionPaneProps {
   /** Its first prompt's first line; null before it has one (then the id names it). */
   title: string | null;
   lineage: Lineage | null;
+  spent: UsageTotals | null;
+  held: string | null;
   titleOf(sid: string): string;
   onOpen(sid: string): void;
   actions: { current: TurnActions };
@@ -429,6 +449,7 @@ function SessionPane(props: SessionPaneProps) {
         <h2>{props.title ?? props.sid}</h2>
         {props.title !== null && <small class="sid">{props.sid}</small>}
         <LineageLinks lineage={props.lineage} titleOf={props.titleOf} onOpen={props.onOpen} />
+        {props.spent !== null && props.spent.turns > 0 && <p class="spent">{spentText(props.spent)}</p>}
         {props.canShare && <ShareForm onShare={props.onShare} />}
       </div>
       <div role="log" aria-label="Transcript" class="transcript" ref={log} onClick={copyCode}>
@@ -453,6 +474,11 @@ function SessionPane(props: SessionPaneProps) {
         <button type="button" onClick={() => send(true)}>Steer</button>
         <button type="button" disabled={!props.running} onClick={() => void props.onStop()}>Stop</button>
       </div>
+      {props.held !== null && props.queue.length > 0 && (
+        <p class="held" role="status">
+          {props.held}
+        </p>
+      )}
       <QueueList items={props.queue} onQueue={props.onQueue} />
       {props.schedules.length > 0 && <ScheduleList items={props.schedules} />}
     </>
@@ -611,6 +637,12 @@ function shortTime(iso: string): string {
 }
 
 /** "Forked from" one way, "Forks" the other (PROTOCOL.md §2.2), each a link to that session. */
+/** A session's total spend, on one line under its title. */
+function spentText(total: UsageTotals): string {
+  const turns = `${total.turns} turn${total.turns === 1 ? '' : 's'}`;
+  return `Spent: ${(total.prompt_tokens + total.completion_tokens).toLocaleString('en')} tokens (${total.prompt_tokens.toLocaleString('en')} prompt, ${total.completion_tokens.toLocaleString('en')} completion) in ${turns}`;
+}
+
 function LineageLinks({ lineage, titleOf, onOpen }: { lineage: Lineage | null; titleOf(sid: string): string; onOpen(sid: string): void }) {
   if (lineage === null || (lineage.forked_from === null && lineage.forks.length === 0)) return null;
   const link = (sid: string) => (

@@ -30,6 +30,8 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   calls: number;
+  cached_tokens?: number;
+  reasoning_tokens?: number;
 }
 
 export interface LiveTool {
@@ -179,6 +181,7 @@ export function liveLines(live: readonly LiveTurn[], replied: ReadonlySet<string
 function turnText(usage: Usage | undefined, durationMs: number | undefined): string | null {
   const time = durationMs === undefined ? '' : `${(durationMs / 1000).toFixed(1)} s`;
   if (usage === undefined) return time === '' ? null : `[time] ${time}`;
-  const tokens = `${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion tokens, ${usage.calls} model call${usage.calls === 1 ? '' : 's'}`;
+  const details = [usage.cached_tokens ? `${usage.cached_tokens} cached` : '', usage.reasoning_tokens ? `${usage.reasoning_tokens} reasoning` : ''].filter((d) => d !== '');
+  const tokens = `${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion tokens${details.length > 0 ? ` (${details.join(', ')})` : ''}, ${usage.calls} model call${usage.calls === 1 ? '' : 's'}`;
   return `[usage] ${tokens}${time === '' ? '' : ` · ${time}`}`;
 }

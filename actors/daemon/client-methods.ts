@@ -12,6 +12,8 @@ import { ask, tell, SECOND_MS, type Ref } from '../runtime.js';
 import { isSessionMethod, type Cluster } from './peer-links.js';
 import type { CallReply, GatewayMsg, HostCall, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
 import { OWNER, SHARE_ROLES, validUserName, type People } from '../../persistence/people.js';
+import { budgetMessage, budgetRefusal, parseDay } from '../../persistence/ledger.js';
+import { USAGE_GROUPS } from '../../protocol/usage.js';
 import type { SideStore } from '../../persistence/side-store.js';
 import type { ScheduleRow } from '../../persistence/schedules.js';
 import { firstPlanned, planFrom } from './schedule-plan.js';
@@ -254,12 +256,14 @@ export interface ShownSchedule {
   next_at: string | null;
   last_at: string | null;
   fires: number;
+  skips: number;
+  last_skip: string | null;
 }
 
 function shownSchedule(row: ScheduleRow): ShownSchedule {
   const plan = row.kind === 'cron' ? { cron: row.spec } : row.kind === 'every' ? { every_secs: Number(row.spec) } : { at: row.spec };
   const at = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-  return { schedule_id: row.schedule_id, session_id: row.sid, text: row.text, ...plan, tz: row.tz, catch_up: row.catch_up, on_busy: row.on_busy, next_at: at(row.next_at), last_at: at(row.last_at), fires: row.fires };
+  return { schedule_id: row.schedule_id, session_id: row.sid, text: row.text, ...plan, tz: row.tz, catch_up: row.catch_up, on_busy: row.on_busy, next_at: at(row.next_at), last_at: at(row.last_at), fires: row.fires, skips: row.skips, last_skip: row.last_skip };
 }
 
 /** A schedule someone may see or change: theirs to know of (as its session is), else as if it did not exist. */
@@ -306,6 +310,24 @@ function submitPrompt(ctx: ClientContext, sid: string, text: string, p: Fields):
 async function alreadySubmitted(ctx: ClientContext, sid: string, p: Fields): Promise<boolean> {
   const clientMessageId = p.optionalIdentifier('client_message_id');
   return clientMessageId !== undefined && ((await (await ctx.reader())?.submitted(sid, clientMessageId)) ?? false);
+}
+
+/**
+ * A retry or an edit rewinds before it submits: one by a person over a budget is refused first
+ * (PROTOCOL.md §5.7), so that nothing is rewound for a turn that will not start.
+ */
+async function withinBudget(ctx: ClientContext): Promise<void> {
+  if (ctx.identity.user === OWNER) return;
+  const over = await (await ctx.side())?.ledger.overBudget(ctx.identity.user);
+  if (over) throw new RpcError(ErrorCodes.budgetExceeded, budgetMessage(over), budgetRefusal(over));
+}
+
+/** A `YYYY-MM-DD` (a UTC day), or null when absent. */
+function optionalDay(p: Fields, name: string): string | null {
+  const text = p.optionalString(name);
+  if (text === undefined) return null;
+  if (parseDay(text) === null) throw new FieldError(`${name} must be a date, YYYY-MM-DD`);
+  return text;
 }
 
 /** The host's rewind route, as the caller (who superseded the turns it leaves). */
@@ -458,6 +480,8 @@ const METHODS: Record<string, Method> = {
       next_at: firstPlanned(plan, now),
       last_at: null,
       fires: 0,
+      skips: 0,
+      last_skip: null,
       created_by: ctx.identity.user,
       created_at: now,
     };
@@ -521,6 +545,22 @@ const METHODS: Record<string, Method> = {
     return { session_id: sid, ...forks };
   },
 
+  /** What the session's turns spent, each and in all (PROTOCOL.md §5.7), the turns a rewind left included. */
+  async 'session.usage'(p, ctx) {
+    const sid = p.identifier('session_id');
+    if ((await (await ctx.reader())?.session(sid)) === undefined) throw notFound(sid);
+    return (await openSide(ctx)).ledger.sessionUsage(sid);
+  },
+
+  /** The ledger's totals (GET /v1/usage, `turnhost usage` reads the store itself): a member's own sessions only. */
+  async 'usage.report'(p, ctx) {
+    const by = p.optionalOneOf('by', USAGE_GROUPS) ?? 'person';
+    const since = optionalDay(p, 'since');
+    const until = optionalDay(p, 'until');
+    const rows = await (await openSide(ctx)).ledger.usage({ by, since, until, ownedBy: ctx.identity.admin ? null : ctx.identity.user });
+    return { by, since, until, rows };
+  },
+
   /** The line is cut after `to_turn_id` (null: to the beginning); what it leaves is superseded, never deleted. */
   'session.rewind'(p, ctx) {
     const sid = p.identifier('session_id');
@@ -533,6 +573,7 @@ const METHODS: Record<string, Method> = {
   async 'session.retry'(p, ctx) {
     const sid = p.identifier('session_id');
     if (await alreadySubmitted(ctx, sid, p)) return submitPrompt(ctx, sid, '', p);
+    await withinBudget(ctx);
     const { prompt } = (await rewind(ctx, sid, { before_turn_id: null })) as { prompt?: string };
     if (prompt === undefined) throw new RpcError(ErrorCodes.invalidParams, 'invalid params: the last turn has no prompt to submit again');
     return submitPrompt(ctx, sid, prompt, p);
@@ -544,7 +585,10 @@ const METHODS: Record<string, Method> = {
     const turnId = p.identifier('turn_id');
     const text = p.raw('text');
     if (typeof text !== 'string') throw new FieldError('text must be a string');
-    if (!(await alreadySubmitted(ctx, sid, p))) await rewind(ctx, sid, { before_turn_id: turnId });
+    if (!(await alreadySubmitted(ctx, sid, p))) {
+      await withinBudget(ctx);
+      await rewind(ctx, sid, { before_turn_id: turnId });
+    }
     return submitPrompt(ctx, sid, text, p);
   },
 

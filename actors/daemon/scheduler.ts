@@ -74,7 +74,7 @@ export class Scheduler {
     const { log } = this.options;
     if (missed && row.catch_up === 'none') {
       log.info({ schedule: row.schedule_id, planned: iso(planned) }, 'schedule: a fire missed while turnhost was down is skipped (catch_up none)');
-      await side.schedules.advance(row.schedule_id, planned, next, false);
+      await side.schedules.advance(row.schedule_id, planned, next, skipNote(now, 'missed while turnhost was down (catch_up none)'));
       return;
     }
     const outcome = await this.options.submit(row, `schedule:${row.schedule_id}:${iso(planned)}`).catch(async (err: unknown) => {
@@ -89,7 +89,7 @@ export class Scheduler {
     if (outcome.kind === 'refused') log.warn({ schedule: row.schedule_id, planned: iso(planned), why: outcome.message }, 'schedule: the fire was refused and is skipped');
     else log.info({ schedule: row.schedule_id, planned: iso(planned), turnId: outcome.turnId, caughtUp: missed }, 'schedule fired');
     this.options.submitted?.();
-    await side.schedules.advance(row.schedule_id, planned, next, outcome.kind === 'submitted');
+    await side.schedules.advance(row.schedule_id, planned, next, outcome.kind === 'refused' ? skipNote(now, outcome.message) : null);
   }
 }
 
@@ -105,6 +105,11 @@ export function fireOutcomeOf(err: unknown): FireOutcome {
   if (!(err instanceof RpcError) || TRANSIENT.has(err.code)) throw err;
   if (err.code === ErrorCodes.sessionBusy && isRecord(err.data) && typeof err.data['node_id'] === 'string') return { kind: 'elsewhere' };
   return { kind: 'refused', message: err.message };
+}
+
+/** A skipped fire as `last_skip` says it: when, and why (a budget's 4029, a busy session's refusal). */
+function skipNote(now: number, why: string): string {
+  return `${iso(now)} ${why}`;
 }
 
 function iso(ms: number): string {

@@ -11,7 +11,7 @@ import { routeClass } from '../host/routes.js';
 type Need = 'read' | 'write' | 'share';
 
 // A fork reads its source (PROTOCOL.md §2.2): a viewer who forks gets a session of their own.
-const READS = new Set(['session.resume', 'session.history', 'session.queue.get', 'session.fork', 'session.forks']);
+const READS = new Set(['session.resume', 'session.history', 'session.queue.get', 'session.fork', 'session.forks', 'session.usage']);
 const WRITES = new Set(['prompt.submit', 'session.interrupt', 'session.queue.update', 'schedule.create', 'session.rewind', 'session.retry', 'prompt.edit']);
 const SHARES = new Set(['session.share', 'session.unshare']);
 /** Methods that name a server request: the request's session is checked. */

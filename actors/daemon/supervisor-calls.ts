@@ -287,7 +287,7 @@ function submitAnswer(frame: HostFrameIn, submit: PendingSubmit): CallReply | nu
     case 'turn.end':
       return { ok: true, value: { status: 'streaming', turn_id: turnId } };
     case 'turn.error':
-      return { ok: false, error: turnError(String(frame['reason'] ?? 'exception'), String(frame['message']), frame['node_id']).toJson() };
+      return { ok: false, error: turnError(frame).toJson() };
     default:
       return null;
   }
@@ -304,9 +304,13 @@ function resentAnswer(frame: HostFrameIn, submit: PendingSubmit): Record<string,
   return { status: 'streaming', turn_id: submit.turnId };
 }
 
-/** A host's turn.error as the client's error; busy because another node owns the session names it (`data.node_id`). */
-function turnError(reason: string, message: string, nodeId: unknown): RpcError {
-  switch (reason) {
+/** A host's turn.error as the client's error; busy because another node owns the session names it (`data.node_id`), a budget says which (`data`). */
+function turnError(frame: HostFrameIn): RpcError {
+  const message = String(frame['message']);
+  const nodeId = frame['node_id'];
+  switch (String(frame['reason'] ?? 'exception')) {
+    case 'budget':
+      return new RpcError(ErrorCodes.budgetExceeded, message, frame['budget']);
     case 'busy':
       return new RpcError(ErrorCodes.sessionBusy, message, typeof nodeId === 'string' ? { node_id: nodeId } : undefined);
     case 'shutting_down':

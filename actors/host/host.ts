@@ -4,13 +4,13 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { HostInFrame } from '../../protocol/frames.js';
 import type { DebugTopic, ShutdownReport } from '../../protocol/outbound.js';
-import type { CoordinatorMsg, FinishedTurn, HostMsg, HostStats, SessionDescription, ShardMsg, ShutdownReason } from './messages.js';
+import type { CoordinatorMsg, FinishedTurn, HostMsg, HostStats, SessionDescription, ShardMsg, ShutdownReason, TurnTicket } from './messages.js';
 import { parseControl } from './routes.js';
 import { ask, describeActors, spawnActor, tell, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';
 import type { HostServices } from './services.js';
 import { shardIndex, spawnShards } from './session-shard.js';
 import { spawnShutdownCoordinator } from './shutdown-coordinator.js';
-import { TurnAdmission } from './turn-admission.js';
+import { personOf, TurnAdmission } from './turn-admission.js';
 
 export const DEFAULT_SHUTDOWN_WAIT_SEC = 10;
 
@@ -20,6 +20,8 @@ const DEBUG_TIMEOUT_MS = 5 * SECOND_MS;
 
 export interface HostOptions {
   workers: number;
+  /** `--max-running-per-person` (PROTOCOL.md §5.7); absent: no cap. */
+  maxRunningPerPerson?: number;
   heartbeatSecs: number;
 }
 
@@ -59,7 +61,7 @@ export function startHost(system: SystemRef, services: HostServices, options: Ho
   const wiring: HostWiring = { system, services, shards: [], loopDelay, onStopped };
   const ref = spawnActor<HostState, HostMsg>(system, 'host', (state, msg, ctx) => handle(state, msg, ctx, wiring), {
     log: services.log.child({ actor: 'host' }),
-    init: () => ({ admission: new TurnAdmission(options.workers), sessions: 0, progressCounter: 0, recent: [], shutdown: null }),
+    init: () => ({ admission: new TurnAdmission(options.workers, options.maxRunningPerPerson ?? Infinity), sessions: 0, progressCounter: 0, recent: [], shutdown: null }),
   });
   wiring.shards = spawnShards(system, services, ref);
   const stopHeartbeat = options.heartbeatSecs > 0 ? startHeartbeat(ref, services, options.heartbeatSecs * SECOND_MS) : () => {};
@@ -89,6 +91,10 @@ function startHeartbeat(host: Ref<HostMsg>, services: HostServices, periodMs: nu
   return () => cancel();
 }
 
+function grant(tickets: readonly TurnTicket[]): void {
+  for (const ticket of tickets) tell(ticket.session, { kind: 'slot', ticketId: ticket.id });
+}
+
 function handle(state: HostState, msg: HostMsg, ctx: ActorContext<HostMsg>, wiring: HostWiring): HostState {
   switch (msg.kind) {
     case 'frame':
@@ -102,14 +108,12 @@ function handle(state: HostState, msg: HostMsg, ctx: ActorContext<HostMsg>, wiri
         tell(msg.ticket.session, free ? { kind: 'slot', ticketId: msg.ticket.id } : { kind: 'admission-refused', ticketId: msg.ticket.id });
         return state;
       }
-      const granted = state.admission.admit(msg.ticket);
-      if (granted) tell(granted.session, { kind: 'slot', ticketId: granted.id });
+      grant(state.admission.admit(msg.ticket));
       return state;
     }
     case 'withdraw':
     case 'release': {
-      const next = state.admission.release(msg.ticketId);
-      if (next) tell(next.session, { kind: 'slot', ticketId: next.id });
+      grant(state.admission.release(msg.ticketId));
       if (msg.kind === 'release' && msg.finished) recordFinished(state, msg.finished);
       return state;
     }
@@ -145,7 +149,7 @@ function onFrame(state: HostState, frame: HostInFrame, ctx: ActorContext<HostMsg
         writer.write({ type: 'turn.error', sid: frame.sid, request_id: frame.request_id, message: 'host shutting down', reason: 'shutting_down' });
         return;
       }
-      tell(shardFor(frame.sid, wiring), { kind: 'frame', frame, ticket: state.admission.arrive() });
+      tell(shardFor(frame.sid, wiring), { kind: 'frame', frame, ticket: state.admission.arrive(personOf(frame.by)) });
       return;
     case 'interrupt':
     case 'respond':

@@ -13,6 +13,8 @@ export type ShutdownReason = 'sigterm' | 'stdin_closed' | 'orphan' | 'shutdown';
 /** A turn waiting for, or holding, one of the host's `workers` slots. */
 export interface TurnTicket {
   id: number;
+  /** Whose turn it is (PROTOCOL.md §5.7): the fair share is by person. */
+  person: string;
   sid: string;
   session: Ref<SessionMsg>;
 }

@@ -27,6 +27,12 @@ export class QueueRetry {
     this.delayMs = Math.min(this.delayMs * 2, MAX_QUEUE_RETRY_MS);
   }
 
+  /** Hold the queue for `ms` (a budget's reset), whatever the failures before. */
+  holdFor(ms: number, clock: Clock, session: Ref<SessionMsg>): void {
+    this.cancelWait?.();
+    this.cancelWait = clock.after(Math.max(0, ms), () => tell(session, { kind: 'queue-retry' }));
+  }
+
   /** The wait is over (or the session stops): the queue may go on. */
   release(): void {
     this.cancelWait?.();

@@ -170,6 +170,7 @@ async function saveRunningTail(s: SessionState, env: SessionEnv): Promise<number
   await env.services.store.commit((w) => {
     w.appendMessages(s.sid, s.messageCount, messages, turn.turnId);
     w.touchSession(s.sid, version);
+    if (turn.report.usage !== undefined) w.noteUsage(turn.turnId, turn.report);
   });
   turn.pending.splice(0, messages.length);
   s.messageCount += messages.length;

@@ -41,7 +41,7 @@ export function retain(s: SessionState, reason: RetainReason, services: HostServ
     for (const id of requestIds) w.closeRequest(id, 'cancelled', null, 'shutdown');
     if (turn) {
       w.appendMessages(sid, firstSeq, tail, turn.turnId);
-      w.endTurn(turn.turnId, 'interrupted', reason);
+      w.endTurn(turn.turnId, 'interrupted', reason, turn.report);
     }
     if (stored) w.retainSession(sid, reason);
   };

@@ -15,7 +15,7 @@ import { currentSteering, currentTurnId, queueView, rememberSubmit, type Session
 import { releaseReserved, removeQueuedRows, requestTurn, stopTurn, type SessionEnv } from './session-turn.js';
 import type { ArrivalTicket } from './messages.js';
 import { SteeringInbox } from './steering-inbox.js';
-import { nextTicketId } from './turn-admission.js';
+import { nextTicketId, personOf } from './turn-admission.js';
 
 /**
  * Prompts one session may hold in its queue. Every change sends the whole queue to the clients
@@ -44,6 +44,8 @@ export async function receiveTurnStart(s: SessionState, frame: TurnStartFrame, t
     return requestTurn(s, frame, ticket, env);
   }
   releaseReserved(ticket, env);
+  // A queue held by a budget looks again when a new prompt comes: the budget may have been raised.
+  if (s.budgetHeld !== null && duplicate === null) s.queueRetry.release();
   if (duplicate !== null) {
     env.services.writer.write({ type: 'turn.duplicate', sid: s.sid, request_id: frame.request_id, ...duplicate });
     return;
@@ -303,5 +305,5 @@ export function startNextQueued(s: SessionState, env: SessionEnv): void {
   const frame: TurnStartFrame = { type: 'turn.start', sid: s.sid, request_id: item.requestId, text: item.text, turn_id: item.turnId, ...(item.by === null ? {} : { by: item.by }) };
   const ticketId = nextTicketId();
   s.activity = { phase: 'waiting', ticketId, frame, turnId: item.turnId, queued: item, steering: new SteeringInbox() };
-  tell(env.host, { kind: 'admit', ticket: { id: ticketId, sid: s.sid, session: env.self } });
+  tell(env.host, { kind: 'admit', ticket: { id: ticketId, person: personOf(item.by), sid: s.sid, session: env.self } });
 }

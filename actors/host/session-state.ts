@@ -4,7 +4,7 @@
 import type { SessionOverrides } from '../../agents/agent.js';
 import { decodeOr, encode } from '../../persistence/codec.js';
 import type { StoredSession } from '../../persistence/store.js';
-import type { QueuedPrompt, SessionRow, SubmitRecord } from '../../persistence/store-writer.js';
+import type { QueuedPrompt, SessionRow, SubmitRecord, TurnReport } from '../../persistence/store-writer.js';
 import type { ChatMessage } from '../../protocol/chat.js';
 import type { TurnStartFrame } from '../../protocol/frames.js';
 import type { HistoryMeta, QueueView, SessionInfo } from '../../protocol/outbound.js';
@@ -36,6 +36,8 @@ export interface RunningTurn {
   queueId?: string;
   /** Texts steered into this turn; the agent takes them (the same exception as `pending`). */
   steering: SteeringInbox;
+  /** The model and usage the agent reported so far (PROTOCOL.md §5.7): stored with each save and the end (the same exception). */
+  report: TurnReport;
 }
 
 export type Activity =
@@ -103,6 +105,8 @@ export interface SessionState {
   queuePaused: boolean;
   /** Holds the queue for a while after its head failed to start. */
   queueRetry: QueueRetry;
+  /** Why the queue waits for a budget's reset, as last said (PROTOCOL.md §5.7): said again only when it changes. */
+  budgetHeld: string | null;
   /** How many accepted client_message_ids the database remembers for the session (at most MAX_SUBMITS). */
   submitCount: number;
   /** A guest agent's own session id (AGENT.md §6), as committed. */
@@ -133,6 +137,7 @@ export function newSessionState(sid: string, stored: StoredSession | undefined, 
     // A queue taken over from a dead node runs at once: a client named the session to bring it here.
     queuePaused: (stored?.queue.length ?? 0) > 0 && stored?.takenOver === undefined,
     queueRetry: new QueueRetry(),
+    budgetHeld: null,
     submitCount: stored?.submitCount ?? 0,
     agentSessionId: stored?.agentSessionId ?? null,
   };

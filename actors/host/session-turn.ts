@@ -26,6 +26,12 @@ import {
 import { SteeringInbox } from './steering-inbox.js';
 import { finalize } from './session-lifecycle.js';
 import { buildTurnContext, runAgent } from './turn-context.js';
+import { personOf } from './turn-admission.js';
+import { budgetMessage, budgetRefusal, type BudgetExceeded } from '../../persistence/ledger.js';
+import { OWNER } from '../../persistence/people.js';
+
+/** A queue held by a budget looks again this often before the reset: an admin may raise the budget. */
+const BUDGET_LOOK_AGAIN_MS = 60 * SECOND_MS;
 
 export interface SessionEnv {
   services: HostServices;
@@ -65,6 +71,12 @@ export async function requestTurn(s: SessionState, frame: TurnStartFrame, ticket
     writer.write({ type: 'turn.end', sid: s.sid, request_id: frame.request_id, interrupted: true, ended_ns: Nanos.of(clock.hostNs()) });
     return;
   }
+  // A submit that will wait for a worker is answered `accepted` now: one over a budget hears 4029 first, not after it.
+  const over = ticket.reserved || frame.on_busy === undefined ? null : await budgetOver(frame, env);
+  if (over !== null) {
+    writer.write({ type: 'turn.error', sid: s.sid, request_id: frame.request_id, message: budgetMessage(over), reason: 'budget', budget: budgetRefusal(over) });
+    return;
+  }
   const ticketId = ticket.id;
   const turnId = frame.turn_id ?? uniqueId('turn');
   const remember = rememberSubmit(s, frame, { turnId, queueId: null, steered: false });
@@ -76,7 +88,7 @@ export async function requestTurn(s: SessionState, frame: TurnStartFrame, ticket
   // fewer per turn, which the host writes and the daemon reads (its host spent 6% less CPU a turn).
   if (frame.on_busy !== undefined && !ticket.reserved) writer.write({ type: 'turn.accepted', sid: s.sid, request_id: frame.request_id, turn_id: turnId });
   if (ticket.reserved) await beginTurn(s, ticketId, env);
-  else tell(env.host, { kind: 'admit', ticket: { id: ticketId, sid: s.sid, session: env.self } });
+  else tell(env.host, { kind: 'admit', ticket: { id: ticketId, person: personOf(frame.by), sid: s.sid, session: env.self } });
 }
 
 /** A worker slot was granted: commit the prompt, say turn.started, run the agent. */
@@ -87,6 +99,11 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
     return;
   }
   const { frame, turnId, queued, steering, remember } = s.activity;
+  const over = await budgetOver(frame, env);
+  if (over !== null) {
+    refuseOverBudget(s, ticketId, over, env);
+    return;
+  }
   const isNew = s.row === 'none';
   adoptFrameSettings(s, frame, isNew);
   const seed = isNew && frame.history ? frame.history : [];
@@ -140,6 +157,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   if (queued) {
     s.queueRevision = queueRevision;
     s.queueRetry.started();
+    s.budgetHeld = null;
     env.services.queueEvents.announce(s);
   }
   const historyLength = firstSeq + seed.length;
@@ -160,6 +178,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
     finished: false,
     cancelActivityTimer: scheduleActivityTick(turnId, env),
     steering,
+    report: {},
     ...(queued ? { queueId: queued.queueId } : {}),
   };
   s.activity = { phase: 'running', turn };
@@ -230,6 +249,45 @@ function failBeforeStart(s: SessionState, frame: TurnStartFrame, turnId: string,
   if (err instanceof LeaseLost) forget(env);
 }
 
+/**
+ * The budget the turn's sender is over (PROTOCOL.md §5.7), read from the store every node shares;
+ * null for the home's owner, who has none. A ledger that cannot be read holds nobody back: the
+ * start's own commit says whether the store works.
+ */
+async function budgetOver(frame: TurnStartFrame, env: SessionEnv): Promise<BudgetExceeded | null> {
+  if (frame.by === undefined || frame.by === OWNER) return null;
+  try {
+    return await env.services.store.overBudget(frame.by);
+  } catch (err) {
+    env.services.log.warn({ by: frame.by, why: storageProblem(err as Error) }, 'could not read the ledger for a budget: the turn goes on');
+    return null;
+  }
+}
+
+/**
+ * Over a budget, the turn does not start. A submit (a retry, a schedule's fire) hears 4029; a
+ * queued prompt stays at the head of its queue, which waits for the reset (looking again each
+ * minute: a budget may be raised) and says why, once.
+ */
+function refuseOverBudget(s: SessionState, ticketId: number, over: BudgetExceeded, env: SessionEnv): void {
+  if (s.activity.phase !== 'waiting') return;
+  const { frame, turnId, queued } = s.activity;
+  const message = budgetMessage(over);
+  if (queued !== undefined) {
+    returnToQueue(s);
+    s.queueRetry.holdFor(Math.min(over.resets_at - Date.now(), BUDGET_LOOK_AGAIN_MS), env.services.clock, env.self);
+    if (s.budgetHeld !== message) {
+      s.budgetHeld = message;
+      env.services.writer.write({ type: 'rpc', sid: s.sid, message: rpcEvent(s.sid, 'status.update', { kind: 'budget', text: `queued prompts wait: ${message}` }) });
+    }
+  } else {
+    env.services.writer.write({ type: 'turn.error', sid: s.sid, request_id: frame.request_id, turn_id: turnId, message, reason: 'budget', budget: budgetRefusal(over) });
+  }
+  s.activity = { phase: 'idle' };
+  tell(env.host, { kind: 'release', ticketId });
+  ackDrainWaiters(s);
+}
+
 /** The waiting turn will not start now: a queued prompt is the queue's head again, held a while; the worker goes back. */
 function putBack(s: SessionState, ticketId: number, env: SessionEnv): void {
   if (returnToQueue(s)) s.queueRetry.hold(env.services.clock, env.self);
@@ -253,14 +311,15 @@ export async function finishTurn(s: SessionState, turnId: string, result: TurnRe
   const messages = turn.pending.slice();
   if (reply !== null && (outcome === 'completed' || reply !== '')) messages.push({ role: 'assistant', content: reply });
   const failure = outcome === 'failed' ? (error?.message ?? 'agent failed') : null;
-  const report = { ...(result?.model === undefined ? {} : { model: result.model }), ...(result?.usage === undefined ? {} : { usage: result.usage }) };
+  // What the result says, else what the agent reported as it went (a failed turn keeps what was known).
+  const report: TurnReport = { ...turn.report, ...(result?.model === undefined ? {} : { model: result.model }), ...(result?.usage === undefined ? {} : { usage: result.usage }) };
   const persisted = await commitTurnEnd(s, turn, messages, { outcome, failure, report }, env);
   s.activity = { phase: 'idle' };
   s.lastActiveMs = env.services.clock.nowMs();
   tell(env.host, { kind: 'release', ticketId: turn.ticketId, finished: { ...finishedTurn(s, turn, outcome), ...report } });
   if (persisted !== true) reportTurnError(s, turn, `could not persist the turn: ${storageProblem(persisted)}`, persisted instanceof LeaseLost ? 'lease_lost' : 'storage', env);
   else if (outcome === 'failed') reportTurnError(s, turn, failure!, error instanceof AgentFailure ? error.reason : 'exception', env);
-  else reportTurnEnd(s, turn, result, interrupted, env);
+  else reportTurnEnd(s, turn, result, report, interrupted, env);
   ackDrainWaiters(s);
   if (persisted instanceof LeaseLost) forget(env);
   return turn.steering.leftover();
@@ -334,10 +393,10 @@ function undoTurn(s: SessionState, turn: RunningTurn, err: Error, env: SessionEn
   // Nothing more of a session whose lease was lost may be written: its new owner recovers the turn.
   if (err instanceof LeaseLost) return;
   const error = `could not persist the turn: ${storageProblem(err)}`;
-  env.services.store.owe((w) => w.undoTurn(s.sid, fromSeq, turn.turnId, error));
+  env.services.store.owe((w) => w.undoTurn(s.sid, fromSeq, turn.turnId, error, turn.report));
 }
 
-function reportTurnEnd(s: SessionState, turn: RunningTurn, result: TurnResult | null, interrupted: boolean, env: SessionEnv): void {
+function reportTurnEnd(s: SessionState, turn: RunningTurn, result: TurnResult | null, report: TurnReport, interrupted: boolean, env: SessionEnv): void {
   const { writer, clock, agent } = env.services;
   if (result !== null) writer.write({ type: 'rpc', sid: s.sid, message: rpcEvent(s.sid, 'message.complete', { text: result.reply }) });
   writer.write({
@@ -349,7 +408,7 @@ function reportTurnEnd(s: SessionState, turn: RunningTurn, result: TurnResult | 
     ...historyMeta(s),
     interrupted,
     ended_ns: Nanos.of(clock.hostNs()),
-    ...(result?.usage === undefined ? {} : { usage: result.usage }),
+    ...(report.usage === undefined ? {} : { usage: report.usage }),
     ...(result?.finishReason === undefined ? {} : { finish_reason: result.finishReason }),
     session_info: sessionInfo(s, agent.name),
     session_info_emitted: true,

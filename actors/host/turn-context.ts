@@ -1,5 +1,5 @@
 // What an agent sees of its turn, and how its promise reports back to the session actor.
-import type { Agent, AgentEvent, TurnContext, TurnResult } from '../../agents/agent.js';
+import type { Agent, AgentEvent, TurnContext, TurnResult, TurnUsage } from '../../agents/agent.js';
 import { sanitizeMessage, type ChatMessage } from '../../protocol/chat.js';
 import { rpcEvent, type PlanEntry, type RpcEvent, type ServerRequestMethod } from '../../protocol/rpc.js';
 import type { SessionMsg } from './messages.js';
@@ -56,6 +56,12 @@ export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: Ho
       if (turn.finished) return;
       const failure = await ask(self, (replyTo: Ref<string | null>): SessionMsg => ({ kind: 'save-tail', turnId: turn.turnId, replyTo }), COMMIT_TIMEOUT_MS);
       if (failure !== null) throw new Error(failure);
+    },
+    reportUsage(usage: TurnUsage, model?: string): void {
+      if (turn.finished) return;
+      const checked = checkedUsage(usage);
+      if (checked !== undefined) turn.report = { ...turn.report, usage: checked };
+      if (typeof model === 'string') turn.report = { ...turn.report, model };
     },
     async keepAgentSession(agentSessionId: string): Promise<void> {
       if (turn.finished) throw new Error('the turn has ended');
@@ -139,6 +145,20 @@ function planEntry(entry: PlanEntry): PlanEntry {
   return { content: String(entry?.content ?? '').slice(0, TOOL_TITLE_MAX), status: String(entry?.status ?? ''), priority: String(entry?.priority ?? '') };
 }
 
+const isCount = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
+
+/** Usage only with the documented counts; the optional ones (cached, reasoning) only when they are counts. */
+function checkedUsage(u: TurnUsage | undefined): TurnUsage | undefined {
+  if (!u || !isCount(u.prompt_tokens) || !isCount(u.completion_tokens) || !isCount(u.calls)) return undefined;
+  return {
+    prompt_tokens: u.prompt_tokens,
+    completion_tokens: u.completion_tokens,
+    calls: u.calls,
+    ...(isCount(u.cached_tokens) ? { cached_tokens: u.cached_tokens } : {}),
+    ...(isCount(u.reasoning_tokens) ? { reasoning_tokens: u.reasoning_tokens } : {}),
+  };
+}
+
 /** Runs the agent; its outcome comes back to the session as a `turn-done` message. */
 export function runAgent(agent: Agent, context: TurnContext, self: Ref<SessionMsg>): void {
   const done = (result: TurnResult | null, error: Error | null): void =>
@@ -160,10 +180,8 @@ function checkedResult(result: Partial<TurnResult> | undefined): TurnResult {
   const reply = typeof result?.reply === 'string' ? result.reply : String(result?.reply ?? '');
   const checked: TurnResult = { reply };
   if (typeof result?.model === 'string') checked.model = result.model;
-  const u = result?.usage;
-  if (u && [u.prompt_tokens, u.completion_tokens, u.calls].every((n) => Number.isSafeInteger(n) && n >= 0)) {
-    checked.usage = { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, calls: u.calls };
-  }
+  const usage = checkedUsage(result?.usage);
+  if (usage !== undefined) checked.usage = usage;
   if (result?.finishReason === 'length') checked.finishReason = 'length';
   if (result?.interrupted === true) checked.interrupted = true;
   return checked;

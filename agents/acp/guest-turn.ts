@@ -4,6 +4,7 @@
 import {
   RequestError,
   type CreateElicitationRequest,
+  type PromptResponse,
   type RequestPermissionRequest,
   type RequestPermissionResponse,
   type SessionUpdate,
@@ -11,7 +12,7 @@ import {
   type ToolCallContent,
   type ToolKind,
 } from '@agentclientprotocol/sdk';
-import { AgentFailure, type TurnContext, type TurnResult, type TurnUsage } from '../agent.js';
+import { AgentFailure, type TurnContext, type TurnResult } from '../agent.js';
 import type { Policy } from '../model/approval.js';
 import type { GuestConfig } from './guest-config.js';
 import {
@@ -28,6 +29,7 @@ import {
   updateEvent,
 } from './guest-mapping.js';
 import { EXIT_WAIT_MS, untilAborted } from './guest-process.js';
+import { contextUsage, responseUsage, type GuestUsage } from './guest-usage.js';
 import type { LiveSession, TurnSink } from './live-session.js';
 
 /** A tool call the guest made in this turn, until its result is in. */
@@ -56,7 +58,9 @@ export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn:
   const cancel = cancelOnInterrupt(config, live, turn);
   let stopReason: StopReason;
   try {
-    stopReason = await prompt(config, live, turn);
+    const response = await prompt(config, live, turn);
+    stopReason = response.stopReason;
+    record.reported(responseUsage(response));
   } catch (err) {
     // An interrupt that ended the guest (no answer within cancel_timeout_s) still ends the turn interrupted.
     if (!turn.signal.aborted) throw err;
@@ -72,7 +76,7 @@ export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn:
   const interrupted = turn.signal.aborted || stop.interrupted;
   const result: TurnResult = {
     reply,
-    ...(record.usage ? { usage: record.usage } : {}),
+    ...(record.usage ? { usage: record.usage.usage, ...(record.usage.model === undefined ? {} : { model: record.usage.model }) } : {}),
     ...(stop.finishReason ? { finishReason: stop.finishReason } : {}),
     ...(stop.interrupted ? { interrupted: true } : {}),
   };
@@ -82,11 +86,11 @@ export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn:
 }
 
 /** session/prompt, failing clearly when the guest exits or answers with an error. */
-async function prompt(config: GuestConfig, live: LiveSession, turn: TurnContext): Promise<StopReason> {
+async function prompt(config: GuestConfig, live: LiveSession, turn: TurnContext): Promise<PromptResponse> {
   const exitFailure = () => new AgentFailure(live.process.endedFor === null ? 'upstream' : 'resources', `${live.process.describeExit()} during the turn`);
   try {
     const request = live.process.connection.agent.request('session/prompt', { sessionId: live.sessionId, prompt: [{ type: 'text', text: turn.prompt }] });
-    return (await untilAborted(request, live.process.gone, exitFailure)).stopReason;
+    return await untilAborted(request, live.process.gone, exitFailure);
   } catch (err) {
     if (err instanceof AgentFailure) throw err;
     // The guest's stdout closed before its exit was seen: the exit says more than the closed connection.
@@ -142,7 +146,8 @@ class TurnRecord {
   private readonly open = new Map<string, OpenToolCall>();
   /** Calls already completed: a late repeat of one is not a new call. */
   private readonly done = new Set<string>();
-  usage: TurnUsage | undefined;
+  /** What the guest last said the turn spent: its prompt response's usage wins over a usage_update. */
+  usage: GuestUsage | undefined;
   appended = 0;
 
   constructor(private readonly turn: TurnContext) {}
@@ -154,14 +159,20 @@ class TurnRecord {
         this.toolUpdate(update.toolCallId, update);
         return;
       case 'usage_update':
-        // ACP reports the tokens in the guest's context, not a turn's own: the last report is the turn's.
-        this.usage = { prompt_tokens: update.used, completion_tokens: 0, calls: 1 };
+        this.reported(contextUsage(update.used));
         return;
     }
     const event = updateEvent(update);
     if (event === null) return;
     if (event.type === 'message.delta') this.text += event.text;
     this.turn.emit(event);
+  }
+
+  /** The turn's usage as the guest reported it: kept by the host as it goes, so a failed turn keeps it. */
+  reported(usage: GuestUsage | undefined): void {
+    if (usage === undefined) return;
+    this.usage = usage;
+    this.turn.reportUsage(usage.usage, usage.model);
   }
 
   /** A permission request completed with what the turn knows of its call (its kind, its input), which is then announced. */

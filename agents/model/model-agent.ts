@@ -11,6 +11,7 @@ import type { ApiMessage } from './history.js';
 import { McpServers, type McpLog } from './mcp.js';
 import { ContextTooLong, CutReply, ModelApi, type StreamHandlers, type StreamRequest } from './openai-api.js';
 import { offeredTools, runToolCalls, type ToolSet } from './tools.js';
+import type { Usage } from './streamed-reply.js';
 import { AgentLoadError } from '../loader-error.js';
 import { SandboxUnavailable, Sandboxes } from '../sandbox/sandbox.js';
 import type { SandboxStatus } from '../../protocol/outbound.js';
@@ -105,10 +106,10 @@ class ModelAgent implements Agent {
       }
       usage.calls++;
       if (reply.usage) {
-        usage.prompt_tokens += reply.usage.prompt_tokens;
-        usage.completion_tokens += reply.usage.completion_tokens;
+        addUsage(usage, reply.usage);
         this.promptSizes.record(turn.sid, reply.usage.prompt_tokens, sent.chars);
       }
+      turn.reportUsage(usage, model);
       if (reply.finishReason === 'length') {
         turn.emit({ type: 'status.update', kind: 'length', text: 'the reply was cut by the token limit (max_tokens)' });
         return { ...done(reply.content), finishReason: 'length' };
@@ -233,4 +234,12 @@ function streamHandlers(turn: TurnContext): StreamHandlers {
     retry: (attempt, delayMs, why) =>
       turn.emit({ type: 'status.update', kind: 'retry', text: `retry ${attempt} in ${(delayMs / 1000).toFixed(1)} s: ${why}` }),
   };
+}
+
+/** One call's usage added to the turn's; the details only when a server gave them. */
+function addUsage(turn: TurnUsage, call: Usage): void {
+  turn.prompt_tokens += call.prompt_tokens;
+  turn.completion_tokens += call.completion_tokens;
+  if (call.cached_tokens !== undefined) turn.cached_tokens = (turn.cached_tokens ?? 0) + call.cached_tokens;
+  if (call.reasoning_tokens !== undefined) turn.reasoning_tokens = (turn.reasoning_tokens ?? 0) + call.reasoning_tokens;
 }

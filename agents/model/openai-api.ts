@@ -9,7 +9,7 @@ import { sleepUnlessAborted } from '../script.js';
 import type { ApiMessage } from './history.js';
 import { keyRedactor, type Redactor } from './key-redaction.js';
 import { SseLineTooLong, SseReader } from './sse-reader.js';
-import { ServerSaid, StreamedReply, type ReplyHandlers } from './streamed-reply.js';
+import { ServerSaid, StreamedReply, type ReplyHandlers, type Usage } from './streamed-reply.js';
 
 export interface ApiTool {
   type: 'function';
@@ -42,7 +42,7 @@ export interface ModelReply {
   content: string;
   toolCalls: ToolCall[];
   /** Null when the server sent no usage (or the stream was cut before it). */
-  usage: { prompt_tokens: number; completion_tokens: number } | null;
+  usage: Usage | null;
   /** How the server said the reply ended (`stop`, `tool_calls`, `length`); null when interrupted. */
   finishReason: string | null;
   /** The turn was interrupted: `content` holds what had arrived. */

@@ -6,7 +6,7 @@ import { ToolCallStream, type ToolCallFragment } from './tool-call-stream.js';
 import type { SseItem } from './sse-reader.js';
 import { isRecord, type UnknownRecord } from '../../protocol/fields.js';
 
-export type Usage = { prompt_tokens: number; completion_tokens: number };
+export type Usage = { prompt_tokens: number; completion_tokens: number; cached_tokens?: number; reasoning_tokens?: number };
 
 /** The server said something went wrong, or sent what cannot be read: the message says which. */
 export class ServerSaid extends Error {}
@@ -92,9 +92,17 @@ export class StreamedReply {
     });
   }
 
+  /** The API's usage, with its details where the server gives them (cached prompt tokens, reasoning tokens). */
   private takeUsage(usage: unknown): void {
     if (!isRecord(usage)) return;
-    this.usage = { prompt_tokens: count(usage['prompt_tokens']), completion_tokens: count(usage['completion_tokens']) };
+    const cached = isRecord(usage['prompt_tokens_details']) ? usage['prompt_tokens_details']['cached_tokens'] : undefined;
+    const reasoning = isRecord(usage['completion_tokens_details']) ? usage['completion_tokens_details']['reasoning_tokens'] : undefined;
+    this.usage = {
+      prompt_tokens: count(usage['prompt_tokens']),
+      completion_tokens: count(usage['completion_tokens']),
+      ...(typeof cached === 'number' ? { cached_tokens: count(cached) } : {}),
+      ...(typeof reasoning === 'number' ? { reasoning_tokens: count(reasoning) } : {}),
+    };
   }
 
   private takeFinish(reason: unknown): void {

@@ -28,6 +28,8 @@ export interface HostCommandOptions {
   agent?: string;
   agentConfig?: string;
   workers?: number;
+  /** `--max-running-per-person` (PROTOCOL.md §5.7). */
+  maxRunningPerPerson?: number;
   heartbeatSecs?: number;
   /** The parent makes the `session.queue` events from `queue.delta` frames (the daemon does). */
   queueDeltas?: boolean;
@@ -120,7 +122,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   const queueEvents = options.queueDeltas ? queueDeltas(writer) : fullQueueEvents(writer);
   const services: HostServices = { store, writer, queueEvents, agent, clock, log, bootId, requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS, webhookEvents: new Set(options.webhookEvents ?? []) };
   const system = startSystem();
-  const host = startHost(system, services, { workers, heartbeatSecs });
+  const host = startHost(system, services, { workers, heartbeatSecs, ...(options.maxRunningPerPerson === undefined ? {} : { maxRunningPerPerson: options.maxRunningPerPerson }) });
   const shutdown = (reason: ShutdownReason, waitSec: number): void => void host.shutdown(reason, waitSec).catch(() => {});
 
   keepRunningOnStrayErrors(log);

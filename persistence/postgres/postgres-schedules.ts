@@ -1,7 +1,7 @@
 // Schedules in PostgreSQL (persistence/schedules.ts), on the side pool: every node reads the same,
 // and a claim is one conditional UPDATE, so one node takes each planned fire.
 import type { ScheduleRow, Schedules } from '../schedules.js';
-import { SCHEDULE_COLUMNS } from '../schedules.js';
+import { ADVANCE_SQL, SCHEDULE_COLUMNS, SCHEDULE_READ_COLUMNS } from '../schedules.js';
 import type { SideQuery } from './postgres-side.js';
 
 export class PostgresSchedules implements Schedules {
@@ -15,11 +15,11 @@ export class PostgresSchedules implements Schedules {
 
   async list(sid?: string): Promise<ScheduleRow[]> {
     const where = sid === undefined ? '' : 'WHERE sid = $1';
-    return (await this.rows<ScheduleRow>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules ${where} ORDER BY created_at, schedule_id`, sid === undefined ? [] : [sid])).rows;
+    return (await this.rows<ScheduleRow>(`SELECT ${SCHEDULE_READ_COLUMNS} FROM schedules ${where} ORDER BY created_at, schedule_id`, sid === undefined ? [] : [sid])).rows;
   }
 
   async get(scheduleId: string): Promise<ScheduleRow | undefined> {
-    return (await this.rows<ScheduleRow>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE schedule_id = $1`, [scheduleId])).rows[0];
+    return (await this.rows<ScheduleRow>(`SELECT ${SCHEDULE_READ_COLUMNS} FROM schedules WHERE schedule_id = $1`, [scheduleId])).rows[0];
   }
 
   async delete(scheduleId: string): Promise<boolean> {
@@ -27,7 +27,7 @@ export class PostgresSchedules implements Schedules {
   }
 
   async due(nowMs: number): Promise<ScheduleRow[]> {
-    return (await this.rows<ScheduleRow>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE next_at <= $1 AND (claim_until IS NULL OR claim_until < $1) ORDER BY next_at`, [nowMs])).rows;
+    return (await this.rows<ScheduleRow>(`SELECT ${SCHEDULE_READ_COLUMNS} FROM schedules WHERE next_at <= $1 AND (claim_until IS NULL OR claim_until < $1) ORDER BY next_at`, [nowMs])).rows;
   }
 
   async nextDue(): Promise<number | null> {
@@ -42,11 +42,8 @@ export class PostgresSchedules implements Schedules {
     return claimed.rowCount === 1;
   }
 
-  async advance(scheduleId: string, plannedAt: number, nextAt: number | null, fired: boolean): Promise<void> {
-    await this.rows(
-      'UPDATE schedules SET next_at = $1, last_at = CASE WHEN $2 THEN $3 ELSE last_at END, fires = fires + $4, claimed_by = NULL, claim_until = NULL WHERE schedule_id = $5 AND next_at = $3',
-      [nextAt, fired, plannedAt, fired ? 1 : 0, scheduleId],
-    );
+  async advance(scheduleId: string, plannedAt: number, nextAt: number | null, skipped: string | null): Promise<void> {
+    await this.rows(ADVANCE_SQL, [nextAt, skipped === null ? 1 : 0, plannedAt, scheduleId, skipped]);
   }
 
   async release(scheduleId: string, node: string): Promise<void> {

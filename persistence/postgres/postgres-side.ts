@@ -2,6 +2,7 @@
 // once, then a small pool of its own.
 import pg from 'pg';
 import type { ForkMade, SideStore } from '../side-store.js';
+import { SqlLedger } from '../ledger.js';
 import { FORK_SQL } from '../session-line.js';
 import type { StoreLocation } from '../store-location.js';
 import { clientConfig, described, readPool } from './connection.js';
@@ -37,6 +38,7 @@ export async function openPostgresSide(location: Extract<StoreLocation, { kind: 
     people: new PostgresPeople(query),
     schedules: new PostgresSchedules(query),
     outbox: new PostgresOutbox(query),
+    ledger: new SqlLedger(async <R>(text: string, values: readonly unknown[]) => (await query(text, [...values])).rows as R[]),
     close: () => pool.end(),
   };
 }

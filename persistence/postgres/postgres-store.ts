@@ -34,6 +34,7 @@ import {
   type Takeover,
   type Work,
 } from '../store.js';
+import { checkBudget, ROLL_UP_LOST_SQL, ROLL_UP_SESSION_LOST_SQL, type BudgetExceeded } from '../ledger.js';
 import { lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL, TURN_SPAN_SQL } from '../session-line.js';
 import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, type SubmitRow } from '../store-writer.js';
 import { clientConfig, described, IDLE_IN_TRANSACTION_MS, isConnectionError, readPool } from './connection.js';
@@ -446,6 +447,10 @@ export class PostgresStore implements Store {
     return (await this.read<{ status: StoredTurnStatus }>('SELECT status FROM turns WHERE turn_id = $1', [turnId]))[0]?.status ?? null;
   }
 
+  overBudget(person: string, now = Date.now()): Promise<BudgetExceeded | null> {
+    return checkBudget(async <R>(text: string, values: readonly unknown[]) => (await this.read(text, [...values])) as R[], person, now);
+  }
+
   async queuedSessions(): Promise<string[]> {
     return (await this.read<{ sid: string }>('SELECT DISTINCT sid FROM queue ORDER BY sid')).map((r) => r.sid);
   }
@@ -457,6 +462,7 @@ export class PostgresStore implements Store {
     await client.query('BEGIN');
     try {
       const count = async (text: string): Promise<number> => (await client.query(text, [now])).rowCount ?? 0;
+      await client.query(ROLL_UP_LOST_SQL, [now]);
       const counts: RecoveryCounts = {
         boots: await count("UPDATE boots SET ended_at = $1, end_reason = 'crash' WHERE ended_at IS NULL"),
         lostTurns: await count("UPDATE turns SET status = 'lost', ended_at = $1, error = 'host died' WHERE status = 'running'"),
@@ -529,6 +535,7 @@ const REQUEUE_STEERED = `
  * session. Says which turns were lost and which requests expired, for the session's clients.
  */
 async function recoverSession(client: pg.PoolClient, sid: string, now = Date.now()): Promise<Omit<Takeover, 'fromNode'>> {
+  await client.query(ROLL_UP_SESSION_LOST_SQL, [now, sid]);
   const turns = await client.query<{ turnId: string }>(
     "UPDATE turns SET status = 'lost', ended_at = $2, error = 'node lost' WHERE sid = $1 AND status = 'running' RETURNING turn_id AS \"turnId\"",
     [sid, now],

@@ -1,5 +1,6 @@
 // The writer's statements in PostgreSQL. Nothing runs while a unit of work writes: the statements
 // are gathered, and the store sends the whole group in one pipelined transaction.
+import { LEDGER_SQL } from '../ledger.js';
 import { REWIND_SQL } from '../session-line.js';
 import { StoreWriter, type StatementName, type StatementParams } from '../store-writer.js';
 
@@ -19,8 +20,9 @@ const SQL: Record<StatementName, string> = {
   deleteMessagesFrom: 'DELETE FROM messages WHERE sid = $1 AND seq >= $2',
   insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at, by_user) VALUES ($1, $2, $3, 'running', $4, $5, $6)",
   updateTurn: `
-    UPDATE turns SET status = $1, ended_at = $2, error = $3, model = $4, prompt_tokens = $5, completion_tokens = $6, model_calls = $7
-    WHERE turn_id = $8`,
+    UPDATE turns SET status = $1, ended_at = $2, error = $3, model = $4, prompt_tokens = $5, completion_tokens = $6,
+      cached_tokens = $7, reasoning_tokens = $8, model_calls = $9
+    WHERE turn_id = $10`,
   finalizeSession: "UPDATE sessions SET status = 'finalized', end_reason = $1, retained_reason = NULL, updated_at = $2 WHERE sid = $3",
   retainSession: "UPDATE sessions SET status = 'retained', retained_reason = $1, end_reason = NULL, updated_at = $2 WHERE sid = $3",
   // The node this host runs as, set on the writing connection (none for a single host).
@@ -49,6 +51,7 @@ const SQL: Record<StatementName, string> = {
   deleteOldestSubmit: 'DELETE FROM submits WHERE ord = (SELECT min(ord) FROM submits WHERE sid = $1)',
   insertWebhook: 'INSERT INTO webhook_outbox (sid, type, ref, detail, created_at) VALUES ($1, $2, $3, $4, $5)',
   ...REWIND_SQL,
+  ...LEDGER_SQL,
 };
 
 /** Where a statement's session id is among its parameters: the sessions a transaction writes, for the fence. */

@@ -4,6 +4,7 @@
 // match SQLite's (persistence/sqlite/schema.ts), so both readers share their queries; times are
 // epoch milliseconds in bigint, as there.
 import type pg from 'pg';
+import { ROLL_UP_ENDED_SQL } from '../ledger.js';
 
 export const SCHEMA = 'turnhost';
 
@@ -244,6 +245,35 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX sessions_by_parent ON sessions (parent_sid) WHERE parent_sid IS NOT NULL;
   CREATE INDEX sessions_by_branch ON sessions (branch_of) WHERE branch_of IS NOT NULL;
   CREATE INDEX sessions_by_fork_source ON sessions (forked_from_sid) WHERE forked_from_sid IS NOT NULL;
+  `,
+  // The ledger and budgets (persistence/sqlite/schema.ts says why).
+  `
+  ALTER TABLE turns ADD COLUMN cached_tokens bigint;
+  ALTER TABLE turns ADD COLUMN reasoning_tokens bigint;
+  CREATE TABLE usage_daily (
+    day               bigint NOT NULL,
+    by_user           text NOT NULL,
+    sid               text NOT NULL,
+    model             text NOT NULL,
+    turns             bigint NOT NULL,
+    prompt_tokens     bigint NOT NULL,
+    completion_tokens bigint NOT NULL,
+    cached_tokens     bigint NOT NULL,
+    reasoning_tokens  bigint NOT NULL,
+    calls             bigint NOT NULL,
+    duration_ms       bigint NOT NULL,
+    PRIMARY KEY (day, by_user, sid, model)
+  );
+  CREATE TABLE budgets (
+    user_name      text PRIMARY KEY,
+    tokens_per_day bigint,
+    turns_per_day  bigint,
+    updated_at     bigint NOT NULL
+  );
+  CREATE INDEX turns_running_by ON turns (by_user) WHERE status = 'running';
+  ${ROLL_UP_ENDED_SQL};
+  ALTER TABLE schedules ADD COLUMN skips integer NOT NULL DEFAULT 0;
+  ALTER TABLE schedules ADD COLUMN last_skip text;
   `,
 ];
 

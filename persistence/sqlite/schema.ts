@@ -1,8 +1,10 @@
 // The database schema, as a list of migrations. `PRAGMA user_version` records how many have run;
 // the host runs the missing ones at start, each in its own transaction.
 // Every page a turn touches is written to the WAL on each commit, so the tables a turn writes
-// (messages, turns, sessions) are WITHOUT ROWID and carry no index a turn would have to update.
+// (messages, turns, sessions) are WITHOUT ROWID and carry no index a turn would have to update,
+// but one of running turns only (the ledger's, below).
 import type Database from 'better-sqlite3';
+import { ROLL_UP_ENDED_SQL } from '../ledger.js';
 
 const MIGRATIONS: readonly string[] = [
   `
@@ -208,6 +210,38 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX sessions_by_parent ON sessions (parent_sid) WHERE parent_sid IS NOT NULL;
   CREATE INDEX sessions_by_branch ON sessions (branch_of) WHERE branch_of IS NOT NULL;
   CREATE INDEX sessions_by_fork_source ON sessions (forked_from_sid) WHERE forked_from_sid IS NOT NULL;
+  `,
+  // The ledger and budgets (PROTOCOL.md §5.7, persistence/ledger.ts): each turn's cached and
+  // reasoning tokens; a schedule's skipped fires (a budget skips one); the daily sums by person, session and model, written with each turn's end and
+  // filled here from the turns already ended; each person's budget. The running turns of a person
+  // are counted at a turn's start (a budget of turns): a small index, of running turns only.
+  `
+  ALTER TABLE turns ADD COLUMN cached_tokens INTEGER;
+  ALTER TABLE turns ADD COLUMN reasoning_tokens INTEGER;
+  CREATE TABLE usage_daily (
+    day               INTEGER NOT NULL,
+    by_user           TEXT NOT NULL,
+    sid               TEXT NOT NULL,
+    model             TEXT NOT NULL,
+    turns             INTEGER NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    cached_tokens     INTEGER NOT NULL,
+    reasoning_tokens  INTEGER NOT NULL,
+    calls             INTEGER NOT NULL,
+    duration_ms       INTEGER NOT NULL,
+    PRIMARY KEY (day, by_user, sid, model)
+  ) WITHOUT ROWID;
+  CREATE TABLE budgets (
+    user_name      TEXT PRIMARY KEY,
+    tokens_per_day INTEGER,
+    turns_per_day  INTEGER,
+    updated_at     INTEGER NOT NULL
+  );
+  CREATE INDEX turns_running_by ON turns (by_user) WHERE status = 'running';
+  ${ROLL_UP_ENDED_SQL};
+  ALTER TABLE schedules ADD COLUMN skips INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE schedules ADD COLUMN last_skip TEXT;
   `,
 ];
 

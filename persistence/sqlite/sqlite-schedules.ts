@@ -1,7 +1,7 @@
 // Schedules in a SQLite home (persistence/schedules.ts), on the side connection.
 import type Database from 'better-sqlite3';
 import type { ScheduleRow, Schedules } from '../schedules.js';
-import { SCHEDULE_COLUMNS } from '../schedules.js';
+import { ADVANCE_SQL, SCHEDULE_COLUMNS, SCHEDULE_READ_COLUMNS } from '../schedules.js';
 
 export class SqliteSchedules implements Schedules {
   constructor(private readonly db: Database.Database) {}
@@ -14,11 +14,11 @@ export class SqliteSchedules implements Schedules {
 
   async list(sid?: string): Promise<ScheduleRow[]> {
     const where = sid === undefined ? '' : 'WHERE sid = ?';
-    return this.db.prepare(`SELECT ${SCHEDULE_COLUMNS} FROM schedules ${where} ORDER BY created_at, schedule_id`).all(...(sid === undefined ? [] : [sid])) as ScheduleRow[];
+    return this.db.prepare(`SELECT ${SCHEDULE_READ_COLUMNS} FROM schedules ${where} ORDER BY created_at, schedule_id`).all(...(sid === undefined ? [] : [sid])) as ScheduleRow[];
   }
 
   async get(scheduleId: string): Promise<ScheduleRow | undefined> {
-    return this.db.prepare(`SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE schedule_id = ?`).get(scheduleId) as ScheduleRow | undefined;
+    return this.db.prepare(`SELECT ${SCHEDULE_READ_COLUMNS} FROM schedules WHERE schedule_id = ?`).get(scheduleId) as ScheduleRow | undefined;
   }
 
   async delete(scheduleId: string): Promise<boolean> {
@@ -27,7 +27,7 @@ export class SqliteSchedules implements Schedules {
 
   async due(nowMs: number): Promise<ScheduleRow[]> {
     return this.db
-      .prepare(`SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE next_at <= ? AND (claim_until IS NULL OR claim_until < ?) ORDER BY next_at`)
+      .prepare(`SELECT ${SCHEDULE_READ_COLUMNS} FROM schedules WHERE next_at <= ? AND (claim_until IS NULL OR claim_until < ?) ORDER BY next_at`)
       .all(nowMs, nowMs) as ScheduleRow[];
   }
 
@@ -42,10 +42,8 @@ export class SqliteSchedules implements Schedules {
     return claimed.changes === 1;
   }
 
-  async advance(scheduleId: string, plannedAt: number, nextAt: number | null, fired: boolean): Promise<void> {
-    this.db
-      .prepare('UPDATE schedules SET next_at = ?, last_at = CASE WHEN ? THEN ? ELSE last_at END, fires = fires + ?, claimed_by = NULL, claim_until = NULL WHERE schedule_id = ? AND next_at = ?')
-      .run(nextAt, fired ? 1 : 0, plannedAt, fired ? 1 : 0, scheduleId, plannedAt);
+  async advance(scheduleId: string, plannedAt: number, nextAt: number | null, skipped: string | null): Promise<void> {
+    this.db.prepare(ADVANCE_SQL).run({ 1: nextAt, 2: skipped === null ? 1 : 0, 3: plannedAt, 4: scheduleId, 5: skipped });
   }
 
   async release(scheduleId: string, node: string): Promise<void> {

@@ -8,6 +8,8 @@ import { SqliteOutbox } from './sqlite-outbox.js';
 import { SqlitePeople } from './sqlite-people.js';
 import { SqliteSchedules } from './sqlite-schedules.js';
 import { migrate } from './schema.js';
+import { numberedQuery } from './numbered-query.js';
+import { SqlLedger } from '../ledger.js';
 
 export function openSqliteSide(file: string): SideStore {
   const db = new Database(file);
@@ -25,6 +27,7 @@ export function openSqliteSide(file: string): SideStore {
     people: new SqlitePeople(db),
     schedules: new SqliteSchedules(db),
     outbox: new SqliteOutbox(db),
+    ledger: new SqlLedger(numberedQuery(db)),
     close: async () => void db.close(),
   };
 }

@@ -27,10 +27,12 @@ import {
   type TurnSpan,
   type Work,
 } from '../store.js';
+import { checkBudget, ROLL_UP_LOST_SQL, type BudgetExceeded, type NumberedQuery } from '../ledger.js';
 import { lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL, TURN_SPAN_SQL } from '../session-line.js';
 import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, type SubmitRow } from '../store-writer.js';
 import { GroupGathering } from '../group-gathering.js';
 import { migrate } from './schema.js';
+import { numberedQuery } from './numbered-query.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { syncWalPeriodically, type WalSync } from './wal-sync.js';
 
@@ -52,6 +54,8 @@ export class SqliteStore implements Store {
   private readonly selectQueue: Database.Statement<[string]>;
   private readonly selectSubmit: Database.Statement<[string, string]>;
   private readonly selectTurn: Database.Statement<[string]>;
+  /** The ledger's statements, shared with PostgreSQL. */
+  private readonly query: NumberedQuery;
   /**
    * Runs its argument in one transaction. Made once: better-sqlite3 builds a new wrapper for each
    * `db.transaction(fn)`, 15 µs of a 37 µs one-row commit on this machine.
@@ -65,6 +69,7 @@ export class SqliteStore implements Store {
 
   private constructor(readonly db: Database.Database, private readonly file: string, historyCacheBytes: number) {
     this.history = new HistoryCache(historyCacheBytes);
+    this.query = numberedQuery(db);
     this.writer = new SqliteWriter(db);
     this.walSync = syncWalPeriodically(`${file}-wal`);
     // Positions run 0 … n-1 without holes: the last one gives the count from the key, without a scan
@@ -215,6 +220,10 @@ export class SqliteStore implements Store {
     return (this.selectTurn.get(turnId) as { status: StoredTurnStatus } | undefined)?.status ?? null;
   }
 
+  overBudget(person: string, now = Date.now()): Promise<BudgetExceeded | null> {
+    return checkBudget(this.query, person, now);
+  }
+
   async queuedSessions(): Promise<string[]> {
     return (this.db.prepare('SELECT DISTINCT sid FROM queue ORDER BY sid').all() as { sid: string }[]).map((r) => r.sid);
   }
@@ -222,6 +231,7 @@ export class SqliteStore implements Store {
   async recoverCrashedBoots(now = Date.now()): Promise<RecoveryCounts> {
     return this.db.transaction((): RecoveryCounts => {
       const boots = this.db.prepare("UPDATE boots SET ended_at = ?, end_reason = 'crash' WHERE ended_at IS NULL").run(now).changes;
+      this.db.prepare(ROLL_UP_LOST_SQL).run({ 1: now });
       const lostTurns = this.db
         .prepare("UPDATE turns SET status = 'lost', ended_at = ?, error = 'host died' WHERE status = 'running'")
         .run(now).changes;

@@ -1,5 +1,6 @@
 // The writer's statements in SQLite, prepared once and run at once inside the store's transaction.
 import type Database from 'better-sqlite3';
+import { LEDGER_SQL } from '../ledger.js';
 import { REWIND_SQL } from '../session-line.js';
 import { StoreWriter, type StatementName, type StatementParams } from '../store-writer.js';
 
@@ -20,7 +21,8 @@ const SQL: Record<StatementName, string> = {
   deleteMessagesFrom: 'DELETE FROM messages WHERE sid = ? AND seq >= ?',
   insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at, by_user) VALUES (?, ?, ?, 'running', ?, ?, ?)",
   updateTurn: `
-    UPDATE turns SET status = ?, ended_at = ?, error = ?, model = ?, prompt_tokens = ?, completion_tokens = ?, model_calls = ?
+    UPDATE turns SET status = ?, ended_at = ?, error = ?, model = ?, prompt_tokens = ?, completion_tokens = ?,
+      cached_tokens = ?, reasoning_tokens = ?, model_calls = ?
     WHERE turn_id = ?`,
   finalizeSession: "UPDATE sessions SET status = 'finalized', end_reason = ?, retained_reason = NULL, updated_at = ? WHERE sid = ?",
   retainSession: "UPDATE sessions SET status = 'retained', retained_reason = ?, end_reason = NULL, updated_at = ? WHERE sid = ?",
@@ -45,11 +47,12 @@ const SQL: Record<StatementName, string> = {
   deleteOldestSubmit: 'DELETE FROM submits WHERE rowid = (SELECT MIN(rowid) FROM submits WHERE sid = ?)',
   insertWebhook: 'INSERT INTO webhook_outbox (sid, type, ref, detail, created_at) VALUES (?, ?, ?, ?, ?)',
   ...REWIND_SQL,
+  ...LEDGER_SQL,
 };
 
 function bindings<N extends StatementName>(statement: N, params: StatementParams[N]): readonly unknown[] {
-  // The rewind's statements are shared with PostgreSQL: `$n`, bound by number.
-  if (statement in REWIND_SQL) return [Object.fromEntries(params.map((value, i) => [i + 1, value]))];
+  // The rewind's and the ledger's statements are shared with PostgreSQL: `$n`, bound by number.
+  if (statement in REWIND_SQL || statement in LEDGER_SQL) return [Object.fromEntries(params.map((value, i) => [i + 1, value]))];
   if (statement !== 'upsertSession') return params;
   const [sid, sessionKey, activate, historyVersion, overridesText, cwd, bootId, now] = params as StatementParams['upsertSession'];
   return [sid, sessionKey, historyVersion, overridesText, cwd, bootId, now, now, activate, activate, activate];

@@ -78,4 +78,26 @@ describe('people on several nodes (real processes, one PostgreSQL)', function ()
     expect(await closed).to.equal(1008);
     expect(performance.now() - began, 'ms from the removal on a to the close on b').to.be.below(2_000);
   });
+
+  it("a budget holds across nodes (PROTOCOL.md §5.7): alice's turn on node a counts when she starts one on node b", async () => {
+    const url = await server().database();
+    const a = await startDaemon(h, [...nodeArgs(url, 'a', LEASE_SECS), '--listen', '127.0.0.1:0']);
+    const b = await startDaemon(h, [...nodeArgs(url, 'b', LEASE_SECS), '--listen', '127.0.0.1:0']);
+    const alice = (await h.runCli(['user', 'add', 'alice', '--home', a.home, '--store', url])).stdout.trim();
+    const budget = await h.runCli(['user', 'budget', 'alice', '--turns-per-day', '1', '--home', b.home, '--store', url]);
+    expect(budget.code, budget.stderr).to.equal(0);
+    const onA = await connect({ url: await edgeUrl(a), token: alice });
+    const onB = await connect({ url: await edgeUrl(b), token: alice });
+    clients.push(onA, onB);
+    await onA.createSession({ session_id: 'on-a' });
+    for await (const _ of onA.turn('on-a', 'the one turn')) void _;
+    await onB.createSession({ session_id: 'on-b' });
+    const refused = await onB.submit('on-b', 'a second, on b').then(
+      () => 0,
+      (err: unknown) => (err instanceof TurnhostError ? err.code : -1),
+    );
+    expect(refused).to.equal(4029);
+    const usage = await onB.usage();
+    expect(usage.rows.map((r) => [r.key, r.turns])).to.deep.equal([['alice', 1]]);
+  });
 });

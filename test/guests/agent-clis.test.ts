@@ -71,6 +71,9 @@ for (const kind of ['codex', 'gemini'] as const satisfies readonly CliKind[]) {
       const first = await run(client, 'say hello');
       expect(first.at(-1)!.type, JSON.stringify(first.at(-1))).to.equal('turn.end');
       expect(reply(first)).to.include(greeting);
+      // What each reports (AGENT.md §6): Codex only the tokens in its context (usage_update), Gemini CLI its calls' tokens (_meta.quota).
+      const usage = kind === 'codex' ? { prompt_tokens: 150, completion_tokens: 0, calls: 1 } : { prompt_tokens: 120, completion_tokens: 30, calls: 1 };
+      expect(first.at(-1)!.payload['usage']).to.deep.equal(usage);
       expect(first.filter((e) => e.type === 'message.delta').length).to.be.at.least(2);
 
       const approved = await commanded(client, 'echo made > approved.txt', true);

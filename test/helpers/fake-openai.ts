@@ -9,6 +9,9 @@ import { Waiters } from './waiters.js';
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
+  /** As OpenAI sends them: the cached share of the prompt, the reasoning share of the completion. */
+  prompt_tokens_details?: { cached_tokens: number };
+  completion_tokens_details?: { reasoning_tokens: number };
 }
 
 export interface FakeToolCall {

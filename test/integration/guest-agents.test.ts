@@ -51,6 +51,9 @@ describe('guest agents over ACP (--agent acp, AGENT.md §6): a guest written wit
     expect(replyOf(first)).to.equal('guest: hello guest');
     expect(endOf(first).type).to.equal('turn.end');
     expect(endOf(first).payload).to.deep.include({ interrupted: false, usage: { prompt_tokens: 43, completion_tokens: 0, calls: 1 } });
+    // The prompt response's usage (ACP, unstable) is the turn's own, over a usage_update's context size.
+    const spent = await run(client, 'g', 'spent');
+    expect(endOf(spent).payload['usage']).to.deep.equal({ prompt_tokens: 300, completion_tokens: 40, cached_tokens: 200, reasoning_tokens: 9, calls: 1 });
     const pid = replyOf(await run(client, 'g', 'pid'));
     expect(scene.guests()).to.have.length(1);
     // A session created without cwd works in a folder of its own in the home, made 0700.

@@ -110,6 +110,9 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     const transcript = page.getByRole('log', { name: 'Transcript' });
     await send(page, 'hello guest');
     await transcript.getByText('guest: hello guest', { exact: true }).waitFor();
+    // What the turn spent (PROTOCOL.md §5.7): on its own line, and the session's total under its title.
+    await transcript.getByText(/^\[usage\] 43 prompt \+ 0 completion tokens, 1 model call · \d+\.\d s$/).waitFor();
+    await page.getByText('Spent: 43 tokens (43 prompt, 0 completion) in 1 turn', { exact: true }).waitFor();
     await send(page, 'tool make check');
     await page.getByRole('dialog', { name: 'make check' }).getByRole('button', { name: 'Approve' }).click();
     await transcript.getByText('ran make check', { exact: true }).waitFor();
@@ -260,6 +263,21 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await bob.getByRole('alert').getByText(/forbidden: bob may only view/).waitFor();
     await alice.close();
     await bob.close();
+  });
+
+  it("a member over a budget: a queued prompt waits, and the page says why (PROTOCOL.md §5.7)", async () => {
+    const edge = await pageDaemon(h);
+    const alice = (await h.runCli(['user', 'add', 'alice', '--home', edge.home])).stdout.trim();
+    expect((await h.runCli(['user', 'budget', 'alice', '--turns-per-day', '1', '--home', edge.home])).code).to.equal(0);
+    const page = await loggedIn(browser, { url: edge.url, token: alice });
+    await newSession(page);
+    await send(page, '/sleep 1');
+    await page.getByRole('button', { name: 'Stop' }).and(page.locator(':enabled')).waitFor();
+    await send(page, 'after the budget');
+    await itemCount(page, 'Queue', 1);
+    await page.getByRole('status').getByText(/^queued prompts wait: budget exceeded: turns per day \(1 of 1\), resets at \d{4}-\d\d-\d\dT00:00:00\.000Z$/).waitFor();
+    await itemCount(page, 'Queue', 1);
+    await page.close();
   });
 
   it('sessions are named by their first prompt\'s first line, most recently active first', async () => {

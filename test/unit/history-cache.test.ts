@@ -59,7 +59,7 @@ describe('history cache (real store, real SQLite file)', () => {
     expect(store.messagesNow('s1')).to.deep.equal(stored('s1'));
 
     await store.commit((w) => w.appendMessages('s1', 2, [say('user', 'undone'), say('assistant', 'undone too')], 't3'));
-    store.commitNowSync((w) => w.undoTurn('s1', 2, 't3', 'could not persist'));
+    store.commitNowSync((w) => w.undoTurn('s1', 2, 't3', 'could not persist', {}));
     expect(store.messagesNow('s1')).to.deep.equal(stored('s1'));
 
     await store

@@ -19,6 +19,7 @@ function turn(prompt: string, answers: Record<string, unknown> = {}) {
     emit: (e) => events.push(e),
     append: () => {},
     save: async () => {},
+    reportUsage: () => {},
     keepAgentSession: async () => {},
     compressHistory: async () => {},
     takeSteering: () => steering.splice(0),
