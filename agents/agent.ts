@@ -1,5 +1,6 @@
 // The agent interface: an agent runs one turn of one session. The host owns history,
 // persistence and the wire; an agent only sees its turn.
+import type { TurnTrace } from './genai-spans.js';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { SandboxStatus, TurnErrorReason, TurnUsage } from '../protocol/outbound.js';
 import type { PlanEntry, ServerRequestMethod } from '../protocol/rpc.js';
@@ -38,6 +39,8 @@ export interface TurnContext {
   readonly agentSessionId: string | null;
   /** Aborted when the turn is interrupted; an agent should stop promptly. */
   readonly signal: AbortSignal;
+  /** The turn's span (PROTOCOL.md §5.8): the parent of the agent's model and tool calls' spans (agents/genai-spans.ts). */
+  readonly trace: TurnTrace;
   /** Streams an event to the session's clients. */
   emit(event: AgentEvent): void;
   /** Adds a message (a tool call, an intermediate reply) to the history before the final reply. */

@@ -45,6 +45,8 @@ export interface HostPassOptions {
   workers?: number;
   /** At most this many turns of one person at once (PROTOCOL.md §5.7); absent: no cap. */
   maxRunningPerPerson?: number;
+  /** Where the host sends its spans (PROTOCOL.md §5.8); absent: the OTEL_ variables decide. */
+  otlpEndpoint?: string;
   heartbeatSecs?: number;
   historyCacheMib?: number;
   /** One node of several on the PostgreSQL store. */
@@ -63,6 +65,7 @@ export function hostArgs(options: HostPassOptions): string[] {
   if (options.agentConfig) args.push('--agent-config', resolve(options.agentConfig));
   if (options.workers !== undefined) args.push('--workers', String(options.workers));
   if (options.maxRunningPerPerson !== undefined) args.push('--max-running-per-person', String(options.maxRunningPerPerson));
+  if (options.otlpEndpoint !== undefined) args.push('--otlp-endpoint', options.otlpEndpoint);
   if (options.heartbeatSecs !== undefined) args.push('--heartbeat-secs', String(options.heartbeatSecs));
   if (options.historyCacheMib !== undefined) args.push('--history-cache-mib', String(options.historyCacheMib));
   if (options.nodeId !== undefined) args.push('--node-id', options.nodeId);

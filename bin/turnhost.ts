@@ -23,6 +23,19 @@ function positiveInteger(text: string): number {
   return value;
 }
 
+/** An http(s) URL without credentials: it goes on the host's command line, which others may read (credentials go in OTEL_EXPORTER_OTLP_HEADERS). */
+function otlpEndpoint(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new InvalidArgumentError('must be an http:// or https:// URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('must be an http:// or https:// URL');
+  if (url.username !== '' || url.password !== '') throw new InvalidArgumentError('must not hold credentials (give them in OTEL_EXPORTER_OTLP_HEADERS)');
+  return url.toString();
+}
+
 function seconds(text: string): number {
   const value = Number(text);
   if (text.trim() === '' || !Number.isFinite(value)) throw new InvalidArgumentError('must be a number of seconds');
@@ -166,6 +179,7 @@ function hostOptions(command: Command): Command {
     .option('--agent-config <file>', "the agent config (openai, acp) (default: $TURNHOST_AGENT_CONFIG, else <home>/agent.json)", (file: string) => resolve(file))
     .option('--workers <n>', 'turns that may run at once (default: $TURNHOST_WORKERS, else 8)', positiveInteger)
     .option('--max-running-per-person <n>', "at most this many of one person's turns run at once (default: no limit)", positiveInteger)
+    .option('--otlp-endpoint <url>', 'send OpenTelemetry spans to this OTLP/HTTP collector (its base URL; default: $OTEL_EXPORTER_OTLP_ENDPOINT, else none)', otlpEndpoint)
     .option('--heartbeat-secs <s>', 'heartbeat period; <= 0 turns heartbeat and parent guard off (default 5)', seconds)
     .option('--history-cache-mib <n>', "the host's cache of session histories, in MiB: a turn of a cached session reads nothing back (default 64)", positiveInteger)
     .addOption(storeOption())
@@ -249,7 +263,7 @@ hostOptions(program.command('host').description('run the compute host on stdin/s
   .addOption(new Option('--log-fd <fd>', 'write log records to this open descriptor instead of stderr (for the daemon)').argParser(positiveInteger).hideHelp())
   .addOption(new Option('--webhook-events <list>', 'write these webhook events to the outbox (for the daemon)').argParser(webhookEvents).hideHelp())
   .action((opts) =>
-    run('host', async () => (await import('./commands/host.js')).hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, maxRunningPerPerson: opts.maxRunningPerPerson, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib, store: opts.store, nodeId: opts.nodeId, leaseSecs: opts.leaseSecs, advertise: opts.advertise, webhookEvents: opts.webhookEvents })),
+    run('host', async () => (await import('./commands/host.js')).hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, maxRunningPerPerson: opts.maxRunningPerPerson, otlpEndpoint: opts.otlpEndpoint, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib, store: opts.store, nodeId: opts.nodeId, leaseSecs: opts.leaseSecs, advertise: opts.advertise, webhookEvents: opts.webhookEvents })),
   );
 
 webhookOptions(httpOptions(hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)'))))
@@ -265,6 +279,7 @@ webhookOptions(httpOptions(hostOptions(program.command('daemon').description('ru
         agentConfig: opts.agentConfig,
         workers: opts.workers,
         maxRunningPerPerson: opts.maxRunningPerPerson,
+        otlpEndpoint: opts.otlpEndpoint,
         heartbeatSecs: opts.heartbeatSecs,
         historyCacheMib: opts.historyCacheMib,
         store: opts.store,

@@ -276,7 +276,7 @@ export class TurnhostClient {
    */
   async submit(sessionId: string, text: string, options: SubmitOptions = {}): Promise<SubmitResult> {
     this.follow(sessionId);
-    const params = { session_id: sessionId, text, on_busy: options.on_busy ?? 'queue', client_message_id: options.client_message_id ?? randomUUID() };
+    const params = { ...options, session_id: sessionId, text, on_busy: options.on_busy ?? 'queue', client_message_id: options.client_message_id ?? randomUUID() };
     for (let attempt = 1; ; attempt++) {
       const rpc = this.rpc;
       try {

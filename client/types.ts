@@ -70,6 +70,8 @@ export interface SubmitOptions {
   on_busy?: OnBusy;
   /** Makes the submit idempotent; the client makes one up when absent and reuses it when it resubmits. */
   client_message_id?: string;
+  /** The caller's W3C trace context: the turn's span is its child (PROTOCOL.md §5.8). */
+  trace_context?: { traceparent: string; tracestate?: string };
 }
 
 /** `turn_id` is the turn whose events carry the prompt (for `steered`, the running turn that took it). */

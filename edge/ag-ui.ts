@@ -19,6 +19,7 @@ import { AgUiTurn, answerFrom, type Question } from './ag-ui-events.js';
 import type { EdgeOptions } from './edge-server.js';
 import { EVENT_STREAM_HEADERS, KEEPALIVE_MS } from './event-stream.js';
 import { HttpFailure, readJsonBody } from './http-answers.js';
+import { traced } from './trace-headers.js';
 import type { Places } from './places.js';
 
 const PEEK_TIMEOUT_MS = 10 * SECOND_MS;
@@ -45,7 +46,7 @@ export async function agUiRun(req: IncomingMessage, res: ServerResponse, options
     const refusal = unsupported(input);
     if (refusal !== null) return run.error('unsupported', refusal);
     if (input.resume !== undefined && input.resume.length > 0) await resume(input, run, ctx);
-    else await submit(input, run, ctx);
+    else await submit(input, traced(req), run, ctx);
   } catch (err) {
     run.error(errorCode(err), (err as Error).message);
   }
@@ -108,13 +109,13 @@ function openStream(res: ServerResponse, options: EdgeOptions): Stream {
 }
 
 /** A new prompt, or the same run again (`runId` seen before): then nothing runs twice. */
-async function submit(input: RunAgentInput, run: Run, ctx: ClientContext): Promise<void> {
+async function submit(input: RunAgentInput, trace: ReturnType<typeof traced>, run: Run, ctx: ClientContext): Promise<void> {
   const text = lastUserText(input);
   if (text === null) return run.error('invalid', 'the run has no user message to send, and no resume');
   // A member's new thread is a session they make (and own); the owner's is made by its first prompt.
   if (!ctx.identity.admin && (await (await ctx.reader())?.session(input.threadId)) === undefined) await callMethod('session.create', { session_id: input.threadId }, ctx);
   const edit = await editPoint(input, ctx);
-  const params = { session_id: input.threadId, client_message_id: input.runId, on_busy: 'queue' };
+  const params = { session_id: input.threadId, client_message_id: input.runId, on_busy: 'queue', ...trace };
   const answer = (await (edit === null ? callMethod('prompt.submit', { ...params, text }, ctx) : callMethod('prompt.edit', { ...params, ...edit }, ctx))) as {
     status: string;
     turn_id: string;

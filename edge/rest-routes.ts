@@ -8,6 +8,7 @@ import { ask, type Ref } from '../actors/runtime.js';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
 import type { UnknownRecord } from '../protocol/fields.js';
 import { readJsonBody } from './http-answers.js';
+import { traced } from './trace-headers.js';
 
 const ASK_TIMEOUT_MS = 40_000;
 
@@ -57,13 +58,13 @@ const ROUTES: Route[] = [
     ok(await method('session.rewind', { ...pick(await readJsonBody(req), ['to_turn_id']), session_id: parts['id'] }, ctx)),
   ),
   route('POST', '/v1/sessions/{id}/retry', async ({ ctx, parts, req }) =>
-    ok(await method('session.retry', { ...pick(await readJsonBody(req), ['on_busy', 'client_message_id']), session_id: parts['id'] }, ctx), 202),
+    ok(await method('session.retry', { ...pick(await readJsonBody(req), ['on_busy', 'client_message_id']), ...traced(req), session_id: parts['id'] }, ctx), 202),
   ),
   route('POST', '/v1/sessions/{id}/turns/{turn_id}/edit', async ({ ctx, parts, req }) =>
-    ok(await method('prompt.edit', { ...pick(await readJsonBody(req), ['text', 'on_busy', 'client_message_id']), session_id: parts['id'], turn_id: parts['turn_id'] }, ctx), 202),
+    ok(await method('prompt.edit', { ...pick(await readJsonBody(req), ['text', 'on_busy', 'client_message_id']), ...traced(req), session_id: parts['id'], turn_id: parts['turn_id'] }, ctx), 202),
   ),
   route('POST', '/v1/sessions/{id}/prompts', async ({ ctx, parts, req }) =>
-    ok(await method('prompt.submit', { ...pick(await readJsonBody(req), ['text', 'on_busy', 'client_message_id']), session_id: parts['id'] }, ctx), 202),
+    ok(await method('prompt.submit', { ...pick(await readJsonBody(req), ['text', 'on_busy', 'client_message_id']), ...traced(req), session_id: parts['id'] }, ctx), 202),
   ),
   route('POST', '/v1/sessions/{id}/interrupt', async ({ ctx, parts, req }) =>
     ok(await method('session.interrupt', { ...pick(await readJsonBody(req), ['turn_id', 'keep_queue']), session_id: parts['id'] }, ctx)),

@@ -4,6 +4,7 @@
 import type { HistoryCache } from './history-cache.js';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { TurnUsage } from '../protocol/outbound.js';
+import type { TraceContext } from '../protocol/trace-context.js';
 import type { WebhookEvent } from './outbox.js';
 
 export type TurnStatus = 'running' | 'completed' | 'interrupted' | 'failed' | 'lost';
@@ -48,6 +49,8 @@ export interface QueuedPrompt {
   position: number;
   /** Who submitted it (PROTOCOL.md §5.6); null when nobody said. */
   by: string | null;
+  /** The client's trace context (PROTOCOL.md §5.8), held in memory only: a prompt read back from the store begins a trace of its own. */
+  traceContext?: TraceContext;
 }
 
 /** What a session remembers of an accepted client_message_id. */
@@ -99,7 +102,7 @@ export interface StatementParams {
   touchSession: [historyVersion: number, now: number, sid: string];
   insertMessage: [sid: string, seq: number, role: string, content: string, turnId: string | null, now: number, toolCalls: string | null, toolCallId: string | null];
   deleteMessagesFrom: [sid: string, seq: number];
-  insertTurn: [turnId: string, sid: string, requestId: string, bootId: string, now: number, by: string | null];
+  insertTurn: [turnId: string, sid: string, requestId: string, bootId: string, now: number, by: string | null, trace: string | null];
   updateTurn: [status: string, now: number, error: string | null, ...usage: UsageParams, turnId: string];
   /** The ledger (persistence/ledger.ts). */
   noteUsage: [...usage: UsageParams, turnId: string];
@@ -214,8 +217,9 @@ export abstract class StoreWriter {
     this.run('updateAgentSession', [agentSessionId, sid]);
   }
 
-  startTurn(turnId: string, sid: string, requestId: string, bootId: string, by: string | null, now = Date.now()): void {
-    this.run('insertTurn', [turnId, sid, requestId, bootId, now, by]);
+  /** `trace`: the turn's span as its loss will end it (PROTOCOL.md §5.8), null when it is not traced. */
+  startTurn(turnId: string, sid: string, requestId: string, bootId: string, by: string | null, now = Date.now(), trace: string | null = null): void {
+    this.run('insertTurn', [turnId, sid, requestId, bootId, now, by, trace]);
   }
 
   /** A turn's outcome, with the model and token usage its agent reported (AGENT.md §3), added to the ledger's sums. */

@@ -39,10 +39,29 @@ export interface StoredSession {
 }
 
 /** What a node that died left of a session, recovered in the transaction that took its lease. */
+/** A turn lost with its host or node: what ends its span (PROTOCOL.md §5.8), when it had one (`trace`). */
+export interface LostTurn {
+  turnId: string;
+  sid: string;
+  startedAt: number;
+  by: string | null;
+  /** As stored at its start (persistence/store-writer.ts, TurnTraceRef); null when it was not traced. */
+  trace: string | null;
+}
+
+/** The running turns' rows as the lost ones are read, before they are marked; `$1`: the session, or null for all. */
+export const LOST_TURNS_SQL = `SELECT turn_id AS "turnId", sid, started_at AS "startedAt", by_user AS "by", trace FROM turns
+  WHERE status = 'running' AND (CAST($1 AS TEXT) IS NULL OR sid = $1)`;
+
+/** PostgreSQL's bigint arrives as a string. */
+export function numericStart(turn: LostTurn): LostTurn {
+  return { ...turn, startedAt: Number(turn.startedAt) };
+}
+
 export interface Takeover {
   fromNode: string;
   /** Its running turns, now `lost`. */
-  lostTurns: { turnId: string }[];
+  lostTurns: LostTurn[];
   /** Its open server requests, now `expired`. */
   expiredRequests: { id: string; method: string }[];
 }
@@ -50,6 +69,8 @@ export interface Takeover {
 export interface RecoveryCounts {
   boots: number;
   lostTurns: number;
+  /** The turns lost, for their spans. */
+  lost: LostTurn[];
   retainedSessions: number;
   expiredRequests: number;
 }

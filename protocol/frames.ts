@@ -1,5 +1,6 @@
 // Parent → host frames (PROTOCOL.md §1.1). The one place where an untrusted line becomes a
 // typed frame; everything past parseFrame trusts the types.
+import { traceContextOf, type TraceContext } from './trace-context.js';
 import type { ChatMessage } from './chat.js';
 import { FieldError, Fields, isIdentifier, isRecord, type UnknownRecord } from './fields.js';
 import { ErrorCodes } from './client-rpc.js';
@@ -23,6 +24,8 @@ export type TurnStartFrame = {
   client_message_id?: string;
   /** Who submitted it (PROTOCOL.md §5.6): stored with its turn, shown as the prompt's `by`. */
   by?: string;
+  /** The client's W3C trace context (PROTOCOL.md §5.8): the turn's span is its child. */
+  trace_context?: TraceContext;
 };
 
 export type OnBusy = 'queue' | 'reject' | 'interrupt' | 'steer';
@@ -197,6 +200,8 @@ function parseTurnStart(f: Fields): TurnStartFrame {
   if (clientMessageId !== undefined) frame.client_message_id = clientMessageId;
   const by = f.optionalIdentifier('by');
   if (by !== undefined) frame.by = by;
+  const traceContext = traceContextOf(f.raw('trace_context'));
+  if (traceContext !== null) frame.trace_context = traceContext;
   return frame;
 }
 

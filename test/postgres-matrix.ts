@@ -25,6 +25,7 @@ const FILES = [
   'test/integration/webhooks.test.ts',
   'test/integration/branches.test.ts',
   'test/integration/usage-budgets.test.ts',
+  'test/integration/traces.test.ts',
 ];
 /** More than the homes those tests make (about 95). */
 const DATABASES = 130;

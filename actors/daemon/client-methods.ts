@@ -13,6 +13,7 @@ import { isSessionMethod, type Cluster } from './peer-links.js';
 import type { CallReply, GatewayMsg, HostCall, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
 import { OWNER, SHARE_ROLES, validUserName, type People } from '../../persistence/people.js';
 import { budgetMessage, budgetRefusal, parseDay } from '../../persistence/ledger.js';
+import { traceContextOf } from '../../protocol/trace-context.js';
 import { USAGE_GROUPS } from '../../protocol/usage.js';
 import type { SideStore } from '../../persistence/side-store.js';
 import type { ScheduleRow } from '../../persistence/schedules.js';
@@ -300,7 +301,10 @@ function submitPrompt(ctx: ClientContext, sid: string, text: string, p: Fields):
   const cwd = ctx.cwds.get(sid);
   // The home's owner is who a turn without `by` was submitted by: its own prompts say nothing more.
   const by = ctx.identity.user === OWNER ? {} : { by: ctx.identity.user };
-  return callHost(ctx, { op: 'turn', sid, text, onBusy, ...(clientMessageId === undefined ? {} : { clientMessageId }), ...(cwd ? { cwd } : {}), ...by });
+  // A trace context that is not W3C's is dropped: the turn's span is then a root (PROTOCOL.md §5.8).
+  const traceContext = traceContextOf(p.raw('trace_context'));
+  const traced = traceContext === null ? {} : { traceContext };
+  return callHost(ctx, { op: 'turn', sid, text, onBusy, ...(clientMessageId === undefined ? {} : { clientMessageId }), ...(cwd ? { cwd } : {}), ...by, ...traced });
 }
 
 /**

@@ -8,14 +8,15 @@ import { readStartTime } from '../../persistence/proc.js';
 
 /** What the host may see of the supervisor's environment: no tokens, no keys, unless named. */
 const PASSED_NAMES = ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER', 'LANG', 'TZ', 'TMPDIR', 'HERMES_TUI_RPC_POOL_WORKERS', 'HERMES_COMPUTE_HOST_HEARTBEAT_SECS'];
-const PASSED_PREFIXES = ['LC_', 'TURNHOST_'];
+// OTEL_: the host makes the spans and exports them (PROTOCOL.md §5.8); an agent's processes see none of it.
+const PASSED_PREFIXES = ['LC_', 'TURNHOST_', 'OTEL_'];
 /** A space-separated list of extra variables an agent needs (an API key, say). */
 const EXTRA_NAMES = 'TURNHOST_AGENT_ENV';
 
-/** `agentNames`: what the agent needs besides (the model agent's key variable, say). */
 /** How long a dead host's remaining output is waited for before its exit is reported. */
 const LAST_WORDS_WAIT_MS = 1000;
 
+/** `agentNames`: what the agent needs besides (the model agent's key variable, say). */
 export function hostEnvironment(env: NodeJS.ProcessEnv, agentNames: readonly string[] = []): NodeJS.ProcessEnv {
   const extra = [...(env[EXTRA_NAMES] ?? '').split(/\s+/).filter((n) => n !== ''), ...agentNames];
   const passed: NodeJS.ProcessEnv = {};

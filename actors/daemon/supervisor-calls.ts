@@ -53,6 +53,7 @@ export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<Call
         ...(call.clientMessageId === undefined ? {} : { client_message_id: call.clientMessageId }),
         ...(call.cwd ? { cwd: call.cwd } : {}),
         ...(call.by === undefined ? {} : { by: call.by }),
+        ...(call.traceContext === undefined ? {} : { trace_context: call.traceContext }),
       };
       s.submits.set(requestId, { sid: call.sid, turnId, frame, replyTo, resent: false });
       child.send(frame);

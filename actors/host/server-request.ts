@@ -2,6 +2,7 @@
 // Exactly once: the first resolution (answer, last lock, timeout, cancel) wins and every later
 // answer is told "expired". The actor stays alive, closed, until its session sends `close`,
 // so an answer the session forwarded before it learned of the resolution is still answered.
+import type { RequestSpan } from './turn-tracing.js';
 import { encode } from '../../persistence/codec.js';
 import type { RequestStatus } from '../../persistence/store-writer.js';
 import { isRecord } from '../../protocol/fields.js';
@@ -20,6 +21,8 @@ export interface ServerRequestSpec {
   timeoutMs: number;
   asker: Ref<unknown>;
   session: Ref<SessionMsg>;
+  /** Its span (PROTOCOL.md §5.8), ended with its outcome; null when tracing is off. */
+  span: RequestSpan | null;
 }
 
 interface RequestState {
@@ -139,6 +142,7 @@ function resolve(state: RequestState, resolution: Resolution, services: HostServ
   state.cancelTimer();
   tell(spec.asker, resolution.result);
   tell(spec.session, { kind: 'request-closed', id: spec.id });
+  spec.span?.end(resolution.reason ?? resolution.status, resolution.by ?? null);
   if (recorded) return;
   if (resolution.cancel !== undefined) {
     services.writer.write({

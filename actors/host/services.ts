@@ -6,6 +6,7 @@ import type { Store } from '../../persistence/store.js';
 import type { FrameWriter } from '../../protocol/frame-writer.js';
 import type { Clock } from '../clock.js';
 import type { QueueAnnouncer } from './queue-events.js';
+import type { HostTracing } from './turn-tracing.js';
 
 export interface HostServices {
   store: Store;
@@ -20,4 +21,6 @@ export interface HostServices {
   requestTimeoutMs: number;
   /** The webhook events the host writes to the outbox with what they report (PROTOCOL.md §8.2); empty when no webhook is configured. */
   webhookEvents: ReadonlySet<WebhookEvent>;
+  /** The spans of turns and questions (PROTOCOL.md §5.8); null when tracing is off. */
+  tracing: HostTracing | null;
 }

@@ -37,6 +37,7 @@ export function retain(s: SessionState, reason: RetainReason, services: HostServ
   const firstSeq = s.messageCount;
   s.messageCount += tail.length;
   turn?.controller.abort();
+  turn?.span?.end({ outcome: 'interrupted', ...turn.report, error: { type: 'shutting_down', message: `the shutdown retained the session (${reason})` } });
   const work: Work = (w) => {
     for (const id of requestIds) w.closeRequest(id, 'cancelled', null, 'shutdown');
     if (turn) {

@@ -150,6 +150,7 @@ function newQueuedPrompt(frame: TurnStartFrame, turnId: string, position: number
     queuedAt: Date.now(),
     position,
     by: frame.by ?? null,
+    ...(frame.trace_context === undefined ? {} : { traceContext: frame.trace_context }),
   };
 }
 
@@ -302,8 +303,8 @@ export function startNextQueued(s: SessionState, env: SessionEnv): void {
   if (s.activity.phase !== 'idle' || s.queuePaused || s.queueRetry.holding || s.lifecycle !== 'open' || s.drainWaiters.length > 0) return;
   const item = s.queue.shift();
   if (item === undefined) return;
-  const frame: TurnStartFrame = { type: 'turn.start', sid: s.sid, request_id: item.requestId, text: item.text, turn_id: item.turnId, ...(item.by === null ? {} : { by: item.by }) };
+  const frame: TurnStartFrame = { type: 'turn.start', sid: s.sid, request_id: item.requestId, text: item.text, turn_id: item.turnId, ...(item.by === null ? {} : { by: item.by }), ...(item.traceContext === undefined ? {} : { trace_context: item.traceContext }) };
   const ticketId = nextTicketId();
-  s.activity = { phase: 'waiting', ticketId, frame, turnId: item.turnId, queued: item, steering: new SteeringInbox() };
+  s.activity = { phase: 'waiting', ticketId, frame, turnId: item.turnId, queued: item, steering: new SteeringInbox(), arrivedAt: item.queuedAt };
   tell(env.host, { kind: 'admit', ticket: { id: ticketId, person: personOf(item.by), sid: s.sid, session: env.self } });
 }

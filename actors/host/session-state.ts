@@ -1,6 +1,7 @@
 // A session actor's state. Only the session actor reads or writes it; the running turn's
 // `pending` and `lastEventNs` are the one exception, written by the agent's emit/append
 // callbacks that the session handed to it for exactly that purpose.
+import type { TurnSpan } from './turn-tracing.js';
 import type { SessionOverrides } from '../../agents/agent.js';
 import { decodeOr, encode } from '../../persistence/codec.js';
 import type { StoredSession } from '../../persistence/store.js';
@@ -38,6 +39,8 @@ export interface RunningTurn {
   steering: SteeringInbox;
   /** The model and usage the agent reported so far (PROTOCOL.md §5.7): stored with each save and the end (the same exception). */
   report: TurnReport;
+  /** Its span (PROTOCOL.md §5.8); null when tracing is off. */
+  span: TurnSpan | null;
 }
 
 export type Activity =
@@ -52,6 +55,8 @@ export type Activity =
       steering: SteeringInbox;
       /** The rows that store its client_message_id, written with the turn's start. */
       remember?: Work;
+      /** When it arrived (epoch ms): its span begins there (PROTOCOL.md §5.8). */
+      arrivedAt: number;
     }
   | { phase: 'running'; turn: RunningTurn };
 

@@ -27,6 +27,7 @@ import { SteeringInbox } from './steering-inbox.js';
 import { finalize } from './session-lifecycle.js';
 import { buildTurnContext, runAgent } from './turn-context.js';
 import { personOf } from './turn-admission.js';
+import type { TurnSpan } from './turn-tracing.js';
 import { budgetMessage, budgetRefusal, type BudgetExceeded } from '../../persistence/ledger.js';
 import { OWNER } from '../../persistence/people.js';
 
@@ -80,7 +81,7 @@ export async function requestTurn(s: SessionState, frame: TurnStartFrame, ticket
   const ticketId = ticket.id;
   const turnId = frame.turn_id ?? uniqueId('turn');
   const remember = rememberSubmit(s, frame, { turnId, queueId: null, steered: false });
-  s.activity = { phase: 'waiting', ticketId, frame, turnId, steering: new SteeringInbox(), remember };
+  s.activity = { phase: 'waiting', ticketId, frame, turnId, steering: new SteeringInbox(), remember, arrivedAt: Date.now() };
   s.lastActiveMs = clock.nowMs();
   // Only a parent that speaks PROTOCOL.md §2.1 hears this (the original host never wrote it), and
   // only for a turn that waits for a worker: its parent answers the submit now, not after a whole
@@ -98,7 +99,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
     tell(env.host, { kind: 'release', ticketId }); // withdrawn while the grant was in flight
     return;
   }
-  const { frame, turnId, queued, steering, remember } = s.activity;
+  const { frame, turnId, queued, steering, remember, arrivedAt } = s.activity;
   const over = await budgetOver(frame, env);
   if (over !== null) {
     refuseOverBudget(s, ticketId, over, env);
@@ -124,12 +125,13 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
     failBeforeStart(s, frame, turnId, ticketId, err as Error, env);
     return;
   }
+  const span = startSpan(s.sid, turnId, frame, arrivedAt, env);
   try {
     await store.commit((w) => {
       if (row) w.saveSession(row);
       if (seed.length > 0) w.appendMessages(s.sid, firstSeq, seed, null);
       w.appendMessages(s.sid, firstSeq + seed.length, [prompt], turnId);
-      w.startTurn(turnId, s.sid, frame.request_id, bootId, frame.by ?? null);
+      w.startTurn(turnId, s.sid, frame.request_id, bootId, frame.by ?? null, Date.now(), span?.stored ?? null);
       remember?.(w);
       if (queued) {
         w.removeQueued(queued.queueId);
@@ -140,6 +142,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
     });
   } catch (err) {
     const truth = await storedOutcome(s.sid, turnId, err as Error, env);
+    if (truth !== 'running') span?.end({ outcome: 'failed', error: { type: 'storage', message: `could not persist the turn: ${storageProblem(err as Error)}` } });
     if (truth === 'unknown' && queued) {
       // Its next try learns what this one did (the same turn id): the queue waits, nobody is told a failure that may not be one.
       env.services.log.warn({ sid: s.sid, turnId, why: storageProblem(err as Error) }, "the queued prompt's start may or may not have committed: it is tried again");
@@ -179,6 +182,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
     cancelActivityTimer: scheduleActivityTick(turnId, env),
     steering,
     report: {},
+    span,
     ...(queued ? { queueId: queued.queueId } : {}),
   };
   s.activity = { phase: 'running', turn };
@@ -198,6 +202,12 @@ function adoptFrameSettings(s: SessionState, frame: TurnStartFrame, isNew: boole
   if (frame.model_override && frame.model_override !== s.overrides.model) {
     setOverrides(s, { ...s.overrides, model: frame.model_override });
   }
+}
+
+/** The turn's span, begun when it arrived (PROTOCOL.md §5.8); null when tracing is off. */
+function startSpan(sid: string, turnId: string, frame: TurnStartFrame, arrivedAt: number, env: SessionEnv): TurnSpan | null {
+  const traced = frame.trace_context === undefined ? {} : { traceContext: frame.trace_context };
+  return env.services.tracing?.startTurn({ sid, turnId, by: frame.by ?? null, prompt: frame.text, arrivedAt, ...traced }) ?? null;
 }
 
 /** A schedule's fire: its turn.started names the schedule, and its start is reported as schedule.fired. */
@@ -317,9 +327,19 @@ export async function finishTurn(s: SessionState, turnId: string, result: TurnRe
   s.activity = { phase: 'idle' };
   s.lastActiveMs = env.services.clock.nowMs();
   tell(env.host, { kind: 'release', ticketId: turn.ticketId, finished: { ...finishedTurn(s, turn, outcome), ...report } });
-  if (persisted !== true) reportTurnError(s, turn, `could not persist the turn: ${storageProblem(persisted)}`, persisted instanceof LeaseLost ? 'lease_lost' : 'storage', env);
-  else if (outcome === 'failed') reportTurnError(s, turn, failure!, error instanceof AgentFailure ? error.reason : 'exception', env);
-  else reportTurnEnd(s, turn, result, report, interrupted, env);
+  const ended = { outcome, ...report, reply };
+  if (persisted !== true) {
+    const failed = { type: persisted instanceof LeaseLost ? 'lease_lost' : 'storage', message: `could not persist the turn: ${storageProblem(persisted)}` } as const;
+    turn.span?.end({ ...ended, error: failed });
+    reportTurnError(s, turn, failed.message, failed.type, env);
+  } else if (outcome === 'failed') {
+    const reason = error instanceof AgentFailure ? error.reason : 'exception';
+    turn.span?.end({ ...ended, error: { type: reason, message: failure! } });
+    reportTurnError(s, turn, failure!, reason, env);
+  } else {
+    turn.span?.end(ended);
+    reportTurnEnd(s, turn, result, report, interrupted, env);
+  }
   ackDrainWaiters(s);
   if (persisted instanceof LeaseLost) forget(env);
   return turn.steering.leftover();

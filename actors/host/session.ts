@@ -110,6 +110,7 @@ async function handle(s: SessionState, msg: SessionMsg, env: SessionEnv, ctx: Ac
  */
 function announceTakeover(s: SessionState, takeover: Takeover, services: HostServices): void {
   const message = `node ${takeover.fromNode}, which ran the turn, was lost; this node took the session over`;
+  services.tracing?.endLost(takeover.lostTurns, 'node_lost');
   for (const { turnId } of takeover.lostTurns) {
     services.writer.write({ type: 'turn.error', sid: s.sid, request_id: turnId, turn_id: turnId, message, reason: 'node_lost' });
   }
@@ -198,7 +199,7 @@ async function openRequest(
     return;
   }
   const ref = spawnServerRequest(
-    { id, sid: s.sid, method: msg.method, params, timeoutMs: msg.timeoutMs, asker: msg.replyTo, session: ctx.self },
+    { id, sid: s.sid, method: msg.method, params, timeoutMs: msg.timeoutMs, asker: msg.replyTo, session: ctx.self, span: turn.span?.request(msg.method, id) ?? null },
     env.services,
   );
   s.requests.set(id, { id, method: msg.method, ref, createdMs: clock.nowMs() });

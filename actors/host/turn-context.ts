@@ -1,5 +1,6 @@
 // What an agent sees of its turn, and how its promise reports back to the session actor.
 import type { Agent, AgentEvent, TurnContext, TurnResult, TurnUsage } from '../../agents/agent.js';
+import { UNTRACED } from '../../agents/genai-spans.js';
 import { sanitizeMessage, type ChatMessage } from '../../protocol/chat.js';
 import { rpcEvent, type PlanEntry, type RpcEvent, type ServerRequestMethod } from '../../protocol/rpc.js';
 import type { SessionMsg } from './messages.js';
@@ -41,6 +42,7 @@ export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: Ho
     cwd: spec.cwd,
     agentSessionId: spec.agentSessionId,
     signal: turn.controller.signal,
+    trace: turn.span?.trace ?? UNTRACED,
     emit(event: AgentEvent): void {
       if (turn.finished) return;
       const message = toRpcEvent(spec.sid, event);

@@ -12,7 +12,9 @@ import {
   type ToolCallContent,
   type ToolKind,
 } from '@agentclientprotocol/sdk';
+import type { Span } from '@opentelemetry/api';
 import { AgentFailure, type TurnContext, type TurnResult } from '../agent.js';
+import { endTool, nameTool, startTool } from '../genai-spans.js';
 import type { Policy } from '../model/approval.js';
 import type { GuestConfig } from './guest-config.js';
 import {
@@ -41,6 +43,8 @@ interface OpenToolCall {
   textBefore: string;
   /** tool.start was sent: once its input is known (a guest may send the call before its input), or asked about, or done. */
   announced: boolean;
+  /** Its `execute_tool` span, from its first sight to its result (null: tracing is off). */
+  span: Span | null;
 }
 
 
@@ -89,7 +93,8 @@ export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn:
 async function prompt(config: GuestConfig, live: LiveSession, turn: TurnContext): Promise<PromptResponse> {
   const exitFailure = () => new AgentFailure(live.process.endedFor === null ? 'upstream' : 'resources', `${live.process.describeExit()} during the turn`);
   try {
-    const request = live.process.connection.agent.request('session/prompt', { sessionId: live.sessionId, prompt: [{ type: 'text', text: turn.prompt }] });
+    const traced = turn.trace.traceparent === null ? {} : { _meta: { traceparent: turn.trace.traceparent } };
+    const request = live.process.connection.agent.request('session/prompt', { sessionId: live.sessionId, prompt: [{ type: 'text', text: turn.prompt }], ...traced });
     return await untilAborted(request, live.process.gone, exitFailure);
   } catch (err) {
     if (err instanceof AgentFailure) throw err;
@@ -198,7 +203,7 @@ class TurnRecord {
     let call = this.open.get(id);
     if (call === undefined) {
       if (this.done.has(id)) return undefined;
-      call = { kind: null, title: null, rawInput: undefined, textBefore: this.text, announced: false };
+      call = { kind: null, title: null, rawInput: undefined, textBefore: this.text, announced: false, span: startTool(this.turn.trace, toolName(news.kind), id) };
       this.text = '';
       this.open.set(id, call);
     }
@@ -226,6 +231,8 @@ class TurnRecord {
       this.turn.emit({ type: 'tool.complete', id, ok, summary: result });
     }
     const name = toolName(call.kind);
+    nameTool(call.span, this.turn.trace, name, argumentsText(call.rawInput));
+    endTool(call.span, this.turn.trace, ok, result);
     this.turn.append({ role: 'assistant', content: call.textBefore, tool_calls: [{ id, type: 'function', function: { name, arguments: argumentsText(call.rawInput) } }] });
     this.turn.append({ role: 'tool', tool_call_id: id, content: result });
     this.appended += 2;

@@ -2,14 +2,15 @@
 // they ask for, up to `max_tool_rounds` calls. It owns no history: what it adds goes to the
 // session through `append`, and the host stores it.
 import type { ChatMessage } from '../../protocol/chat.js';
-import type { Agent, SessionOverrides, SessionView, TurnContext, TurnResult, TurnUsage } from '../agent.js';
+import { AgentFailure, type Agent, type SessionOverrides, type SessionView, type TurnContext, type TurnResult, type TurnUsage } from '../agent.js';
 import { approvalPolicy, type Policy } from './approval.js';
 import { PromptSizes, summarize } from './compression.js';
 import { loadModelConfig, type ConfigSource, type ModelConfig } from './config.js';
 import { ApiHistories } from './api-history.js';
 import type { ApiMessage } from './history.js';
 import { McpServers, type McpLog } from './mcp.js';
-import { ContextTooLong, CutReply, ModelApi, type StreamHandlers, type StreamRequest } from './openai-api.js';
+import { ContextTooLong, CutReply, ModelApi, type ModelReply, type StreamHandlers, type StreamRequest } from './openai-api.js';
+import { endChat, endFailed, startChat, traceparentOf } from '../genai-spans.js';
 import { offeredTools, runToolCalls, type ToolSet } from './tools.js';
 import type { Usage } from './streamed-reply.js';
 import { AgentLoadError } from '../loader-error.js';
@@ -94,7 +95,7 @@ class ModelAgent implements Agent {
       }
       let reply;
       try {
-        reply = await this.api.stream(sent.request, turn.signal, streamHandlers(turn));
+        reply = await this.call(turn, model, sent.request);
       } catch (err) {
         if (!(err instanceof ContextTooLong) || compressed) throw keepSeenText(turn, err);
         compressed = true;
@@ -102,7 +103,7 @@ class ModelAgent implements Agent {
         if (smaller === null) throw err;
         prior = smaller;
         sent = request();
-        reply = await this.api.stream(sent.request, turn.signal, streamHandlers(turn)).catch((again: unknown) => Promise.reject(keepSeenText(turn, again)));
+        reply = await this.call(turn, model, sent.request).catch((again: unknown) => Promise.reject(keepSeenText(turn, again)));
       }
       usage.calls++;
       if (reply.usage) {
@@ -130,6 +131,19 @@ class ModelAgent implements Agent {
     turn.emit({ type: 'status.update', kind: 'limit', text: `max_tool_rounds (${config.max_tool_rounds}) reached` });
     turn.emit({ type: 'message.delta', text: limit });
     return done(limit);
+  }
+
+  /** One model call in its span (PROTOCOL.md §5.8); the server gets the span as its `traceparent`. */
+  private async call(turn: TurnContext, model: string, request: StreamRequest): Promise<ModelReply> {
+    const span = startChat(turn.trace, 'openai', model, this.api.server);
+    try {
+      const reply = await this.api.stream(span === null ? request : { ...request, traceparent: traceparentOf(span) }, turn.signal, streamHandlers(turn));
+      endChat(span, { responseModel: reply.model, finishReason: reply.finishReason, usage: reply.usage });
+      return reply;
+    } catch (err) {
+      if (span !== null) endFailed(span, err instanceof ContextTooLong ? 'context_length_exceeded' : err instanceof AgentFailure ? err.reason : 'upstream');
+      throw err;
+    }
   }
 
   async compress(history: readonly ChatMessage[], focusTopic: string | null, session: SessionView): Promise<ChatMessage[]> {

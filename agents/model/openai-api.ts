@@ -31,6 +31,8 @@ export interface ChatRequest extends CallSettings {
 export interface StreamRequest extends CallSettings {
   /** The messages as a JSON array in UTF-8 pieces, mostly kept between a session's calls (api-history.ts): sent as they are. */
   messagesJson: readonly Buffer[];
+  /** The call's span as a W3C traceparent (PROTOCOL.md §5.8), sent to the server as the header. */
+  traceparent?: string;
 }
 
 export interface StreamHandlers extends ReplyHandlers {
@@ -45,6 +47,8 @@ export interface ModelReply {
   usage: Usage | null;
   /** How the server said the reply ended (`stop`, `tool_calls`, `length`); null when interrupted. */
   finishReason: string | null;
+  /** The model that answered, as the server named it; null when it did not. */
+  model: string | null;
   /** The turn was interrupted: `content` holds what had arrived. */
   aborted: boolean;
 }
@@ -82,7 +86,11 @@ export class ModelApi {
   /** A server may echo the key (or part of it, in any case) in an error: it never leaves this file. */
   private readonly redactKey: Redactor;
 
+  /** The server, as a model call's span names it (PROTOCOL.md §5.8). */
+  readonly server: URL;
+
   constructor(private readonly endpoint: Endpoint) {
+    this.server = new URL(endpoint.baseUrl);
     this.redactKey = keyRedactor(endpoint.apiKey);
     this.client = new OpenAI({
       baseURL: endpoint.baseUrl,
@@ -111,12 +119,12 @@ export class ModelApi {
     // Any byte (a ping too) is traffic; pings alone may hold a response no longer than a request may take.
     const idle = new Watchdog(this.endpoint.idleTimeoutMs, abortCall);
     const pingsOnly = new Watchdog(this.endpoint.requestTimeoutMs, abortCall);
-    const aborted = (): ModelReply => ({ content: reply.content, toolCalls: [], usage: reply.usage, finishReason: null, aborted: true });
+    const aborted = (): ModelReply => ({ content: reply.content, toolCalls: [], usage: reply.usage, finishReason: null, model: reply.model, aborted: true });
     try {
       // The SDK's own `chat.completions.create` is this post with the body as an object, which it
       // would serialize whole on every call: a body given as bytes goes as it is.
       const response = await this.withRetries(signal, handlers, () =>
-        this.client.post('/chat/completions', { body: streamingBody(request), headers: JSON_TYPE, stream: true, signal: call.signal }).asResponse(),
+        this.client.post('/chat/completions', { body: streamingBody(request), headers: headersOf(request), stream: true, signal: call.signal }).asResponse(),
       );
       if (response === null) return aborted();
       idle.reset();
@@ -131,6 +139,7 @@ export class ModelApi {
         toolCalls: reply.finishReason === 'length' ? [] : reply.toolCalls.finish(`call-${Date.now().toString(36)}`),
         usage: reply.usage,
         finishReason: reply.finishReason,
+        model: reply.model,
         aborted: false,
       };
     } catch (err) {
@@ -262,6 +271,10 @@ class Watchdog {
 }
 
 const JSON_TYPE = { 'content-type': 'application/json' };
+
+function headersOf(request: StreamRequest): Record<string, string> {
+  return request.traceparent === undefined ? JSON_TYPE : { ...JSON_TYPE, traceparent: request.traceparent };
+}
 
 /** A streamed call's body as UTF-8 JSON: the messages' bytes copied in once, the rest serialized. */
 function streamingBody(request: StreamRequest): Buffer {

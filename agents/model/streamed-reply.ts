@@ -24,6 +24,8 @@ export class StreamedReply {
   content = '';
   usage: Usage | null = null;
   finishReason: string | null = null;
+  /** The model that answered, as the server named it. */
+  model: string | null = null;
   readonly toolCalls = new ToolCallStream();
   /** `[DONE]` arrived (or the whole body did): nothing more is to be read. */
   done = false;
@@ -54,6 +56,7 @@ export class StreamedReply {
     if (!isRecord(chunk)) throw new ServerSaid(`the stream sent a chunk that is not a JSON object: ${quote(item.data)}`);
     if ('error' in chunk && chunk['error'] !== null) throw new ServerSaid(serverMessage(chunk));
     this.takeUsage(chunk['usage']);
+    if (typeof chunk['model'] === 'string') this.model = chunk['model'];
     const choice = firstChoice(chunk);
     if (choice === null) return;
     const delta = choice['delta'] ?? choice['message'];
@@ -71,6 +74,7 @@ export class StreamedReply {
       throw new ServerSaid(`the server answered the streaming request with JSON that is not a chat completion: ${quote(text)}`);
     }
     this.takeUsage(body['usage']);
+    if (typeof body['model'] === 'string') this.model = body['model'];
     this.takeDelta(choice['message'], true);
     this.takeFinish(choice['finish_reason'] ?? 'stop');
     this.done = true;

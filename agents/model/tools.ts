@@ -5,6 +5,7 @@
 import type { ChatMessage, ToolCall } from '../../protocol/chat.js';
 import { approvalQuestion } from '../../protocol/tool-arguments.js';
 import type { TurnContext } from '../agent.js';
+import { endTool, startTool } from '../genai-spans.js';
 import { CLARIFY_TOOL, type Policy } from './approval.js';
 import { MISSING_RESULT } from './history.js';
 import type { McpServers, McpTool } from './mcp.js';
@@ -74,8 +75,10 @@ export async function runToolCalls(calls: readonly ToolCall[], turn: TurnContext
 async function runOne(call: ToolCall, turn: TurnContext, tools: ToolSet): Promise<Outcome> {
   const name = call.function.name;
   turn.emit({ type: 'tool.start', id: call.id, name, arguments: call.function.arguments });
+  const span = startTool(turn.trace, name, call.id, call.function.arguments);
   const outcome = turn.signal.aborted ? { ok: false, text: MISSING_RESULT } : await execute(call, turn, tools);
   const text = cutResult(outcome.text);
+  endTool(span, turn.trace, outcome.ok, text);
   turn.emit({ type: 'tool.complete', id: call.id, ok: outcome.ok, summary: text });
   return { ok: outcome.ok, text };
 }

@@ -1,5 +1,6 @@
 // `turnhost host`: the compute host on stdin/stdout. Process-level wiring only: options, the
 // database, hello, stdin, signals, the parent guard; the behaviour lives in actors/.
+import { startTracing, type Tracing } from '../tracing.js';
 import type { WebhookEvent } from '../../persistence/outbox.js';
 import { randomBytes } from 'node:crypto';
 import { startHost, DEFAULT_SHUTDOWN_WAIT_SEC } from '../../actors/host/host.js';
@@ -46,6 +47,8 @@ export interface HostCommandOptions {
   advertise?: string;
   /** The webhook events written to the outbox with what they report (PROTOCOL.md §8.2); none when absent. */
   webhookEvents?: WebhookEvent[];
+  /** `--otlp-endpoint` (PROTOCOL.md §5.8): else the OTEL_ variables say whether spans are sent, and where. */
+  otlpEndpoint?: string;
 }
 
 /** How long a node's lease on a session lasts unless renewed (`--lease-secs`). */
@@ -54,6 +57,8 @@ export const EXIT_CONFIG = 78;
 const STDIN_CLOSED_WAIT_SEC = 2;
 const PARENT_CHECK_MS = SECOND_MS;
 const DEFAULT_REQUEST_TIMEOUT_MS = 600 * SECOND_MS;
+/** At the end, the spans still batched are sent, waiting at most this long for the collector. */
+const TRACE_FLUSH_MS = 3 * SECOND_MS;
 
 export async function hostCommand(options: HostCommandOptions): Promise<number> {
   const workers = resolveWorkers(process.env, options.workers);
@@ -78,6 +83,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
     await agent.close?.();
     return 1;
   }
+  const tracing = await startTracing({ env: process.env, agentName: agent.name, log, ...(options.otlpEndpoint === undefined ? {} : { endpoint: options.otlpEndpoint }), ...(options.nodeId === undefined ? {} : { nodeId: options.nodeId }) });
   let store: Store;
   let bootId: string;
   try {
@@ -92,7 +98,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
     return 1;
   }
   try {
-    bootId = await startBoot(store, log);
+    bootId = await startBoot(store, log, tracing);
   } catch (err) {
     process.stderr.write(`turnhost host: cannot recover the store ${store.health().store}: ${(err as Error).message}\n`);
     await store.close().catch(() => {});
@@ -120,7 +126,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   writer.flush();
 
   const queueEvents = options.queueDeltas ? queueDeltas(writer) : fullQueueEvents(writer);
-  const services: HostServices = { store, writer, queueEvents, agent, clock, log, bootId, requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS, webhookEvents: new Set(options.webhookEvents ?? []) };
+  const services: HostServices = { store, writer, queueEvents, agent, clock, log, bootId, requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS, webhookEvents: new Set(options.webhookEvents ?? []), tracing: tracing?.host ?? null };
   const system = startSystem();
   const host = startHost(system, services, { workers, heartbeatSecs, ...(options.maxRunningPerPerson === undefined ? {} : { maxRunningPerPerson: options.maxRunningPerPerson }) });
   const shutdown = (reason: ShutdownReason, waitSec: number): void => void host.shutdown(reason, waitSec).catch(() => {});
@@ -135,6 +141,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   stopGuard();
   writer.flush();
   await store.close();
+  await tracing?.shutdown(TRACE_FLUSH_MS);
   // After the flush: ending the agent's MCP servers may take seconds, and nothing waits on it.
   await agent.close?.().catch((err: unknown) => log.warn({ err }, 'the agent did not close cleanly'));
   stopSystem(system);
@@ -143,10 +150,11 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
 }
 
 /** Durability rule 5 for what a previous host left, then this boot's row: its id. */
-async function startBoot(store: Store, log: Logger): Promise<string> {
+async function startBoot(store: Store, log: Logger, tracing: Tracing | null): Promise<string> {
   const bootId = randomBytes(16).toString('hex');
-  const recovery = await store.recoverCrashedBoots();
+  const { lost, ...recovery } = await store.recoverCrashedBoots();
   if (recovery.boots + recovery.retainedSessions > 0) log.warn(recovery, 'recovered from a host that died');
+  tracing?.host.endLost(lost, 'crash');
   await store.commitNow((w) => w.startBoot(bootId, process.pid));
   return bootId;
 }

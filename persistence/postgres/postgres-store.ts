@@ -19,10 +19,13 @@ import type { StoreLocation } from '../store-location.js';
 import {
   DEFAULT_HISTORY_CACHE_MIB,
   LeaseLost,
+  LOST_TURNS_SQL,
   nodeLockWaitMs,
+  numericStart,
   OwnedElsewhere,
   toChatMessage,
   toStoredSession,
+  type LostTurn,
   type MessageRow,
   type RecoveryCounts,
   type SessionRowWithCounts,
@@ -457,13 +460,15 @@ export class PostgresStore implements Store {
 
   async recoverCrashedBoots(now = Date.now()): Promise<RecoveryCounts> {
     // As a node, only this node's own earlier boots are closed; their sessions are recovered as they are taken again.
-    if (this.node !== undefined) return { boots: await this.endNodeBoots(now), lostTurns: 0, retainedSessions: 0, expiredRequests: 0 };
+    if (this.node !== undefined) return { boots: await this.endNodeBoots(now), lostTurns: 0, lost: [], retainedSessions: 0, expiredRequests: 0 };
     const client = await this.connection();
     await client.query('BEGIN');
     try {
       const count = async (text: string): Promise<number> => (await client.query(text, [now])).rowCount ?? 0;
+      const lost = (await client.query<LostTurn>(LOST_TURNS_SQL, [null])).rows.map(numericStart);
       await client.query(ROLL_UP_LOST_SQL, [now]);
       const counts: RecoveryCounts = {
+        lost,
         boots: await count("UPDATE boots SET ended_at = $1, end_reason = 'crash' WHERE ended_at IS NULL"),
         lostTurns: await count("UPDATE turns SET status = 'lost', ended_at = $1, error = 'host died' WHERE status = 'running'"),
         retainedSessions: await count(
@@ -535,11 +540,9 @@ const REQUEUE_STEERED = `
  * session. Says which turns were lost and which requests expired, for the session's clients.
  */
 async function recoverSession(client: pg.PoolClient, sid: string, now = Date.now()): Promise<Omit<Takeover, 'fromNode'>> {
+  const lost = (await client.query<LostTurn>(LOST_TURNS_SQL, [sid])).rows.map(numericStart);
   await client.query(ROLL_UP_SESSION_LOST_SQL, [now, sid]);
-  const turns = await client.query<{ turnId: string }>(
-    "UPDATE turns SET status = 'lost', ended_at = $2, error = 'node lost' WHERE sid = $1 AND status = 'running' RETURNING turn_id AS \"turnId\"",
-    [sid, now],
-  );
+  await client.query("UPDATE turns SET status = 'lost', ended_at = $2, error = 'node lost' WHERE sid = $1 AND status = 'running'", [sid, now]);
   await client.query(
     "UPDATE sessions SET status = 'retained', retained_reason = 'crash', end_reason = NULL, updated_at = $2 WHERE sid = $1 AND status = 'active'",
     [sid, now],
@@ -549,7 +552,7 @@ async function recoverSession(client: pg.PoolClient, sid: string, now = Date.now
     [sid, now],
   );
   await client.query(REQUEUE_STEERED, [sid]);
-  return { lostTurns: turns.rows, expiredRequests: requests.rows };
+  return { lostTurns: lost, expiredRequests: requests.rows };
 }
 
 /**

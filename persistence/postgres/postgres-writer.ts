@@ -18,7 +18,7 @@ const SQL: Record<StatementName, string> = {
   touchSession: 'UPDATE sessions SET history_version = $1, updated_at = $2 WHERE sid = $3',
   insertMessage: 'INSERT INTO messages (sid, seq, role, content, turn_id, created_at, tool_calls, tool_call_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
   deleteMessagesFrom: 'DELETE FROM messages WHERE sid = $1 AND seq >= $2',
-  insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at, by_user) VALUES ($1, $2, $3, 'running', $4, $5, $6)",
+  insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at, by_user, trace) VALUES ($1, $2, $3, 'running', $4, $5, $6, $7)",
   updateTurn: `
     UPDATE turns SET status = $1, ended_at = $2, error = $3, model = $4, prompt_tokens = $5, completion_tokens = $6,
       cached_tokens = $7, reasoning_tokens = $8, model_calls = $9

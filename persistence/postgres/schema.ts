@@ -275,6 +275,10 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE schedules ADD COLUMN skips integer NOT NULL DEFAULT 0;
   ALTER TABLE schedules ADD COLUMN last_skip text;
   `,
+  // Traces (persistence/sqlite/schema.ts says why).
+  `
+  ALTER TABLE turns ADD COLUMN trace text;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

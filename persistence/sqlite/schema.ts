@@ -243,6 +243,11 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE schedules ADD COLUMN skips INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE schedules ADD COLUMN last_skip TEXT;
   `,
+  // Traces (PROTOCOL.md §5.8): a traced turn's span ids, written with its start, so that the host
+  // that finds it lost ends that same span, with an error.
+  `
+  ALTER TABLE turns ADD COLUMN trace TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -17,6 +17,9 @@ import {
   DEFAULT_HISTORY_CACHE_MIB,
   toChatMessage,
   toStoredSession,
+  LOST_TURNS_SQL,
+  numericStart,
+  type LostTurn,
   type MessageRow,
   type RecoveryCounts,
   type SessionRowWithCounts,
@@ -231,6 +234,7 @@ export class SqliteStore implements Store {
   async recoverCrashedBoots(now = Date.now()): Promise<RecoveryCounts> {
     return this.db.transaction((): RecoveryCounts => {
       const boots = this.db.prepare("UPDATE boots SET ended_at = ?, end_reason = 'crash' WHERE ended_at IS NULL").run(now).changes;
+      const lost = (this.db.prepare(LOST_TURNS_SQL).all({ 1: null }) as LostTurn[]).map(numericStart);
       this.db.prepare(ROLL_UP_LOST_SQL).run({ 1: now });
       const lostTurns = this.db
         .prepare("UPDATE turns SET status = 'lost', ended_at = ?, error = 'host died' WHERE status = 'running'")
@@ -242,7 +246,7 @@ export class SqliteStore implements Store {
         .prepare("UPDATE server_requests SET status = 'expired', reason = 'host died', resolved_at = ? WHERE status = 'open'")
         .run(now).changes;
       this.requeueSteeredTexts();
-      return { boots, lostTurns, retainedSessions, expiredRequests };
+      return { boots, lostTurns, lost, retainedSessions, expiredRequests };
     })();
   }
 

@@ -19,7 +19,7 @@ const SQL: Record<StatementName, string> = {
   touchSession: 'UPDATE sessions SET history_version = ?, updated_at = ? WHERE sid = ?',
   insertMessage: 'INSERT INTO messages (sid, seq, role, content, turn_id, created_at, tool_calls, tool_call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   deleteMessagesFrom: 'DELETE FROM messages WHERE sid = ? AND seq >= ?',
-  insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at, by_user) VALUES (?, ?, ?, 'running', ?, ?, ?)",
+  insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at, by_user, trace) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
   updateTurn: `
     UPDATE turns SET status = ?, ended_at = ?, error = ?, model = ?, prompt_tokens = ?, completion_tokens = ?,
       cached_tokens = ?, reasoning_tokens = ?, model_calls = ?

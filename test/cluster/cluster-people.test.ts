@@ -5,21 +5,12 @@
 import { expect } from 'chai';
 import { WebSocket } from 'ws';
 import { connect, TurnhostError, type TurnhostClient } from '../../client/index.js';
-import { nodeArgs } from '../helpers/cluster.js';
-import { startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
+import { edgeUrl, nodeArgs } from '../helpers/cluster.js';
+import { startDaemon } from '../helpers/daemon.js';
 import { Harness } from '../helpers/processes.js';
 import { postgresForSuite } from '../helpers/postgres.js';
 
 const LEASE_SECS = 2;
-
-async function edgeUrl(daemon: Daemon): Promise<string> {
-  const client = await TestClient.connect(daemon);
-  try {
-    return (await client.call<{ http: { url: string } }>('host.status')).http.url;
-  } finally {
-    client.close();
-  }
-}
 
 describe('people on several nodes (real processes, one PostgreSQL)', function () {
   this.timeout(90_000);

@@ -8,6 +8,16 @@ export function nodeArgs(url: string, id: string, leaseSecs: number): string[] {
   return ['--store', url, '--node-id', id, '--lease-secs', String(leaseSecs)];
 }
 
+/** The node's HTTP edge, as its status gives it. */
+export async function edgeUrl(daemon: Daemon): Promise<string> {
+  const client = await TestClient.connect(daemon);
+  try {
+    return (await client.call<{ http: { url: string } }>('host.status')).http.url;
+  } finally {
+    client.close();
+  }
+}
+
 /** For a suite: daemons as nodes, and clients of them closed (with the harness cleaned) after each test. */
 export function clusterForSuite(h: Harness, leaseSecs: number) {
   const clients: TestClient[] = [];

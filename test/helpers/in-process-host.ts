@@ -60,7 +60,7 @@ export async function startInProcessHost(agent: Agent, options: { clock?: Clock;
     log: pino({ level: process.env['TURNHOST_LOG_LEVEL'] ?? 'silent' }),
     bootId: 'inprocess0000000000000000000000a',
     requestTimeoutMs: 600_000,
-    webhookEvents: new Set(),
+    tracing: null, webhookEvents: new Set(),
   };
   store.commitNowSync((w) => w.startBoot(services.bootId, process.pid));
   const system = startSystem();

@@ -1,3 +1,4 @@
+import { UNTRACED } from '../../agents/genai-spans.js';
 import { expect } from 'chai';
 import type { AgentEvent, TurnContext } from '../../agents/agent.js';
 import { scriptAgent } from '../../agents/script.js';
@@ -20,6 +21,7 @@ function turn(prompt: string, answers: Record<string, unknown> = {}) {
     append: () => {},
     save: async () => {},
     reportUsage: () => {},
+    trace: UNTRACED,
     keepAgentSession: async () => {},
     compressHistory: async () => {},
     takeSteering: () => steering.splice(0),

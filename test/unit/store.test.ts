@@ -40,7 +40,7 @@ describe('store', () => {
     });
     store.closeNow();
     const raw = new Database(file);
-    raw.exec('DROP INDEX turns_running_by; DROP TABLE usage_daily; DROP TABLE budgets; ALTER TABLE turns DROP COLUMN cached_tokens; ALTER TABLE turns DROP COLUMN reasoning_tokens');
+    raw.exec('ALTER TABLE turns DROP COLUMN trace; DROP INDEX turns_running_by; DROP TABLE usage_daily; DROP TABLE budgets; ALTER TABLE turns DROP COLUMN cached_tokens; ALTER TABLE turns DROP COLUMN reasoning_tokens');
     for (const column of ['messages.tool_calls', 'messages.tool_call_id', 'turns.model', 'turns.prompt_tokens', 'turns.completion_tokens', 'turns.model_calls']) {
       const [table, name] = column.split('.');
       raw.exec(`ALTER TABLE ${table} DROP COLUMN ${name}`);
@@ -244,15 +244,22 @@ describe('store', () => {
     store.commitNowSync((w) => {
       w.startBoot('dead', 111);
       w.saveSession(row('live', 1));
-      w.startTurn('t-run', 'live', 'r1', 'dead', null);
+      w.startTurn('t-run', 'live', 'r1', 'dead', null, 1_000, '0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331--01');
       w.openRequest({ id: 'srq-000000000001', sid: 'live', turnId: 't-run', method: 'clarify.request', paramsText: '{}', bootId: 'dead' });
     });
     const counts = await store.recoverCrashedBoots();
-    expect(counts).to.deep.equal({ boots: 1, lostTurns: 1, retainedSessions: 1, expiredRequests: 1 });
+    // The lost turns as their spans need them (PROTOCOL.md §5.8): the trace stored with their start.
+    expect(counts).to.deep.equal({
+      boots: 1,
+      lostTurns: 1,
+      retainedSessions: 1,
+      expiredRequests: 1,
+      lost: [{ turnId: 't-run', sid: 'live', by: null, startedAt: 1_000, trace: '0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331--01' }],
+    });
     expect(await store.retainedSessions()).to.deep.equal([{ sid: 'live', session_key: 'key-live', reason: 'crash' }]);
     const turn = store.db.prepare("SELECT status FROM turns WHERE turn_id = 't-run'").get() as { status: string };
     expect(turn.status).to.equal('lost');
-    expect(await store.recoverCrashedBoots()).to.deep.equal({ boots: 0, lostTurns: 0, retainedSessions: 0, expiredRequests: 0 });
+    expect(await store.recoverCrashedBoots()).to.deep.equal({ boots: 0, lostTurns: 0, retainedSessions: 0, expiredRequests: 0, lost: [] });
   });
 
   it('is readable by a read-only reader while the writer holds it open', async () => {
