@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { CLI, median, printTable, range, ROOT, round, ROUNDS, verdict, withTempDir, writeResult } from './common.js';
 import { WEBHOOK_EVENTS } from '../persistence/outbox.js';
 import { measurePath, measureProgram, TurnProcess, type LoadPlan, type ProgramResult } from './driver.js';
+import { OtlpSink } from './otlp-sink.js';
 
 const PLAN: LoadPlan = { sessionCounts: [1, 8, 64], warmupMs: 500, measureMs: 3000, latencyWarmup: 300, latencyTurns: 3000 };
 
@@ -78,35 +79,54 @@ export async function benchHost(): Promise<void> {
     ['measure', 'value', 'target', 'verdict'],
     Object.entries(targets).map(([k, t]) => [k, t.value, t.target, verdict(t.met)]),
   );
-  const outbox = await outboxCost();
+  const sink = await OtlpSink.start();
+  const paired = await pairedCost([...PROGRAMS.filter((p) => p.name.startsWith('turnhost')), traced(sink.endpoint)]).finally(() => sink.close());
   printTable(
-    `the webhook outbox on the turn path: 64 sessions, closed loop, the host's CPU per turn (median of ${ROUNDS} interleaved rounds, range below)`,
+    `what the webhook outbox and tracing cost the turn path: 64 sessions, closed loop, the host's CPU per turn (median of ${ROUNDS} interleaved rounds, range below)`,
     ['host', 'turns/s', 'host CPU µs/turn'],
-    Object.entries(outbox).flatMap(([name, o]) => [
+    Object.entries(paired).flatMap(([name, o]) => [
       [name, round(median(o.turnsPerSec)), round(median(o.cpuUsPerTurn))],
       ['', range(o.turnsPerSec), range(o.cpuUsPerTurn)],
     ]),
   );
-  const file = writeResult('host', { rounds: Object.fromEntries(runs), summaries, targets, outbox });
+  const tracing = tracingCost(paired['turnhost']!, paired['turnhost, traced']!);
+  printTable(
+    `tracing on against off (PROTOCOL.md §5.8): spans to an OTLP/HTTP collector on 127.0.0.1 (http/protobuf); ${sink.exports} exports, ${round(sink.bytes / 1024)} KiB`,
+    ['measure', 'value', 'target', 'verdict'],
+    [
+      ['turns/s, traced / off (median of the rounds\' ratios)', round(tracing.turnsPerSecRatio, 3), '>= 0.97', verdict(tracing.turnsPerSecRatio >= 0.97)],
+      ['host CPU per turn, traced / off', round(tracing.cpuRatio, 3), '(what it costs)', ''],
+    ],
+  );
+  const file = writeResult('host', { rounds: Object.fromEntries(runs), summaries, targets, paired, tracing });
   process.stdout.write(`\nwrote ${file}\n`);
 }
 
+/** The host with tracing on: every turn's spans batched and sent to `endpoint`. */
+function traced(endpoint: string): Program {
+  return { name: 'turnhost, traced', start: (dir) => new TurnProcess(process.execPath, [CLI, 'host', '--home', dir, '--workers', '64', '--otlp-endpoint', endpoint]) };
+}
+
+interface Paired {
+  turnsPerSec: number[];
+  cpuUsPerTurn: number[];
+}
+
 /**
- * What the outbox costs the host a turn, paired round by round: the throughput of this machine
- * moves ±20% between runs a minute apart, more than the outbox costs, while the host's CPU per
- * turn holds within a few percent.
+ * What a variant of the host costs a turn, paired round by round: the throughput of this machine
+ * moves ±20% between runs a minute apart, more than the outbox or tracing cost, while the host's
+ * CPU per turn holds within a few percent, and the order of the variants turns each round.
  */
-async function outboxCost(): Promise<Record<string, { turnsPerSec: number[]; cpuUsPerTurn: number[] }>> {
-  const variants = PROGRAMS.filter((p) => p.name.startsWith('turnhost'));
+async function pairedCost(variants: readonly Program[]): Promise<Record<string, Paired>> {
   const results = Object.fromEntries(variants.map((v) => [v.name, { turnsPerSec: [] as number[], cpuUsPerTurn: [] as number[] }]));
   for (let n = 0; n < ROUNDS; n++) {
     for (const variant of n % 2 === 0 ? variants : [...variants].reverse()) {
-      process.stdout.write(`outbox round ${n + 1} of ${ROUNDS}: ${variant.name}…\n`);
+      process.stdout.write(`paired round ${n + 1} of ${ROUNDS}: ${variant.name}…\n`);
       const run = await withTempDir(async (dir) => {
         const host = variant.start(dir);
         await host.hello;
         try {
-          return await measurePath(host, 'outbox', { host: host.pid });
+          return await measurePath(host, 'paired', { host: host.pid });
         } finally {
           await host.close();
         }
@@ -116,4 +136,12 @@ async function outboxCost(): Promise<Record<string, { turnsPerSec: number[]; cpu
     }
   }
   return results;
+}
+
+/** Tracing's cost as the medians of the rounds' own ratios: each round measured both within a minute. */
+function tracingCost(off: Paired, on: Paired): { turnsPerSecRatio: number; cpuRatio: number } {
+  return {
+    turnsPerSecRatio: median(on.turnsPerSec.map((v, i) => v / off.turnsPerSec[i]!)),
+    cpuRatio: median(on.cpuUsPerTurn.map((v, i) => v / off.cpuUsPerTurn[i]!)),
+  };
 }
