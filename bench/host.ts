@@ -6,6 +6,8 @@ import { measurePath, measureProgram, TurnProcess, type LoadPlan, type ProgramRe
 import { OtlpSink } from './otlp-sink.js';
 
 const PLAN: LoadPlan = { sessionCounts: [1, 8, 64], warmupMs: 500, measureMs: 3000, latencyWarmup: 300, latencyTurns: 3000 };
+/** The paired measure's rounds: a round's two figures move ±20% on this VM, so its verdicts take the median of six. */
+const PAIRED_ROUNDS = 6;
 
 interface Program {
   name: string;
@@ -82,7 +84,7 @@ export async function benchHost(): Promise<void> {
   const sink = await OtlpSink.start();
   const paired = await pairedCost([...PROGRAMS.filter((p) => p.name.startsWith('turnhost')), traced(sink.endpoint)]).finally(() => sink.close());
   printTable(
-    `what the webhook outbox and tracing cost the turn path: 64 sessions, closed loop, the host's CPU per turn (median of ${ROUNDS} interleaved rounds, range below)`,
+    `what the webhook outbox and tracing cost the turn path: 64 sessions, closed loop, the host's CPU per turn, its threads' together (median of ${PAIRED_ROUNDS} interleaved rounds, range below)`,
     ['host', 'turns/s', 'host CPU µs/turn'],
     Object.entries(paired).flatMap(([name, o]) => [
       [name, round(median(o.turnsPerSec)), round(median(o.cpuUsPerTurn))],
@@ -119,9 +121,9 @@ interface Paired {
  */
 async function pairedCost(variants: readonly Program[]): Promise<Record<string, Paired>> {
   const results = Object.fromEntries(variants.map((v) => [v.name, { turnsPerSec: [] as number[], cpuUsPerTurn: [] as number[] }]));
-  for (let n = 0; n < ROUNDS; n++) {
+  for (let n = 0; n < PAIRED_ROUNDS; n++) {
     for (const variant of n % 2 === 0 ? variants : [...variants].reverse()) {
-      process.stdout.write(`paired round ${n + 1} of ${ROUNDS}: ${variant.name}…\n`);
+      process.stdout.write(`paired round ${n + 1} of ${PAIRED_ROUNDS}: ${variant.name}…\n`);
       const run = await withTempDir(async (dir) => {
         const host = variant.start(dir);
         await host.hello;

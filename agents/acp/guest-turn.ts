@@ -12,9 +12,9 @@ import {
   type ToolCallContent,
   type ToolKind,
 } from '@agentclientprotocol/sdk';
-import type { Span } from '@opentelemetry/api';
 import { AgentFailure, type TurnContext, type TurnResult } from '../agent.js';
 import { endTool, nameTool, startTool } from '../genai-spans.js';
+import type { RecordedSpan } from '../span-recorder.js';
 import type { Policy } from '../model/approval.js';
 import type { GuestConfig } from './guest-config.js';
 import {
@@ -44,7 +44,7 @@ interface OpenToolCall {
   /** tool.start was sent: once its input is known (a guest may send the call before its input), or asked about, or done. */
   announced: boolean;
   /** Its `execute_tool` span, from its first sight to its result (null: tracing is off). */
-  span: Span | null;
+  span: RecordedSpan | null;
 }
 
 
@@ -93,7 +93,7 @@ export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn:
 async function prompt(config: GuestConfig, live: LiveSession, turn: TurnContext): Promise<PromptResponse> {
   const exitFailure = () => new AgentFailure(live.process.endedFor === null ? 'upstream' : 'resources', `${live.process.describeExit()} during the turn`);
   try {
-    const traced = turn.trace.traceparent === null ? {} : { _meta: { traceparent: turn.trace.traceparent } };
+    const traced = turn.trace.span === null ? {} : { _meta: { traceparent: turn.trace.span.traceparent } };
     const request = live.process.connection.agent.request('session/prompt', { sessionId: live.sessionId, prompt: [{ type: 'text', text: turn.prompt }], ...traced });
     return await untilAborted(request, live.process.gone, exitFailure);
   } catch (err) {

@@ -10,7 +10,7 @@ import { ApiHistories } from './api-history.js';
 import type { ApiMessage } from './history.js';
 import { McpServers, type McpLog } from './mcp.js';
 import { ContextTooLong, CutReply, ModelApi, type ModelReply, type StreamHandlers, type StreamRequest } from './openai-api.js';
-import { endChat, endFailed, startChat, traceparentOf } from '../genai-spans.js';
+import { endChat, startChat } from '../genai-spans.js';
 import { offeredTools, runToolCalls, type ToolSet } from './tools.js';
 import type { Usage } from './streamed-reply.js';
 import { AgentLoadError } from '../loader-error.js';
@@ -137,11 +137,11 @@ class ModelAgent implements Agent {
   private async call(turn: TurnContext, model: string, request: StreamRequest): Promise<ModelReply> {
     const span = startChat(turn.trace, 'openai', model, this.api.server);
     try {
-      const reply = await this.api.stream(span === null ? request : { ...request, traceparent: traceparentOf(span) }, turn.signal, streamHandlers(turn));
+      const reply = await this.api.stream(span === null ? request : { ...request, traceparent: span.traceparent }, turn.signal, streamHandlers(turn));
       endChat(span, { responseModel: reply.model, finishReason: reply.finishReason, usage: reply.usage });
       return reply;
     } catch (err) {
-      if (span !== null) endFailed(span, err instanceof ContextTooLong ? 'context_length_exceeded' : err instanceof AgentFailure ? err.reason : 'upstream');
+      span?.fail(err instanceof ContextTooLong ? 'context_length_exceeded' : err instanceof AgentFailure ? err.reason : 'upstream');
       throw err;
     }
   }

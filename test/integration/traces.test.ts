@@ -213,4 +213,17 @@ describe('traces: OpenTelemetry spans of turns, model calls, tools and questions
     expect(text(host, 'g')).to.include(`00-${second.traceId}-${second.spanId}-01`);
     host.kill('SIGKILL');
   });
+
+  it("OTEL_TRACES_SAMPLER is the SDK's: with parentbased_always_off a turn is recorded only under a client's sampled trace", async () => {
+    const otlp = await receiver();
+    const host = await h.startHost(h.tempDir(), ['--otlp-endpoint', otlp.endpoint], { ...QUICK_EXPORT, OTEL_TRACES_SAMPLER: 'parentbased_always_off' });
+    const alone = await host.turn('s1', 'r1', 'no trace of its own');
+    const client = clientTrace();
+    const traced = await host.turn('s1', 'r2', 'under the client', { trace_context: client.traceparent });
+    const span = await otlp.span((s) => s.traceId === client.traceId);
+    expect(span.attributes['turnhost.turn_id']).to.equal(traced['turn_id']);
+    // Spans leave in the order they ended: the first turn's would have come with or before it.
+    expect(otlp.spans.filter((s) => s.attributes['turnhost.turn_id'] === alone['turn_id'])).to.deep.equal([]);
+    host.kill('SIGKILL');
+  });
 });
