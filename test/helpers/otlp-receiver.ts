@@ -29,6 +29,7 @@ export interface ReceivedSpan {
 
 export interface Export {
   contentType: string;
+  headers: IncomingMessage['headers'];
   body: Buffer;
 }
 
@@ -106,7 +107,7 @@ export class OtlpReceiver {
 
   private handle(req: IncomingMessage, body: Buffer, res: ServerResponse): void {
     const contentType = String(req.headers['content-type'] ?? '');
-    const received: Export = { contentType, body };
+    const received: Export = { contentType, headers: req.headers, body };
     this.exports.push(received);
     this.bodies.offer(received, 'all');
     if (req.method === 'POST' && req.url === '/v1/traces' && contentType === 'application/json') {

@@ -140,13 +140,17 @@ describe('traces: OpenTelemetry spans of turns, model calls, tools and questions
     again.kill('SIGKILL');
   });
 
-  it('the default protocol is http/protobuf, from OTEL_EXPORTER_OTLP_ENDPOINT; a collector that is down costs the turns nothing and is logged once', async () => {
+  it('the default protocol is http/protobuf, from OTEL_EXPORTER_OTLP_ENDPOINT, with OTEL_EXPORTER_OTLP_HEADERS; a collector that is down costs the turns nothing and is logged once', async () => {
     const otlp = await receiver();
-    const proto = await h.startHost(h.tempDir(), [], { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint, OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_SERVICE_NAME: 'team-host' });
+    const headers = 'authorization=Bearer collector-key-5e6f,x-team=blue';
+    const proto = await h.startHost(h.tempDir(), [], { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint, OTEL_EXPORTER_OTLP_HEADERS: headers, OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_SERVICE_NAME: 'team-host', TURNHOST_LOG_LEVEL: 'debug' });
     expect((await proto.turn('s1', 'r1', 'hello')).type).to.equal('turn.end');
     const sent = await otlp.protobufExport();
     expect(sent.body.includes('invoke_agent script')).to.equal(true);
     expect(sent.body.includes('team-host')).to.equal(true);
+    expect(sent.headers).to.include({ authorization: 'Bearer collector-key-5e6f', 'x-team': 'blue' });
+    expect(proto.stderr).to.include('tracing: spans go to an OTLP collector');
+    expect(proto.stderr).to.not.include('collector-key-5e6f');
     proto.kill('SIGKILL');
 
     const down = await receiver();
