@@ -224,7 +224,7 @@ describe('traces: OpenTelemetry spans of turns, model calls, tools and questions
     const alone = await host.turn('s1', 'r1', 'no trace of its own');
     const client = clientTrace();
     const traced = await host.turn('s1', 'r2', 'under the client', { trace_context: client.traceparent });
-    const span = await otlp.span((s) => s.traceId === client.traceId);
+    const span = await otlp.span((s) => s.traceId === client.traceId && s.name === 'invoke_agent script');
     expect(span.attributes['turnhost.turn_id']).to.equal(traced['turn_id']);
     // Spans leave in the order they ended: the first turn's would have come with or before it.
     expect(otlp.spans.filter((s) => s.attributes['turnhost.turn_id'] === alone['turn_id'])).to.deep.equal([]);
