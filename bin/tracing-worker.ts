@@ -37,7 +37,9 @@ const data = workerData as TracingWorkerData;
 const post = (message: FromTracingWorker): void => port.postMessage(message);
 const warn = (message: string): void => post({ type: 'warn', message });
 
-setGlobalErrorHandler((err) => warn(`could not export spans: ${err instanceof Error ? err.message : String(err)}`));
+const exportFailed = (err: unknown): void => warn(`could not export spans: ${err instanceof Error ? err.message : String(err)}`);
+
+setGlobalErrorHandler(exportFailed);
 diag.setLogger({ error: warn, warn, info: () => {}, debug: () => {}, verbose: () => {} }, DiagLogLevel.WARN);
 
 const exporter = await makeExporter();
@@ -61,7 +63,11 @@ port.on('message', (message: ToTracingWorker) => {
     post({ type: 'taken', count: message.spans.length });
     return;
   }
-  void provider.forceFlush().finally(() => post({ type: 'flushed' }));
+  // A failed last export is warned of like any other, and the host is told it may stop either way.
+  void provider
+    .forceFlush()
+    .catch(exportFailed)
+    .finally(() => post({ type: 'flushed' }));
 });
 
 function make(record: SpanRecord): void {
