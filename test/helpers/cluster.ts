@@ -26,8 +26,8 @@ export function clusterForSuite(h: Harness, leaseSecs: number) {
     await h.cleanup();
   });
   return {
-    daemons(url: string, ids: readonly string[]): Promise<Daemon[]> {
-      return Promise.all(ids.map((id) => startDaemon(h, [...nodeArgs(url, id, leaseSecs), '--listen', '127.0.0.1:0'])));
+    daemons(url: string, ids: readonly string[], extra: readonly string[] = []): Promise<Daemon[]> {
+      return Promise.all(ids.map((id) => startDaemon(h, [...nodeArgs(url, id, leaseSecs), '--listen', '127.0.0.1:0', ...extra])));
     },
     async clientOf(daemon: Daemon): Promise<TestClient> {
       const client = await TestClient.connect(daemon);
