@@ -63,6 +63,12 @@ export interface TurnContext {
   /** Stores the guest agent's id for this session, committed before it resolves (AGENT.md §6). */
   keepAgentSession(agentSessionId: string): Promise<void>;
   /**
+   * For a fork with no guest session of its own yet: its source and the source's guest session,
+   * when the fork was made at the source's last turn and the source has not moved since (its
+   * memory is the fork's, PROTOCOL.md §2.2); null otherwise. Read from the store when asked.
+   */
+  forkOrigin(): Promise<{ sid: string; agentSessionId: string } | null>;
+  /**
    * Replaces the history before this turn's prompt with `summary` (a compression during the
    * turn): committed, and the session gets a new session_key. Rejects when it could not be stored.
    */

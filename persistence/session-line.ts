@@ -78,6 +78,17 @@ export const FORK_SQL = `${lineCte('$5')}, span AS (${lastOfTurn('$6')})
   FROM sessions s, span WHERE s.sid = $5 AND s.branch_of IS NULL
   RETURNING parent_upto AS upto, forked_from_turn AS turn_id`;
 
+/**
+ * Where fork `$1` may take its guest's memory from (AGENT.md §6, PROTOCOL.md §2.2): its source's
+ * guest session, when the fork was made at the source's last ended turn and the source has not
+ * moved since (that turn is still its last, none runs, its guest session is kept). No row otherwise.
+ */
+export const FORK_ORIGIN_SQL = `${lineCte('(SELECT forked_from_sid FROM sessions WHERE sid = $1)')}, span AS (${lastOfTurn('NULL')})
+  SELECT src.sid AS sid, src.agent_session_id AS agent_session_id
+  FROM sessions f JOIN sessions src ON src.sid = f.forked_from_sid JOIN span ON span.turn_id = f.forked_from_turn
+  WHERE f.sid = $1 AND src.agent_session_id IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.sid = src.sid AND t.status = 'running')`;
+
 /** The turns of a session's own rows from position `$2` on: what a rewind there supersedes. */
 export const OWN_TURNS_FROM_SQL = 'SELECT turn_id FROM messages WHERE sid = $1 AND seq >= $2 AND turn_id IS NOT NULL GROUP BY turn_id ORDER BY MIN(seq)';
 

@@ -19,6 +19,12 @@ export interface TurnSpan {
   upto: number;
 }
 
+/** A fork's source, whose guest session the fork's guest may fork (FORK_ORIGIN_SQL). */
+export interface ForkOrigin {
+  sid: string;
+  agent_session_id: string;
+}
+
 export interface StoredSession {
   sid: string;
   sessionKey: string;
@@ -117,6 +123,8 @@ export interface Store {
    * fork or a rewind cuts. Null when there is none.
    */
   turnSpan(sid: string, turnId: string | null): Promise<TurnSpan | null>;
+  /** Where fork `sid`'s guest may take its memory from: its source's guest session, if the source has not moved since the fork. */
+  forkOrigin(sid: string): Promise<ForkOrigin | null>;
   /** The session's own turns from position `seq` on, in order: what a rewind there supersedes. */
   ownTurnsFrom(sid: string, seq: number): Promise<string[]>;
   /**

@@ -74,6 +74,10 @@ export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: Ho
       );
       if (failure !== null) throw new Error(failure);
     },
+    async forkOrigin() {
+      const origin = await services.store.forkOrigin(spec.sid);
+      return origin === null ? null : { sid: origin.sid, agentSessionId: origin.agent_session_id };
+    },
     async compressHistory(summary: ChatMessage[]): Promise<void> {
       if (turn.finished) throw new Error('the turn has ended');
       const clean = summary.map(sanitizeMessage);

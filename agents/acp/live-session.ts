@@ -1,6 +1,8 @@
 // A live guest session (AGENT.md §6): one guest process holding one ACP session of one turnhost
 // session. Made live at a turn: the process started, `initialize`, then `session/load` with the
-// stored id when the guest can load, else `session/new` (whose id is committed before any prompt).
+// stored id when the guest can load; for a fork made at its source's last turn, `session/fork` of
+// the source's guest session when the guest can fork (PROTOCOL.md §2.2); else `session/new`. A new
+// id is committed before any prompt.
 // While a turn runs, the guest's updates and questions go to that turn; at other times (a load
 // replaying its transcript) they make nothing.
 import {
@@ -14,6 +16,8 @@ import {
   type RequestPermissionResponse,
   type SessionUpdate,
 } from '@agentclientprotocol/sdk';
+// `session/fork` is unstable in ACP v1: its shapes only; the connection is the stable protocol's.
+import type { ForkSessionRequest, ForkSessionResponse, SessionCapabilities } from '@agentclientprotocol/sdk/unstable';
 import { AgentFailure, type TurnContext } from '../agent.js';
 import { packageVersion } from '../../protocol/package-version.js';
 import type { McpServerConfig } from '../agent-config.js';
@@ -50,8 +54,11 @@ export class LiveSession {
     return this.process.alive;
   }
 
-  /** Makes a session live for its turn, in its sandbox; throws AgentFailure (the process ended) when the guest cannot. */
-  static async open(config: GuestConfig, turn: TurnContext, cwd: string, log: GuestLog, sandbox: AgentSandbox): Promise<LiveSession> {
+  /**
+   * Makes a session live for its turn, in its sandbox; throws AgentFailure (the process ended) when
+   * the guest cannot. `origin`: the source's guest session a fork with none of its own may fork.
+   */
+  static async open(config: GuestConfig, turn: TurnContext, cwd: string, log: GuestLog, sandbox: AgentSandbox, origin: ForkOrigin | null): Promise<LiveSession> {
     let live: LiveSession | null = null;
     const app = client({ name: 'turnhost' })
       .onNotification('session/update', ({ params }) => {
@@ -62,7 +69,7 @@ export class LiveSession {
     const guest = GuestProcess.start(config, cwd, app, log, turn.sid, sandbox);
     const deadline = AbortSignal.timeout(config.startTimeoutMs);
     try {
-      const sessionId = await withinStart(config, guest, deadline, () => startSession(config, guest, turn, cwd));
+      const sessionId = await withinStart(config, guest, deadline, () => startSession(config, guest, turn, cwd, origin));
       live = new LiveSession(turn.sid, guest, sessionId, sandbox);
       return live;
     } catch (err) {
@@ -79,8 +86,10 @@ export class LiveSession {
   }
 }
 
-/** initialize, then load or new: the session id the prompt goes to. */
-async function startSession(config: GuestConfig, guest: GuestProcess, turn: TurnContext, cwd: string): Promise<string> {
+export type ForkOrigin = NonNullable<Awaited<ReturnType<TurnContext['forkOrigin']>>>;
+
+/** initialize, then load, fork or new: the session id the prompt goes to. */
+async function startSession(config: GuestConfig, guest: GuestProcess, turn: TurnContext, cwd: string, origin: ForkOrigin | null): Promise<string> {
   const agent = guest.connection.agent;
   const init = await agent.request('initialize', {
     protocolVersion: PROTOCOL_VERSION,
@@ -101,9 +110,18 @@ async function startSession(config: GuestConfig, guest: GuestProcess, turn: Turn
       // Its memory is not where this guest keeps it (another node's folder, a cleared one): start anew, and say so.
       turn.emit({ type: 'status.update', kind: 'context', text: `the agent could not load its session (${err.message}): it starts without its memory of the ${turn.history.length} earlier messages` });
     }
+  } else if (stored === null && origin !== null && canFork(init.agentCapabilities?.sessionCapabilities)) {
+    try {
+      const request: ForkSessionRequest = { sessionId: origin.agentSessionId, cwd, mcpServers };
+      const forked = await agent.request<ForkSessionResponse>('session/fork', request);
+      await turn.keepAgentSession(forked.sessionId);
+      return forked.sessionId;
+    } catch (err) {
+      if (!(err instanceof RequestError)) throw err;
+      turn.emit({ type: 'status.update', kind: 'context', text: `the agent could not fork the session of ${origin.sid} (${err.message}): it starts without its memory of the ${turn.history.length} earlier messages` });
+    }
   } else if (turn.history.length > 0) {
-    const why = stored === null ? 'it has no session of this conversation' : 'it cannot load a session';
-    turn.emit({ type: 'status.update', kind: 'context', text: `the agent starts without its memory of the ${turn.history.length} earlier messages: ${why}` });
+    turn.emit({ type: 'status.update', kind: 'context', text: `the agent starts without its memory of the ${turn.history.length} earlier messages: ${noMemoryReason(stored, origin)}` });
   }
   let created;
   try {
@@ -115,6 +133,18 @@ async function startSession(config: GuestConfig, guest: GuestProcess, turn: Turn
   // Committed before the first prompt: a crash after it loads this session, never a lost one.
   await turn.keepAgentSession(created.sessionId);
   return created.sessionId;
+}
+
+/** Whether the guest declared `sessionCapabilities.fork` (unstable in ACP v1). */
+function canFork(capabilities: SessionCapabilities | null | undefined): boolean {
+  return capabilities?.fork !== undefined && capabilities.fork !== null;
+}
+
+/** Why a guest that neither loads nor forks starts without the history's memory, for the person who sees it. */
+function noMemoryReason(stored: string | null, origin: ForkOrigin | null): string {
+  if (stored !== null) return 'it cannot load a session';
+  if (origin !== null) return 'it cannot fork a session';
+  return 'it has no session of this branch of the conversation (a new session, a fork before its source\'s last turn, or a rewind)';
 }
 
 /** The start's steps within start_timeout_s, and a guest that exits or errs during them, as one clear failure. */

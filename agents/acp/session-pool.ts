@@ -31,7 +31,10 @@ export class SessionPool {
       session = undefined;
     }
     if (session === undefined) {
-      session = await LiveSession.open(this.config, turn, cwd, this.log, await this.sandboxes.open(turn.sid, cwd));
+      // A fork's guest takes its source's memory: what the source's guest keeps in its home comes along.
+      const origin = turn.agentSessionId === null ? await turn.forkOrigin() : null;
+      if (origin !== null) await this.sandboxes.seedHome(turn.sid, origin.sid);
+      session = await LiveSession.open(this.config, turn, cwd, this.log, await this.sandboxes.open(turn.sid, cwd), origin);
       this.log.info({ sid: turn.sid, pid: session.process.pid, acp_session: session.sessionId }, 'guest session live');
     }
     this.live.delete(turn.sid);

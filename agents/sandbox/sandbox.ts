@@ -4,6 +4,7 @@
 // but each still dies with the host (a parent-death signal): no agent process outlives its host.
 import { randomBytes, createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { cp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SandboxStatus } from '../../protocol/outbound.js';
@@ -69,6 +70,19 @@ export class Sandboxes {
       return new Sandboxes(config, { mode: 'off', mechanism: null }, log);
     }
     return new Sandboxes(config, { mode: 'required', mechanism: await sandboxMechanism() }, log);
+  }
+
+  /**
+   * A fork's home starts as a copy of its source's (PROTOCOL.md §2.2: a guest's memory comes along
+   * with a fork at the source's last turn). Only a home not made yet: never over one in use. Links
+   * are copied as links, never followed (they name places inside the source's sandbox).
+   */
+  async seedHome(name: string, from: string): Promise<void> {
+    if (this.config.mode !== 'required') return;
+    const home = join(this.config.home, 'agent-homes', folderName(name));
+    const source = join(this.config.home, 'agent-homes', folderName(from));
+    if (existsSync(home) || !existsSync(source)) return;
+    await cp(source, home, { recursive: true, verbatimSymlinks: true, errorOnExist: false, force: false, preserveTimestamps: true });
   }
 
   /**

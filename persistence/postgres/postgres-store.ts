@@ -33,12 +33,13 @@ import {
   type StoreHealth,
   type StoredSession,
   type StoredTurnStatus,
+  type ForkOrigin,
   type TurnSpan,
   type Takeover,
   type Work,
 } from '../store.js';
 import { checkBudget, ROLL_UP_LOST_SQL, ROLL_UP_SESSION_LOST_SQL, type BudgetExceeded } from '../ledger.js';
-import { lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL, TURN_SPAN_SQL } from '../session-line.js';
+import { FORK_ORIGIN_SQL, lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL, TURN_SPAN_SQL } from '../session-line.js';
 import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, type SubmitRow } from '../store-writer.js';
 import { clientConfig, described, IDLE_IN_TRANSACTION_MS, isConnectionError, readPool } from './connection.js';
 import { PostgresWriter, type PendingStatement } from './postgres-writer.js';
@@ -440,6 +441,10 @@ export class PostgresStore implements Store {
 
   async turnSpan(sid: string, turnId: string | null): Promise<TurnSpan | null> {
     return (await this.read<TurnSpan>(TURN_SPAN_SQL, [sid, turnId]))[0] ?? null;
+  }
+
+  async forkOrigin(sid: string): Promise<ForkOrigin | null> {
+    return (await this.read<ForkOrigin>(FORK_ORIGIN_SQL, [sid]))[0] ?? null;
   }
 
   async ownTurnsFrom(sid: string, seq: number): Promise<string[]> {

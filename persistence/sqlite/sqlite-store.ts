@@ -27,11 +27,12 @@ import {
   type StoreHealth,
   type StoredSession,
   type StoredTurnStatus,
+  type ForkOrigin,
   type TurnSpan,
   type Work,
 } from '../store.js';
 import { checkBudget, ROLL_UP_LOST_SQL, type BudgetExceeded, type NumberedQuery } from '../ledger.js';
-import { lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL, TURN_SPAN_SQL } from '../session-line.js';
+import { FORK_ORIGIN_SQL, lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL, TURN_SPAN_SQL } from '../session-line.js';
 import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, type SubmitRow } from '../store-writer.js';
 import { GroupGathering } from '../group-gathering.js';
 import { migrate } from './schema.js';
@@ -208,6 +209,10 @@ export class SqliteStore implements Store {
 
   async turnSpan(sid: string, turnId: string | null): Promise<TurnSpan | null> {
     return (this.selectTurnSpan.get({ 1: sid, 2: turnId }) as TurnSpan | undefined) ?? null;
+  }
+
+  async forkOrigin(sid: string): Promise<ForkOrigin | null> {
+    return (this.db.prepare(FORK_ORIGIN_SQL).get({ 1: sid }) as ForkOrigin | undefined) ?? null;
   }
 
   async ownTurnsFrom(sid: string, seq: number): Promise<string[]> {

@@ -334,6 +334,40 @@ describe('guest agents over ACP (--agent acp, AGENT.md §6): a guest written wit
     expect(replyOf(fresh)).to.equal('seen: memory');
   });
 
+  it("a fork at its source's last turn forks the guest's session (ACP session/fork: its memory comes along, in its own home); a fork at an earlier turn, or after the source moved on, starts anew and says so", async () => {
+    const scene = guestScene(h, 'ts', ['--fork']);
+    const { daemon, client } = await daemonFor(scene);
+    await client.call('session.create', { session_id: 'src' });
+    await run(client, 'src', 'one');
+    await run(client, 'src', 'two');
+    const fork = async (sid: string, at?: string) => client.call('session.fork', { session_id: 'src', new_session_id: sid, ...(at === undefined ? {} : { at_turn_id: at }) });
+    const contextOf = (events: readonly EventParams[]) => events.filter((e) => e.type === 'status.update' && e.payload['kind'] === 'context').map((e) => String(e.payload['text']));
+
+    await fork('last');
+    const forked = await run(client, 'last', 'memory');
+    expect(replyOf(forked), 'the guest forked the source session').to.equal('seen: one | two | memory');
+    expect(contextOf(forked)).to.deep.equal([]);
+    expect(replyOf(await run(client, 'src', 'memory')), 'the source goes on with its own memory').to.equal('seen: one | two | memory');
+
+    const { messages } = await client.call<{ messages: { turn_id: string | null }[] }>('session.history', { session_id: 'src' });
+    await fork('early', messages[0]!.turn_id!);
+    const early = await run(client, 'early', 'memory');
+    expect(replyOf(early)).to.equal('seen: memory');
+    expect(contextOf(early)).to.have.length(1);
+    expect(contextOf(early)[0]).to.match(/starts without its memory of the 2 earlier messages: it has no session of this branch/);
+
+    await fork('stale');
+    await run(client, 'src', 'three');
+    const stale = await run(client, 'stale', 'memory');
+    expect(replyOf(stale), 'the source moved on after the fork: its guest session is not the fork\'s line').to.equal('seen: memory');
+    expect(contextOf(stale)).to.have.length(1);
+
+    // The fork's guest session is its own, kept with it: loaded again after kill -9 of the host.
+    process.kill(await hostPid(client), 'SIGKILL');
+    await hostReady(daemon, 2);
+    expect(replyOf(await run(client, 'last', 'memory'))).to.equal('seen: one | two | memory | memory');
+  });
+
   it('the Python example (standard library only): a reply, a command run with permission in the session folder, its memory after kill -9', async () => {
     const scene = guestScene(h, 'python');
     const { daemon, client } = await daemonFor(scene);

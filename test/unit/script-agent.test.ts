@@ -23,6 +23,7 @@ function turn(prompt: string, answers: Record<string, unknown> = {}) {
     reportUsage: () => {},
     trace: UNTRACED,
     keepAgentSession: async () => {},
+    forkOrigin: async () => null,
     compressHistory: async () => {},
     takeSteering: () => steering.splice(0),
     steeringArrival: async () => {},
