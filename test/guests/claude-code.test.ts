@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EventParams } from '../../client/rpc-connection.js';
-import { claudeScene, conversationText, type ClaudeScene } from '../helpers/claude-code.js';
+import { CLAUDE_AGENT_ACP, claudeScene, conversationText, type ClaudeScene } from '../helpers/claude-code.js';
 import { hostPid, hostReady, startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
 import { Editor } from '../helpers/editor.js';
 import { filesUnder } from '../helpers/files.js';
@@ -25,8 +25,8 @@ describe('Claude Code as a guest agent (claude-code-acp, a fake Anthropic API)',
     await Promise.all(scenes.splice(0).map((scene) => scene.fake.close()));
   });
 
-  async function start(top: Record<string, unknown> = {}): Promise<{ scene: ClaudeScene; daemon: Daemon; client: TestClient }> {
-    const scene = await claudeScene(h, top);
+  async function start(top: Record<string, unknown> = {}, command?: string): Promise<{ scene: ClaudeScene; daemon: Daemon; client: TestClient }> {
+    const scene = await claudeScene(h, top, command);
     scenes.push(scene);
     const daemon = await startDaemon(h, scene.args, { ANTHROPIC_API_KEY: API_KEY }, scene.home);
     const client = await TestClient.connect(daemon);
@@ -117,6 +117,41 @@ describe('Claude Code as a guest agent (claude-code-acp, a fake Anthropic API)',
     expect(reply(await run(client, 'which words?'))).to.equal('Hello from Claude');
     const request = scene.fake.conversations.slice(asked).find((body) => conversationText(body).includes('which words?'))!;
     expect(conversationText(request)).to.include('PELICAN').and.include('OTTER');
+  });
+
+  it("a fork at the last turn forks Claude's own session (claude-agent-acp 0.23.1, ACP session/fork) when it works in the source's folder; in a new folder Claude Code cannot find it, and the fork says so", async () => {
+    const { scene, client } = await start({}, CLAUDE_AGENT_ACP);
+    await run(client, 'remember the word PELICAN');
+    await scene.transcriptHas('PELICAN', 10_000);
+
+    /** Forks `cc` as `sid` and runs one turn there: its events, and what the model was sent. */
+    const forkAndAsk = async (sid: string, fork: Record<string, unknown>): Promise<{ events: EventParams[]; sent: string }> => {
+      await client.call('session.fork', { session_id: 'cc', new_session_id: sid, ...fork });
+      const asked = scene.fake.conversations.length;
+      const text = `${sid} asks: which word?`;
+      const { turn_id } = await client.call<{ turn_id: string }>('prompt.submit', { session_id: sid, text });
+      await client.until(() => client.events.some((e) => (e.type === 'turn.end' || e.type === 'turn.error') && e.payload['turn_id'] === turn_id), `${sid}'s turn`, TURN_MS);
+      const request = scene.fake.conversations.slice(asked).find((body) => conversationText(body).includes(text))!;
+      return { events: client.events.filter((e) => e.session_id === sid), sent: conversationText(request) };
+    };
+    const contexts = (events: readonly EventParams[]) => events.filter((e) => e.type === 'status.update' && e.payload['kind'] === 'context').map((e) => String(e.payload['text']));
+
+    // Claude Code keeps a session's transcript under its folder's name: the same folder, its memory.
+    const here = await forkAndAsk('fk', { cwd: scene.work });
+    expect(contexts(here.events), 'no memory lost').to.deep.equal([]);
+    expect(reply(here.events)).to.equal('Hello from Claude');
+    expect(here.sent, "the fork's guest remembers its source's turn").to.include('PELICAN');
+
+    const elsewhere = await forkAndAsk('fk-new', {});
+    expect(contexts(elsewhere.events)).to.have.length(1);
+    expect(contexts(elsewhere.events)[0]).to.match(/could not fork the session of cc .*: it starts without its memory of the 2 earlier messages/);
+    expect(reply(elsewhere.events)).to.equal('Hello from Claude');
+    expect(elsewhere.sent).to.not.include('PELICAN');
+
+    const next = scene.fake.conversations.length;
+    await run(client, 'the source asks again');
+    const sourceRequest = scene.fake.conversations.slice(next).find((body) => conversationText(body).includes('the source asks again'))!;
+    expect(conversationText(sourceRequest), 'the source goes on with its own memory').to.include('PELICAN').and.not.include('asks: which word');
   });
 
   for (const mode of ['required', 'off'] as const) {

@@ -13,6 +13,8 @@ import { FakeAnthropic, type AnthropicReply, type MessagesBody } from './fake-an
 import { Harness, processesWhere, REPO_ROOT } from './processes.js';
 
 export const CLAUDE_CODE_ACP = join(REPO_ROOT, 'node_modules', '.bin', 'claude-code-acp');
+/** Its renamed successor (0.23.1), the one the fork test pins (PROTOCOL.md §2.2: ACP session/fork). */
+export const CLAUDE_AGENT_ACP = join(REPO_ROOT, 'node_modules', '.bin', 'claude-agent-acp');
 
 export interface ClaudeScene {
   fake: FakeAnthropic;
@@ -31,8 +33,11 @@ export interface ClaudeScene {
   transcriptHas(text: string, ms: number): Promise<void>;
 }
 
-/** `top` goes at the top of the agent config; with `sandbox: {mode: "off"}`, Claude Code's HOME is a folder of the scene's. */
-export async function claudeScene(h: Harness, top: Record<string, unknown> = {}): Promise<ClaudeScene> {
+/**
+ * `top` goes at the top of the agent config; with `sandbox: {mode: "off"}`, Claude Code's HOME is a
+ * folder of the scene's. `command`: the ACP adapter (claude-code-acp unless named).
+ */
+export async function claudeScene(h: Harness, top: Record<string, unknown> = {}, command = CLAUDE_CODE_ACP): Promise<ClaudeScene> {
   const fake = await FakeAnthropic.start();
   fake.fallback = modelBehaviour;
   const dir = h.tempDir('turnhost-claude-');
@@ -48,7 +53,7 @@ export async function claudeScene(h: Harness, top: Record<string, unknown> = {})
     JSON.stringify({
       ...top,
       acp: {
-        command: CLAUDE_CODE_ACP,
+        command,
         env: {
           ...(unsandboxed ? { HOME: join(dir, 'claude-home') } : {}),
           ANTHROPIC_BASE_URL: fake.baseUrl,
