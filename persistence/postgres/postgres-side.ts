@@ -1,9 +1,9 @@
 // The side store of a PostgreSQL store (persistence/side-store.ts): the schema brought up to date
 // once, then a small pool of its own.
 import pg from 'pg';
-import type { ForkMade, SideStore } from '../side-store.js';
+import type { ForkMade, ForkRequest, SideStore } from '../side-store.js';
 import { SqlLedger } from '../ledger.js';
-import { FORK_SQL } from '../session-line.js';
+import { FORK_LOCK_SQL, FORK_SQL } from '../session-line.js';
 import type { StoreLocation } from '../store-location.js';
 import { clientConfig, described, readPool } from './connection.js';
 import { PostgresOutbox } from './postgres-outbox.js';
@@ -33,12 +33,37 @@ export async function openPostgresSide(location: Extract<StoreLocation, { kind: 
     }
   };
   return {
-    fork: async (request, now = Date.now()) =>
-      (await query<ForkMade>(FORK_SQL, [request.sid, request.sessionKey, request.cwd, now, request.source, request.atTurnId])).rows[0] ?? null,
+    fork: (request, now = Date.now()) => forkHeld(pool, request, now),
     people: new PostgresPeople(query),
     schedules: new PostgresSchedules(query),
     outbox: new PostgresOutbox(query),
     ledger: new SqlLedger(async <R>(text: string, values: readonly unknown[]) => (await query(text, [...values])).rows as R[]),
     close: () => pool.end(),
   };
+}
+
+/**
+ * A fork in a transaction that holds the source's row before its statement reads the line: a
+ * rewind of the source commits wholly before it or after it (REWIND_SQL.holdSession), never while
+ * it reads rows the rewind moves.
+ */
+async function forkHeld(pool: pg.Pool, request: ForkRequest, now: number): Promise<ForkMade | null> {
+  const client = await pool.connect().catch((err: Error) => {
+    throw described(err);
+  });
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    await client.query(FORK_LOCK_SQL, [request.source]);
+    const made = await client.query<ForkMade>(FORK_SQL, [request.sid, request.sessionKey, request.cwd, now, request.source, request.atTurnId]);
+    await client.query('COMMIT');
+    return made.rows[0] ?? null;
+  } catch (err) {
+    broken = err as Error;
+    await client.query('ROLLBACK').catch(() => {});
+    throw described(broken);
+  } finally {
+    // A connection whose transaction failed is not given back to the pool: its state is unknown.
+    client.release(broken);
+  }
 }

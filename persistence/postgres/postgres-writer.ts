@@ -72,6 +72,7 @@ const SID_PARAM: Partial<Record<StatementName, number>> = {
   updateSubmit: 1,
   deleteOldestSubmit: 0,
   insertWebhook: 0,
+  holdSession: 0,
   insertBranch: 2,
   moveRows: 1,
   repointForks: 1,

@@ -106,6 +106,36 @@ describe('branches: fork, rewind, retry, edit (real daemon, real host, SQLite)',
     expect((await history(client, 'r')).filter((m) => m.superseded)).to.deep.equal([]);
   });
 
+  it('a fork and a rewind of its source at the same moment: each fork that is made has its whole line, whichever commits first (24 pairs)', async () => {
+    const daemon = await startDaemon(h, HISTORY_AGENT);
+    const client = await TestClient.connect(daemon);
+    const sids = Array.from({ length: 24 }, (_, i) => `race-${i}`);
+    const turnsOf = await Promise.all(
+      sids.map(async (sid) => {
+        await client.call('session.create', { session_id: sid });
+        const turns = [];
+        for (const text of ['one', 'two', 'three']) turns.push(await turn(client, sid, text));
+        return turns;
+      }),
+    );
+    const before = await Promise.all(sids.map(async (sid) => lines(await history(client, sid)).slice(0, 4)));
+    // The fork is made by the daemon's own connection, the rewind by the host's: two writers at once.
+    const forks = await Promise.all(
+      sids.map(async (sid, i) => {
+        const [forked] = await Promise.allSettled([
+          client.call('session.fork', { session_id: sid, at_turn_id: turnsOf[i]![1], new_session_id: `${sid}-f` }),
+          client.call('session.rewind', { session_id: sid, to_turn_id: turnsOf[i]![0] }),
+        ]);
+        return forked.status === 'fulfilled';
+      }),
+    );
+    for (const [i, sid] of sids.entries()) {
+      expect(lines(await history(client, sid)), sid).to.deep.equal(before[i]!.slice(0, 2));
+      if (!forks[i]) continue;
+      expect(lines(await history(client, `${sid}-f`)), `the fork of ${sid}`).to.deep.equal(before[i]);
+    }
+  });
+
   it('rewind, retry and edit supersede without deleting: the agent no longer sees what they left, history --all shows every path, the fork keeps its line; the same after a restart', async () => {
     const { daemon, client, turns } = await threeTurns();
     await client.call('session.fork', { session_id: 'a', at_turn_id: turns[2], new_session_id: 'f' });
