@@ -29,7 +29,7 @@ export interface SchedulerOptions {
   /** This node's name in a claim. */
   node: string;
   log: Logger;
-  /** Between a fire's submit and its schedule's advance: where a test stops the daemon (bin/stop-points.ts). */
+  /** Between a fire's submit and its schedule's advance: where a test stops the daemon (actors/stop-points.ts). */
   submitted?(): void;
 }
 

@@ -9,6 +9,10 @@ import { branchId } from '../../persistence/session-line.js';
 import type { ControlRequest, RewindPoint } from './routes.js';
 import { historyMeta, rowSaved, sessionRow, setOverrides, type SessionState } from './session-state.js';
 import type { SessionEnv } from './session-turn.js';
+import { stopPoint } from '../stop-points.js';
+
+/** Inside a rewind's transaction, its rows moved: where a test kills the host to show the rewind is all or nothing. */
+const STOP_MID_REWIND = stopPoint('rewind-rows-moved');
 
 interface HistoryChange {
   history: ChatMessage[];
@@ -128,6 +132,7 @@ async function rewindTo(s: SessionState, keep: number, by: string | null, env: S
   const next: SessionState = { ...s, messageCount: keep, historyVersion: s.historyVersion + 1 };
   await store.commit((w) => {
     w.rewind(s.sid, keep, branchId(s.sid, next.historyVersion), { by });
+    STOP_MID_REWIND?.();
     w.saveSession(sessionRow(next, bootId));
     if (s.agentSessionId !== null) w.setAgentSession(s.sid, null);
   });

@@ -4,12 +4,12 @@
 // it was given); `history --all`; the fork's line unchanged by a rewind of its source, even into
 // the prefix they share; all of it the same after the daemon restarts.
 import { expect } from 'chai';
-import { startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
+import { hostPid, hostReady, startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
 import { HttpAgent } from '@ag-ui/client';
 import { connect } from '../../client/index.js';
 import { Editor } from '../helpers/editor.js';
 import { httpRequest } from '../helpers/http.js';
-import { Harness } from '../helpers/processes.js';
+import { Harness, stoppedWithin } from '../helpers/processes.js';
 import { RpcError } from '../../protocol/client-rpc.js';
 
 const HISTORY_AGENT = ['--agent', 'test/fixtures/history-agent.mjs'];
@@ -192,6 +192,39 @@ describe('branches: fork, rewind, retry, edit (real daemon, real host, SQLite)',
     expect(cli.code, cli.stderr).to.equal(0);
     expect(cli.stdout).to.include('superseded');
     after.close();
+  });
+
+  it('a fork and a rewind acknowledged survive kill -9 of the host right after; a host killed inside a rewind\'s transaction leaves the old line whole', async () => {
+    const { daemon, client, turns } = await threeTurns();
+    const whole = lines(await history(client, 'a'));
+    await client.call('session.fork', { session_id: 'a', at_turn_id: turns[1], new_session_id: 'f' });
+    await client.call('session.rewind', { session_id: 'a', to_turn_id: turns[0] });
+    process.kill(await hostPid(client), 'SIGKILL');
+    await hostReady(daemon, 2);
+    expect(lines(await history(client, 'a'))).to.deep.equal(whole.slice(0, 2));
+    expect(lines(await history(client, 'a', true))).to.deep.equal([...whole.slice(0, 2), ...whole.slice(2).map((line) => `~${line}`)]);
+    expect(lines(await history(client, 'f'))).to.deep.equal(whole.slice(0, 4));
+    client.close();
+
+    // The host stops itself inside the rewind's transaction (TURNHOST_STOP_AT), its rows moved, and is killed there.
+    const stopping = await startDaemon(h, HISTORY_AGENT, { TURNHOST_STOP_AT: 'rewind-rows-moved' });
+    const other = await TestClient.connect(stopping);
+    await other.call('session.create', { session_id: 'b' });
+    const ids = [];
+    for (const text of ['one', 'two', 'three']) ids.push(await turn(other, 'b', text));
+    const before = lines(await history(other, 'b'));
+    const host = await hostPid(other);
+    const rewind = other.call('session.rewind', { session_id: 'b', to_turn_id: ids[0] }).then(
+      () => 'answered',
+      () => 'failed',
+    );
+    expect(await stoppedWithin(host, 10_000), 'the host stopped inside the rewind').to.equal(true);
+    process.kill(host, 'SIGKILL');
+    expect(await rewind, 'a rewind that did not commit is not acknowledged').to.equal('failed');
+    await hostReady(stopping, 2);
+    expect(lines(await history(other, 'b'))).to.deep.equal(before);
+    expect((await history(other, 'b', true)).filter((m) => m.superseded)).to.deep.equal([]);
+    other.close();
   });
 
   it('slash.retry and prompt.submit.truncate keep what they drop (superseded), and the agent sees what it did before', async () => {
