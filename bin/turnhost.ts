@@ -409,6 +409,7 @@ program
   .argument('<id>', 'the session to fork')
   .option('--at <turn>', 'the turn to fork at (default: the last that ended)')
   .option('--as <new-id>', "the new session's id (default: made up)")
+  .option('--cwd <dir>', "the new session's folder (default: a new workspace); a guest that keeps its memory by folder needs its source's")
   .option('--json', 'print the result as JSON')
   .addOption(homeOption())
   .action((id: string, opts) => run('fork', async () => (await import('./commands/branches.js')).forkCommand(homeFrom(opts.home), id, opts)));

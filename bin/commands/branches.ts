@@ -1,10 +1,32 @@
 // `turnhost fork`, `rewind` and `retry` (PROTOCOL.md §2.2), through the running daemon: a session's
 // history branches, and nothing is deleted. `turnhost history --all` shows every path.
+import { resolve } from 'node:path';
+import type { RpcClient } from '../../client/rpc-connection.js';
+import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
 import { withDaemon } from '../daemon-client.js';
+import { EXIT_UNKNOWN_SESSION } from './sessions.js';
 
-export async function forkCommand(home: string, sid: string, options: { at?: string; as?: string; json?: boolean }): Promise<number> {
-  const params = { session_id: sid, ...(options.at === undefined ? {} : { at_turn_id: options.at }), ...(options.as === undefined ? {} : { new_session_id: options.as }) };
-  return withDaemon(home, 'fork', async (client) => {
+/** withDaemon, where an unknown session exits 4 as `history` does; any other refusal exits 1 with its message. */
+function onSession(home: string, name: string, body: (client: RpcClient) => Promise<number>): Promise<number> {
+  return withDaemon(home, name, async (client) => {
+    try {
+      return await body(client);
+    } catch (err) {
+      if (!(err instanceof RpcError) || err.code !== ErrorCodes.sessionNotFound) throw err;
+      process.stderr.write(`turnhost ${name}: ${err.message}\n`);
+      return EXIT_UNKNOWN_SESSION;
+    }
+  });
+}
+
+export async function forkCommand(home: string, sid: string, options: { at?: string; as?: string; cwd?: string; json?: boolean }): Promise<number> {
+  const params = {
+    session_id: sid,
+    ...(options.at === undefined ? {} : { at_turn_id: options.at }),
+    ...(options.as === undefined ? {} : { new_session_id: options.as }),
+    ...(options.cwd === undefined ? {} : { cwd: resolve(options.cwd) }),
+  };
+  return onSession(home, 'fork', async (client) => {
     const made = await client.call<{ session_id: string; forked_from: { session_id: string; turn_id: string } }>('session.fork', params);
     process.stdout.write(options.json ? `${JSON.stringify(made)}\n` : `${made.session_id} (forked from ${made.forked_from.session_id} at ${made.forked_from.turn_id})\n`);
     return 0;
@@ -14,7 +36,7 @@ export async function forkCommand(home: string, sid: string, options: { at?: str
 export async function rewindCommand(home: string, sid: string, options: { to: string }): Promise<number> {
   // `--to start`: before the first turn.
   const to = options.to === 'start' ? null : options.to;
-  return withDaemon(home, 'rewind', async (client) => {
+  return onSession(home, 'rewind', async (client) => {
     const rewound = await client.call<{ superseded: string[] }>('session.rewind', { session_id: sid, to_turn_id: to });
     process.stdout.write(`${sid}: ${rewound.superseded.length} turn(s) superseded${rewound.superseded.length === 0 ? '' : `: ${rewound.superseded.join(', ')}`}\n`);
     return 0;
@@ -22,7 +44,7 @@ export async function rewindCommand(home: string, sid: string, options: { to: st
 }
 
 export async function retryCommand(home: string, sid: string): Promise<number> {
-  return withDaemon(home, 'retry', async (client) => {
+  return onSession(home, 'retry', async (client) => {
     const submitted = await client.call<{ turn_id: string; status: string }>('session.retry', { session_id: sid });
     process.stdout.write(`${sid}: ${submitted.turn_id} (${submitted.status})\n`);
     return 0;

@@ -11,6 +11,7 @@ import { Editor } from '../helpers/editor.js';
 import { httpRequest } from '../helpers/http.js';
 import { Harness, stoppedWithin } from '../helpers/processes.js';
 import { RpcError } from '../../protocol/client-rpc.js';
+import { storeRows } from '../helpers/test-store.js';
 
 const HISTORY_AGENT = ['--agent', 'test/fixtures/history-agent.mjs'];
 
@@ -225,6 +226,37 @@ describe('branches: fork, rewind, retry, edit (real daemon, real host, SQLite)',
     expect(lines(await history(other, 'b'))).to.deep.equal(before);
     expect((await history(other, 'b', true)).filter((m) => m.superseded)).to.deep.equal([]);
     other.close();
+  });
+
+  it('the CLI: turnhost fork (--at, --as, --cwd, --json), rewind, retry, with their exit codes', async () => {
+    const { daemon, client, turns } = await threeTurns();
+    const cli = (...args: string[]) => h.runCli([...args, '--home', daemon.home]);
+    const folder = h.tempDir('turnhost-fork-folder-');
+    const forked = await cli('fork', 'a', '--at', turns[1]!, '--as', 'f2', '--cwd', folder);
+    expect(forked.code, forked.stderr).to.equal(0);
+    expect(forked.stdout).to.equal(`f2 (forked from a at ${turns[1]})\n`);
+    expect(await storeRows(daemon.home, "SELECT cwd FROM sessions WHERE sid = 'f2'")).to.deep.equal([{ cwd: folder }]);
+    expect(lines(await history(client, 'f2'))).to.have.length(4);
+    const asJson = await cli('fork', 'a', '--json');
+    expect(JSON.parse(asJson.stdout)).to.deep.include({ forked_from: { session_id: 'a', turn_id: turns[2] } });
+
+    const rewound = await cli('rewind', 'a', '--to', turns[0]!);
+    expect(rewound.code, rewound.stderr).to.equal(0);
+    expect(rewound.stdout).to.equal(`a: 2 turn(s) superseded: ${turns[1]}, ${turns[2]}\n`);
+    const retried = await cli('retry', 'a');
+    expect(retried.code, retried.stderr).to.equal(0);
+    const retryTurn = /^a: (\S+) \(/.exec(retried.stdout)?.[1];
+    await client.nextEvent('turn.end', 'a', (e) => e.payload['turn_id'] === retryTurn);
+    expect(lines(await history(client, 'a'))).to.deep.equal(['user: one', 'assistant: seen 0; last: none']);
+
+    expect((await cli('fork', 'a', '--at', 'turn-none')).code, 'an unknown turn').to.equal(1);
+    expect((await cli('fork', 'a', '--as', 'f2')).code, 'a taken id').to.equal(1);
+    expect((await cli('fork', 'nobody')).code, 'an unknown session').to.equal(4);
+    expect((await cli('rewind', 'nobody', '--to', 'start')).code).to.equal(4);
+    client.close();
+    expect((await cli('stop')).code).to.equal(0);
+    await daemon.process.waitExit(15_000);
+    expect((await cli('fork', 'a')).code, 'no daemon').to.equal(3);
   });
 
   it('slash.retry and prompt.submit.truncate keep what they drop (superseded), and the agent sees what it did before', async () => {
