@@ -166,6 +166,21 @@ describe('traces: OpenTelemetry spans of turns, model calls, tools and questions
     expect(host.stderr.match(/tracing: could not export spans/g)).to.have.length(1);
   });
 
+  it('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as it is, and wins over OTEL_EXPORTER_OTLP_ENDPOINT', async () => {
+    const traces = await receiver();
+    const general = await receiver();
+    const host = await h.startHost(h.tempDir(), [], {
+      ...QUICK_EXPORT,
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${traces.endpoint}/v1/traces`,
+      OTEL_EXPORTER_OTLP_ENDPOINT: general.endpoint,
+    });
+    expect((await host.turn('s1', 'r1', 'hello')).type).to.equal('turn.end');
+    const span = await traces.span((s) => s.name === 'invoke_agent script');
+    expect(span.attributes).to.include({ 'gen_ai.conversation.id': 's1' });
+    expect(general.exports, 'the general endpoint got nothing').to.deep.equal([]);
+    host.kill('SIGKILL');
+  });
+
   it("the traceparent header parents the turn's span on REST and AG-UI (through the daemon); a traceparent that is not W3C's is dropped, and the turn runs", async () => {
     const otlp = await receiver();
     const token = 'trace-test-token-0123456789abcdef';
