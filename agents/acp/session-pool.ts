@@ -5,7 +5,7 @@
 import type { TurnContext } from '../agent.js';
 import type { GuestConfig } from './guest-config.js';
 import type { GuestLog } from './guest-process.js';
-import { LiveSession } from './live-session.js';
+import { LiveSession, type ForkOrigin } from './live-session.js';
 import type { Sandboxes } from '../sandbox/sandbox.js';
 
 export class SessionPool {
@@ -31,9 +31,7 @@ export class SessionPool {
       session = undefined;
     }
     if (session === undefined) {
-      // A fork's guest takes its source's memory: what the source's guest keeps in its home comes along.
-      const origin = turn.agentSessionId === null ? await turn.forkOrigin() : null;
-      if (origin !== null) await this.sandboxes.seedHome(turn.sid, origin.sid);
+      const origin = await this.forkMemory(turn);
       session = await LiveSession.open(this.config, turn, cwd, this.log, await this.sandboxes.open(turn.sid, cwd), origin);
       this.log.info({ sid: turn.sid, pid: session.process.pid, acp_session: session.sessionId }, 'guest session live');
     }
@@ -78,6 +76,22 @@ export class SessionPool {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.live.keys()].map((sid) => this.release(sid)));
+  }
+
+  /**
+   * A fork's guest takes its source's memory (PROTOCOL.md §2.2): what the source's guest keeps in
+   * its home is copied to the fork's, and the source is asked again after the copy. A source that
+   * ran a turn meanwhile may have written part of it into the copy: then the copy goes, and the
+   * fork's guest starts anew.
+   */
+  private async forkMemory(turn: TurnContext): Promise<ForkOrigin | null> {
+    if (turn.agentSessionId !== null) return null;
+    const origin = await turn.forkOrigin();
+    if (origin === null) return null;
+    const seeded = await this.sandboxes.seedHome(turn.sid, origin.sid);
+    if ((await turn.forkOrigin())?.agentSessionId === origin.agentSessionId) return origin;
+    if (seeded) await this.sandboxes.dropHome(turn.sid);
+    return null;
   }
 
   /** Past the bound, idle sessions go, least recently used first; busy ones wait for their turns to end. */

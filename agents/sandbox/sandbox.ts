@@ -4,7 +4,7 @@
 // but each still dies with the host (a parent-death signal): no agent process outlives its host.
 import { randomBytes, createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
-import { cp } from 'node:fs/promises';
+import { cp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SandboxStatus } from '../../protocol/outbound.js';
@@ -75,14 +75,25 @@ export class Sandboxes {
   /**
    * A fork's home starts as a copy of its source's (PROTOCOL.md §2.2: a guest's memory comes along
    * with a fork at the source's last turn). Only a home not made yet: never over one in use. Links
-   * are copied as links, never followed (they name places inside the source's sandbox).
+   * are copied as links, never followed (they name places inside the source's sandbox). True when
+   * it copied.
    */
-  async seedHome(name: string, from: string): Promise<void> {
-    if (this.config.mode !== 'required') return;
-    const home = join(this.config.home, 'agent-homes', folderName(name));
-    const source = join(this.config.home, 'agent-homes', folderName(from));
-    if (existsSync(home) || !existsSync(source)) return;
+  async seedHome(name: string, from: string): Promise<boolean> {
+    if (this.config.mode !== 'required') return false;
+    const home = this.agentHome(name);
+    const source = this.agentHome(from);
+    if (existsSync(home) || !existsSync(source)) return false;
     await cp(source, home, { recursive: true, verbatimSymlinks: true, errorOnExist: false, force: false, preserveTimestamps: true });
+    return true;
+  }
+
+  /** A home seedHome made that turned out not to match the fork: gone before any process of the fork sees it. */
+  async dropHome(name: string): Promise<void> {
+    await rm(this.agentHome(name), { recursive: true, force: true });
+  }
+
+  private agentHome(name: string): string {
+    return join(this.config.home, 'agent-homes', folderName(name));
   }
 
   /**
@@ -94,7 +105,7 @@ export class Sandboxes {
     // An agent that started with nothing to confine may come to need it (an MCP server added by a reload).
     if (this.status.mode === 'unused' && this.config.mode === 'required') this.status = { mode: 'required', mechanism: await sandboxMechanism() };
     if (this.status.mode !== 'required') return unconfined(folder ?? this.config.home);
-    const agentHome = join(this.config.home, 'agent-homes', folderName(name));
+    const agentHome = this.agentHome(name);
     mkdirSync(agentHome, { recursive: true, mode: 0o700 });
     if (folder !== undefined) checkFolder(folder);
     folder ??= agentHome;
