@@ -241,7 +241,6 @@ export class TurnhostClient {
     return result;
   }
 
-  /** The session goes back to just after `toTurnId` (null: the beginning); what it leaves is superseded, not deleted. */
   /** What the session's turns spent, each and in all (PROTOCOL.md §5.7). */
   sessionUsage(sessionId: string): Promise<SessionUsage> {
     return this.call('session.usage', { session_id: sessionId });
@@ -252,6 +251,7 @@ export class TurnhostClient {
     return this.call('usage.report', params);
   }
 
+  /** The session goes back to just after `toTurnId` (null: the beginning); what it leaves is superseded, not deleted. */
   rewind(sessionId: string, toTurnId: string | null): Promise<RewindResult> {
     return this.call('session.rewind', { session_id: sessionId, to_turn_id: toTurnId });
   }
