@@ -173,11 +173,14 @@ describe('traces: OpenTelemetry spans of turns, model calls, tools and questions
       ...QUICK_EXPORT,
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${traces.endpoint}/v1/traces`,
       OTEL_EXPORTER_OTLP_ENDPOINT: general.endpoint,
+      TURNHOST_LOG_LEVEL: 'info',
     });
     expect((await host.turn('s1', 'r1', 'hello')).type).to.equal('turn.end');
     const span = await traces.span((s) => s.name === 'invoke_agent script');
     expect(span.attributes).to.include({ 'gen_ai.conversation.id': 's1' });
     expect(general.exports, 'the general endpoint got nothing').to.deep.equal([]);
+    const said = JSON.parse(host.stderr.split('\n').find((line) => line.includes('spans go to an OTLP collector'))!) as { endpoint: string };
+    expect(said.endpoint, 'the log names the endpoint the spans go to').to.equal(`${traces.endpoint}/v1/traces`);
     host.kill('SIGKILL');
   });
 
