@@ -14,7 +14,7 @@ import type { CallReply, GatewayMsg, HostStatus, SupervisorMsg } from '../actors
 import type { Reader } from '../persistence/reader.js';
 import type { SideStore } from '../persistence/side-store.js';
 import { webhookId } from '../persistence/outbox.js';
-import { shownUrl } from '../actors/daemon/webhook-delivery.js';
+import { shownWebhookUrl } from '../actors/daemon/webhook-delivery.js';
 import { sandboxShown } from './commands/lifecycle.js';
 import { commandDefiner, defineDatabaseCommands, flattenActors, printRows } from './repl-commands.js';
 
@@ -162,9 +162,9 @@ function openSession(socket: Socket, terminal: boolean, deps: ReplDeps): { sessi
   command('webhooks', "each URL's backlog, then each delivery waiting or failed: attempts, next try, last error", async () => {
     const outbox = (await deps.side())?.outbox;
     const backlogs = (await outbox?.backlogs()) ?? [];
-    printRows(out, ['URL', 'PENDING', 'FAILED'], backlogs.map((b) => [shownUrl(b.url), b.pending, b.failed]));
+    printRows(out, ['URL', 'PENDING', 'FAILED'], backlogs.map((b) => [shownWebhookUrl(b.url), b.pending, b.failed]));
     const rows = (await outbox?.list()) ?? [];
-    printRows(out, ['EVENT', 'URL', 'SESSION', 'TYPE', 'STATUS', 'ATTEMPTS', 'NEXT TRY', 'LAST ERROR'], rows.map((r) => [webhookId(r), shownUrl(r.url), r.sid, r.type, r.status, r.attempts, r.status === 'pending' ? new Date(Math.max(r.next_at, r.created_at)).toISOString() : '', r.last_error ?? '']));
+    printRows(out, ['EVENT', 'URL', 'SESSION', 'TYPE', 'STATUS', 'ATTEMPTS', 'NEXT TRY', 'LAST ERROR'], rows.map((r) => [webhookId(r), shownWebhookUrl(r.url), r.sid, r.type, r.status, r.attempts, r.status === 'pending' ? new Date(Math.max(r.next_at, r.created_at)).toISOString() : '', r.last_error ?? '']));
   });
   command('actors', "the host's actor tree with mailbox sizes", async () => {
     printRows(out, ['ACTOR', 'MAILBOX', 'BUSY'], flattenActors((await host('actors')) as Parameters<typeof flattenActors>[0]));

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { HostTracing } from '../actors/host/turn-tracing.js';
 import { SpanRecorder, type RootSampler, type SpanContext } from '../agents/span-recorder.js';
 import { packageVersion } from '../protocol/package-version.js';
+import { shownUrl } from '../protocol/shown-url.js';
 import type { FromTracingWorker, ToTracingWorker } from '../protocol/span-record.js';
 import type { TracingWorkerData } from './tracing-worker.js';
 
@@ -77,7 +78,7 @@ export async function startTracing(options: TracingOptions): Promise<Tracing | n
     else flushed();
   });
   worker.on('error', (err) => log.warn({ err: err.message }, 'tracing: the tracing worker failed; spans are no longer sent'));
-  log.info({ endpoint: shownEndpoint(endpoint), protocol }, 'tracing: spans go to an OTLP collector');
+  log.info({ endpoint: shownUrl(endpoint), protocol }, 'tracing: spans go to an OTLP collector');
   return {
     host: new HostTracing(spans, options.agentName, env['OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT'] === 'true'),
     async shutdown(timeoutMs) {
@@ -108,15 +109,6 @@ function tracesUrl(base: string): string {
   return new URL('v1/traces', base.endsWith('/') ? base : `${base}/`).toString();
 }
 
-/** A URL as a log may show it: no credentials, no query. */
-function shownEndpoint(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
-  } catch {
-    return '(not a URL)';
-  }
-}
 
 /** The OTEL_BSP_ variables, where set to a positive integer; the SDK's defaults otherwise (a queue of 2,048 spans bounds the memory). */
 function batchOptions(env: Env): { maxQueueSize?: number; maxExportBatchSize?: number; scheduledDelayMillis?: number; exportTimeoutMillis?: number } {

@@ -8,14 +8,26 @@ export interface TraceContext {
   tracestate?: string;
 }
 
-const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
+const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 /** W3C's bound on a tracestate: 32 members of at most 256 characters, kept to 512 characters here. */
 const TRACESTATE_MAX = 512;
 
-export function validTraceparent(text: unknown): text is string {
-  if (typeof text !== 'string') return false;
+/** A traceparent's parts: its trace and parent span ids, and whether the caller records the trace. */
+export interface TraceparentParts {
+  traceId: string;
+  spanId: string;
+  sampled: boolean;
+}
+
+/** The parts of a W3C traceparent; null when it is not one (version ff, an all-zero id, not hex). */
+export function traceparentParts(text: string): TraceparentParts | null {
   const match = TRACEPARENT.exec(text);
-  return match !== null && !text.startsWith('ff') && !/^0+$/.test(match[1]!) && !/^0+$/.test(match[2]!);
+  if (match === null || text.startsWith('ff') || /^0+$/.test(match[1]!) || /^0+$/.test(match[2]!)) return null;
+  return { traceId: match[1]!, spanId: match[2]!, sampled: (Number.parseInt(match[3]!, 16) & 1) === 1 };
+}
+
+export function validTraceparent(text: unknown): text is string {
+  return typeof text === 'string' && traceparentParts(text) !== null;
 }
 
 /** `{traceparent, tracestate?}`, or a traceparent alone; null when it is not one. */

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { FAN_OUT_BATCH, webhookBody, webhookId, type DeliveryOutcomes, type DeliveryRow, type Outbox } from '../../persistence/outbox.js';
 import type { SideStore } from '../../persistence/side-store.js';
+import { shownUrl } from '../../protocol/shown-url.js';
 import { WakeLoop } from './wake-loop.js';
 import { WebhookPoster } from './webhook-post.js';
 
@@ -39,17 +40,9 @@ export function retryDelayMs(attempts: number): number {
   return Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(attempts - 1, 20));
 }
 
-/**
- * A URL as logs, `.webhooks` and the metrics show it: without a user, password or query, where a
- * receiver's credentials usually sit.
- */
-export function shownUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname}${parsed.search === '' ? '' : '?…'}`;
-  } catch {
-    return url === '' ? '(every URL, before each had its own stream)' : '(not a URL)';
-  }
+/** A webhook URL as logs, `.webhooks` and the metrics show it; '' is the stream of the failed rows kept from before each URL had its own. */
+export function shownWebhookUrl(url: string): string {
+  return url === '' ? '(every URL, before each had its own stream)' : shownUrl(url);
 }
 
 export class WebhookDelivery {
@@ -106,7 +99,7 @@ class UrlStream {
     private readonly options: WebhookDeliveryOptions,
     private readonly poster: WebhookPoster,
   ) {
-    this.shown = shownUrl(url);
+    this.shown = shownWebhookUrl(url);
   }
 
   wake(): void {

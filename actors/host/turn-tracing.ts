@@ -9,7 +9,7 @@ import { type RecordedSpan, type SpanContext, type SpanRecorder } from '../../ag
 import { OWNER } from '../../persistence/people.js';
 import type { LostTurn } from '../../persistence/store.js';
 import type { TurnUsage } from '../../protocol/outbound.js';
-import type { TraceContext } from '../../protocol/trace-context.js';
+import { traceparentParts, type TraceContext } from '../../protocol/trace-context.js';
 
 /** A turn as its span begins. */
 export interface TracedTurn {
@@ -117,10 +117,12 @@ export class RequestSpan {
   }
 }
 
+/** The client's span as the turn's parent; the edge checked it (a turn.start without a valid one has none). */
 function parentContext(traceContext: TraceContext | undefined): SpanContext | null {
   if (traceContext === undefined) return null;
-  const [, traceId, spanId, flags] = traceContext.traceparent.split('-') as [string, string, string, string];
-  return { traceId, spanId, sampled: (Number.parseInt(flags, 16) & 1) === 1, remote: true, ...(traceContext.tracestate === undefined ? {} : { traceState: traceContext.tracestate }) };
+  const parts = traceparentParts(traceContext.traceparent);
+  if (parts === null) return null;
+  return { ...parts, remote: true, ...(traceContext.tracestate === undefined ? {} : { traceState: traceContext.tracestate }) };
 }
 
 function storedRef(span: RecordedSpan, parent: SpanContext | null): string | null {

@@ -88,9 +88,10 @@ export class SessionPool {
     if (turn.agentSessionId !== null) return null;
     const origin = await turn.forkOrigin();
     if (origin === null) return null;
-    const seeded = await this.sandboxes.seedHome(turn.sid, origin.sid);
+    // Nothing copied now (unsandboxed, the home every session shares; or a home already made): nothing to check.
+    if (!(await this.sandboxes.seedHome(turn.sid, origin.sid))) return origin;
     if ((await turn.forkOrigin())?.agentSessionId === origin.agentSessionId) return origin;
-    if (seeded) await this.sandboxes.dropHome(turn.sid);
+    await this.sandboxes.dropHome(turn.sid);
     return null;
   }
 

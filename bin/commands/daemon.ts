@@ -7,7 +7,7 @@ import { acceptClient, unixTransport, type ClientLines } from '../../actors/daem
 import { unreadLimits } from '../../actors/daemon/unread-bound.js';
 import { clientContext, invokeMethod, type AuditRecord, type SharedContext } from '../../actors/daemon/client-methods.js';
 import { fireOutcomeOf, Scheduler, type FireOutcome } from '../../actors/daemon/scheduler.js';
-import { shownUrl, WebhookDelivery } from '../../actors/daemon/webhook-delivery.js';
+import { shownWebhookUrl, WebhookDelivery } from '../../actors/daemon/webhook-delivery.js';
 import type { Identity } from '../../actors/daemon/identity.js';
 import { OWNER } from '../../persistence/people.js';
 import type { ScheduleRow } from '../../persistence/schedules.js';
@@ -313,7 +313,7 @@ function daemonMetrics(shared: SharedContext, webhooks: readonly string[]): Daem
 function urlBacklogs(urls: readonly string[], stored: readonly UrlBacklog[]): UrlBacklog[] {
   const configured = urls.map((url) => stored.find((b) => b.url === url) ?? { url, pending: 0, failed: 0 });
   const others = stored.filter((b) => !urls.includes(b.url));
-  return [...configured, ...others].map((b) => ({ ...b, url: shownUrl(b.url) }));
+  return [...configured, ...others].map((b) => ({ ...b, url: shownWebhookUrl(b.url) }));
 }
 
 function webhookDelivery(home: string, urls: string[], shared: SharedContext, metrics: DaemonMetrics, log: pino.Logger): WebhookDelivery {
