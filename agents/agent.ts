@@ -69,6 +69,12 @@ export interface TurnContext {
    */
   forkOrigin(): Promise<{ sid: string; agentSessionId: string } | null>;
   /**
+   * Whose workspace the session works in when it names no folder (AGENT.md §7): its owner's
+   * (PROTOCOL.md §5.6); `flat` for a session stored before workspaces belonged to people, which
+   * keeps `<root>/<sid>`. Read from the store when asked.
+   */
+  workspace(): Promise<{ person: string; flat: boolean }>;
+  /**
    * Replaces the history before this turn's prompt with `summary` (a compression during the
    * turn): committed, and the session gets a new session_key. Rejects when it could not be stored.
    */

@@ -20,7 +20,7 @@ import { HOME_OWNER } from '../actors/daemon/identity.js';
 import { UserDirectory } from '../actors/daemon/user-directory.js';
 import { JwtVerifier, type JwtOptions } from './jwt-verifier.js';
 import { EventStream } from './event-stream.js';
-import { HttpFailure, notFound, sendError, sendJson, wrongMethod } from './http-answers.js';
+import { HttpFailure, notFound, readBody, sendError, sendJson, wrongMethod } from './http-answers.js';
 import { TokenSource } from './http-token.js';
 import { CredentialWatch } from './credential-watch.js';
 import { agUiRun, MAX_OPEN_RUNS } from './ag-ui.js';
@@ -167,10 +167,11 @@ async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving
     const refusedOrigin = access.checkOrigin(req);
     if (refusedOrigin !== null) return refuse(res, refusedOrigin);
   }
+  if (serving.page.isPublic(url.pathname) && (method === 'GET' || method === 'HEAD')) return serving.page.send(url.pathname, res);
   const open = url.pathname === '/metrics' && options.metricsPublic;
   const identity = open ? HOME_OWNER : await access.identify(req);
   if (identity === null) {
-    if (serving.page.isPagePath(url.pathname)) return serving.page.sendLoginNeeded(res);
+    if (serving.page.isPagePath(url.pathname)) return serving.page.sendLogin(res, 401);
     return refuse(res, { status: 401, message: 'unauthorized' });
   }
   if (serving.page.isPagePath(url.pathname)) {
@@ -220,24 +221,43 @@ async function health(res: ServerResponse, ctx: ClientContext): Promise<void> {
   res.end(up ? 'ok\n' : `${status.host.state}\n`);
 }
 
+/** What the login form says when the token it was given is not one of this turnhost's. */
+const WRONG_TOKEN = 'That token is not valid here. Check that it was copied whole, or ask the owner of this turnhost for one.';
+
 /**
- * `/login?token=…` (the home's token, a personal token or a JWT), or `/login?once=…` with a
- * single-use code `turnhost web --open` made (the owner's): a cookie that is not the token, and a
- * redirect that takes the token out of the address bar.
+ * The login (PROTOCOL.md §5.1): the form's POST, `/login?token=…` (the home's token, a personal
+ * token or a JWT), or `/login?once=…` with a single-use code `turnhost web --open` made (the
+ * owner's). Each sets a cookie that is not the token and redirects, so no token stays in the
+ * address bar; the form's never enters it, nor the browser's history (a wrong one is answered by
+ * a redirect to the form again, Post/Redirect/Get, so a reload resends nothing).
  */
 async function login(req: IncomingMessage, res: ServerResponse, url: URL, serving: Serving): Promise<void> {
-  const { access, options } = serving;
+  const { access } = serving;
+  if (req.method === 'POST') return loginByForm(req, res, serving);
+  if (req.method !== 'GET' && req.method !== 'HEAD') throw wrongMethod(['GET', 'POST']);
   const token = url.searchParams.get('token');
   const once = url.searchParams.get('once');
-  const identity = req.method !== 'GET' ? null : token !== null ? await access.identifyToken(token) : once !== null && access.takeLoginCode(once) ? HOME_OWNER : null;
+  if (token === null && once === null) return serving.page.sendLogin(res, url.searchParams.has('failed') ? 401 : 200, url.searchParams.has('failed') ? WRONG_TOKEN : null);
+  const identity = token !== null ? await access.identifyToken(token) : access.takeLoginCode(once!) ? HOME_OWNER : null;
+  if (identity === null) return serving.page.sendLogin(res, 401, WRONG_TOKEN);
+  signIn(res, identity, token ?? access.homeToken(), serving);
+}
+
+async function loginByForm(req: IncomingMessage, res: ServerResponse, serving: Serving): Promise<void> {
+  const refusedOrigin = serving.access.checkOrigin(req);
+  if (refusedOrigin !== null) return refuse(res, refusedOrigin);
+  const token = new URLSearchParams((await readBody(req)).toString('utf8')).get('token')?.trim() ?? '';
+  const identity = token === '' ? null : await serving.access.identifyToken(token);
   if (identity === null) {
-    res.writeHead(401, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-    res.end(PageFiles.loginNeededHtml);
+    res.writeHead(303, { location: '/login?failed', 'cache-control': 'no-store' }).end();
     return;
   }
-  const credential = token ?? access.homeToken();
-  options.shared.audit({ user: identity.user, action: 'login' });
-  res.writeHead(303, { location: '/', 'set-cookie': access.loginCookie(access.login(identity, credential)), 'cache-control': 'no-store' });
+  signIn(res, identity, token, serving);
+}
+
+function signIn(res: ServerResponse, identity: Admitted, credential: string, serving: Serving): void {
+  serving.options.shared.audit({ user: identity.user, action: 'login' });
+  res.writeHead(303, { location: '/', 'set-cookie': serving.access.loginCookie(serving.access.login(identity, credential)), 'cache-control': 'no-store' });
   res.end();
 }
 

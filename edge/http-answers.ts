@@ -88,9 +88,23 @@ export function retryAfter(rpc: RpcError): number | null {
  * answer goes out at once, and `lingerOnRefusedBody` drains the rest, so the client reads it.
  */
 export async function readJsonBody(req: IncomingMessage): Promise<UnknownRecord> {
+  const body = await readBody(req);
+  if (body.length === 0) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new HttpFailure(400, ErrorCodes.parseError, `the body is not JSON: ${(err as Error).message}`);
+  }
+  if (!isRecord(value)) throw new HttpFailure(400, ErrorCodes.invalidRequest, 'the body must be a JSON object');
+  return value;
+}
+
+/** The body's bytes: 413 past 1 MiB (as readJsonBody says). */
+export async function readBody(req: IncomingMessage): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > BODY_MAX_BYTES) throw tooLarge();
-  const body = await new Promise<Buffer>((resolve, reject) => {
+  return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let bytes = 0;
     const onData = (chunk: Buffer): void => {
@@ -102,15 +116,6 @@ export async function readJsonBody(req: IncomingMessage): Promise<UnknownRecord>
     const onEnd = (): void => resolve(Buffer.concat(chunks));
     req.on('data', onData).once('end', onEnd).once('error', reject);
   });
-  if (body.length === 0) return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(body.toString('utf8'));
-  } catch (err) {
-    throw new HttpFailure(400, ErrorCodes.parseError, `the body is not JSON: ${(err as Error).message}`);
-  }
-  if (!isRecord(value)) throw new HttpFailure(400, ErrorCodes.invalidRequest, 'the body must be a JSON object');
-  return value;
 }
 
 /** A refused body is read and dropped up to this much, as nginx's lingering close does; past it the connection is closed. */

@@ -1,6 +1,7 @@
 // The page's files (PROTOCOL.md §5.5), bundled at build time into dist/web/ and served from the
-// package itself: nothing is fetched from another host. A request without a login gets a page
-// that says how to get one.
+// package itself: nothing is fetched from another host. A request without a login gets the login
+// form (a textbox "Token", a button "Log in"), in the page's own style: its stylesheet is the one
+// file served to anyone.
 import { readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -21,30 +22,43 @@ const PAGE_HEADERS = {
   'cache-control': 'no-store',
 };
 
-export class PageFiles {
-  static readonly loginNeededHtml =
-    '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>turnhost: log in</title></head>' +
-    '<body><main><h1>Not logged in</h1><p>This page needs a login. Open the address <code>turnhost web</code> prints (it ends in <code>/login?token=…</code>), or ask the owner of this turnhost for it.</p></main></body></html>';
+/** Served without a login: the stylesheet holds nothing of anyone's, and the login form wears it. */
+const PUBLIC_PATHS = new Set(['/app.css']);
+/** Where the login form says what went wrong. */
+const MESSAGE_MARK = '<!--message-->';
 
+export class PageFiles {
   private readonly cache = new Map<string, Buffer>();
 
   isPagePath(pathname: string): boolean {
     return Object.hasOwn(FILES, pathname);
   }
 
+  isPublic(pathname: string): boolean {
+    return PUBLIC_PATHS.has(pathname);
+  }
+
   send(pathname: string, res: ServerResponse): void {
     const entry = FILES[pathname]!;
-    let body = this.cache.get(entry.file);
-    if (body === undefined) {
-      body = readFileSync(`${WEB_ROOT}${entry.file}`);
-      this.cache.set(entry.file, body);
-    }
+    const body = this.file(entry.file);
     res.writeHead(200, { 'content-type': entry.type, 'content-length': body.length, ...PAGE_HEADERS });
     res.end(body);
   }
 
-  sendLoginNeeded(res: ServerResponse): void {
-    res.writeHead(401, { 'content-type': 'text/html; charset=utf-8', ...PAGE_HEADERS });
-    res.end(PageFiles.loginNeededHtml);
+  /** The login form; `problem` is said above it (a wrong token), as an alert. */
+  sendLogin(res: ServerResponse, status: 200 | 401, problem: string | null = null): void {
+    const form = this.file('login.html').toString('utf8');
+    const body = problem === null ? form : form.replace(MESSAGE_MARK, `<p role="alert">${problem}</p>`);
+    res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', ...PAGE_HEADERS });
+    res.end(body);
+  }
+
+  private file(name: string): Buffer {
+    let body = this.cache.get(name);
+    if (body === undefined) {
+      body = readFileSync(`${WEB_ROOT}${name}`);
+      this.cache.set(name, body);
+    }
+    return body;
   }
 }

@@ -19,6 +19,20 @@ export interface TurnSpan {
   upto: number;
 }
 
+/**
+ * Whose workspace a session without a folder of its own works in (AGENT.md §7): its owner's
+ * (PROTOCOL.md §5.6; none stored: the home's owner). `flat`: stored before workspaces belonged to
+ * people, it keeps the folder it had, `<root>/<sid>`.
+ */
+export interface SessionWorkspace {
+  owner: string | null;
+  flat: boolean;
+}
+
+/** SessionWorkspace's row, in both dialects; no row for an unknown session. */
+export const SESSION_WORKSPACE_SQL = `SELECT (SELECT a.user_name FROM session_access a WHERE a.sid = s.sid AND a.role = 'owner') AS owner,
+  s.flat_workspace AS flat FROM sessions s WHERE s.sid = $1`;
+
 /** A fork's source, whose guest session the fork's guest may fork (FORK_ORIGIN_SQL). */
 export interface ForkOrigin {
   sid: string;
@@ -125,6 +139,8 @@ export interface Store {
   turnSpan(sid: string, turnId: string | null): Promise<TurnSpan | null>;
   /** Where fork `sid`'s guest may take its memory from: its source's guest session, if the source has not moved since the fork. */
   forkOrigin(sid: string): Promise<ForkOrigin | null>;
+  /** Whose workspace the session works in when it names no folder (read when a guest is made live). */
+  sessionWorkspace(sid: string): Promise<SessionWorkspace>;
   /** The session's own turns from position `seq` on, in order: what a rewind there supersedes. */
   ownTurnsFrom(sid: string, seq: number): Promise<string[]>;
   /**

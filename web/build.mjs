@@ -19,4 +19,4 @@ await build({
   jsxImportSource: 'preact',
   logLevel: 'warning',
 });
-for (const file of ['index.html', 'app.css']) copyFileSync(join(here, file), join(out, file));
+for (const file of ['index.html', 'login.html', 'app.css']) copyFileSync(join(here, file), join(out, file));

@@ -283,6 +283,11 @@ async function knownSchedule(ctx: ClientContext, scheduleId: string, need: 'read
  * A session a member creates is theirs: its owner row is written before the answer. An id already
  * taken by a session they cannot see is refused, without saying whose it is.
  */
+/** Whether a name is a stored session's id, other than the one being made: its default folder is its own (AGENT.md §7). */
+function isStoredSession(ctx: ClientContext, made: string): (name: string) => Promise<boolean> {
+  return async (name) => name !== made && (await (await ctx.reader())?.session(name)) !== undefined;
+}
+
 async function claimNewSession(ctx: ClientContext, sid: string): Promise<void> {
   if (ctx.identity.user === OWNER) return;
   const exists = (await (await ctx.reader())?.session(sid)) !== undefined;
@@ -391,7 +396,7 @@ const METHODS: Record<string, Method> = {
   async 'session.create'(p, ctx) {
     const sid = p.optionalIdentifier('session_id') ?? `s-${randomBytes(6).toString('hex')}`;
     const asked = p.optionalString('cwd');
-    const cwd = asked ? sessionFolder(asked, ctx.identity, ctx.workspacesRoot) : undefined;
+    const cwd = asked ? await sessionFolder(asked, ctx.identity, ctx.workspacesRoot, isStoredSession(ctx, sid)) : undefined;
     await claimNewSession(ctx, sid);
     if (cwd) ctx.cwds.set(sid, cwd);
     const stored = (await callHost(ctx, { op: 'create', sid, ...(cwd ? { cwd } : {}) })) as { session_key: string };
@@ -529,7 +534,7 @@ const METHODS: Record<string, Method> = {
     const sid = p.optionalIdentifier('new_session_id') ?? `s-${randomBytes(6).toString('hex')}`;
     const atTurnId = p.optionalIdentifier('at_turn_id') ?? null;
     const asked = p.optionalString('cwd');
-    const cwd = asked ? sessionFolder(asked, ctx.identity, ctx.workspacesRoot) : null;
+    const cwd = asked ? await sessionFolder(asked, ctx.identity, ctx.workspacesRoot, isStoredSession(ctx, sid)) : null;
     const reader = await ctx.reader();
     if ((await reader?.session(source)) === undefined) throw notFound(source);
     if ((await reader?.session(sid)) !== undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: the session id ${sid} is taken`);

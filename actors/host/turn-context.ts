@@ -6,6 +6,7 @@ import { rpcEvent, type PlanEntry, type RpcEvent, type ServerRequestMethod } fro
 import type { SessionMsg } from './messages.js';
 import { ask, tell, SECOND_MS, type Ref } from '../runtime.js';
 import type { HostServices } from './services.js';
+import { OWNER } from '../../persistence/people.js';
 import type { RunningTurn } from './session-state.js';
 
 /** The ask query outlives the request's own timeout by this much, so the request always answers first. */
@@ -73,6 +74,10 @@ export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: Ho
         COMMIT_TIMEOUT_MS,
       );
       if (failure !== null) throw new Error(failure);
+    },
+    async workspace() {
+      const stored = await services.store.sessionWorkspace(spec.sid);
+      return { person: stored.owner ?? OWNER, flat: stored.flat };
     },
     async forkOrigin() {
       const origin = await services.store.forkOrigin(spec.sid);

@@ -1,7 +1,6 @@
 // `--agent acp` (AGENT.md §6): any Agent Client Protocol agent as a turnhost agent. turnhost is the
 // ACP client; the guest keeps its own context, tools and model, and turnhost keeps the rest.
 import { mkdirSync, realpathSync } from 'node:fs';
-import { join } from 'node:path';
 import { AgentFailure, type Agent, type AgentEvent, type TurnContext, type TurnResult } from '../agent.js';
 import { secretsRedactor, type Redactor } from '../model/key-redaction.js';
 import type { ConfigSource } from '../agent-config.js';
@@ -12,7 +11,8 @@ import { runGuestTurn } from './guest-turn.js';
 import { SessionPool } from './session-pool.js';
 import type { SandboxStatus } from '../../protocol/outbound.js';
 import { AgentLoadError } from '../loader-error.js';
-import { folderName, SandboxUnavailable, Sandboxes } from '../sandbox/sandbox.js';
+import { SandboxUnavailable, Sandboxes } from '../sandbox/sandbox.js';
+import { defaultWorkspace } from '../sandbox/workspaces.js';
 
 /** What a guest keeps itself: its model, its prompt and its context (AGENT.md §6). */
 const GUEST_OWNED_ROUTES = new Set(['session.compress', 'slash.compress', 'slash.model', 'slash.personality', 'slash.prompt']);
@@ -51,7 +51,7 @@ class GuestAgent implements Agent {
   async runTurn(turn: TurnContext): Promise<TurnResult> {
     const guarded = this.config.secrets.length === 0 ? turn : withoutSecrets(turn, this.redact);
     try {
-      const live = await this.pool.acquire(guarded, this.workFolder(turn));
+      const live = await this.pool.acquire(guarded, await this.workFolder(turn));
       if (turn.signal.aborted) {
         // Interrupted while the guest started: it never saw the prompt, which is stored without a reply.
         this.pool.turnEnded(live, turn.history.length + 1);
@@ -84,11 +84,11 @@ class GuestAgent implements Agent {
     await this.pool.close();
   }
 
-  /** The session's own cwd, else acp.cwd, else a folder of its own under the workspaces (made 0700). */
-  private workFolder(turn: TurnContext): string {
+  /** The session's own cwd, else acp.cwd, else a folder of its own in its owner's workspace (made 0700, AGENT.md §7). */
+  private async workFolder(turn: TurnContext): Promise<string> {
     if (turn.cwd !== null) return turn.cwd;
     if (this.config.cwd !== undefined) return this.config.cwd;
-    const folder = join(this.config.sandbox.workspacesRoot, folderName(turn.sid));
+    const folder = defaultWorkspace(this.config.sandbox.workspacesRoot, turn.sid, await turn.workspace());
     mkdirSync(folder, { recursive: true, mode: 0o700 });
     return realpathSync(folder);
   }

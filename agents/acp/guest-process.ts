@@ -85,7 +85,7 @@ export class GuestProcess {
 
   static start(config: GuestConfig, cwd: string, app: ClientApp, log: GuestLog, sid: string, sandbox: AgentSandbox): GuestProcess {
     const confined = sandbox.wrap(config.command, config.args, config.env);
-    const child = spawn(confined.command, confined.args, { cwd, env: confined.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(confined.command, confined.args, { cwd, env: confined.env, stdio: ['pipe', 'pipe', 'pipe', ...confined.fds] });
     const guest = new GuestProcess(config, child, app, log, sid);
     if (child.pid !== undefined) sandbox.watch(child.pid, (why) => void guest.endFor(why));
     return guest;

@@ -66,7 +66,13 @@ export class LiveSession {
       })
       .onRequest('session/request_permission', ({ params, signal }) => live?.sink?.permission(params, signal) ?? { outcome: { outcome: 'cancelled' } })
       .onRequest('elicitation/create', ({ params, signal }) => live?.sink?.elicitation(params, signal) ?? ({ action: 'decline' } as CreateElicitationResponse));
-    const guest = GuestProcess.start(config, cwd, app, log, turn.sid, sandbox);
+    let guest: GuestProcess;
+    try {
+      guest = GuestProcess.start(config, cwd, app, log, turn.sid, sandbox);
+    } catch (err) {
+      await sandbox.close();
+      throw err;
+    }
     const deadline = AbortSignal.timeout(config.startTimeoutMs);
     try {
       const sessionId = await withinStart(config, guest, deadline, () => startSession(config, guest, turn, cwd, origin));

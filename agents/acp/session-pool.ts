@@ -32,7 +32,7 @@ export class SessionPool {
     }
     if (session === undefined) {
       const origin = await this.forkMemory(turn);
-      session = await LiveSession.open(this.config, turn, cwd, this.log, await this.sandboxes.open(turn.sid, cwd), origin);
+      session = await LiveSession.open(this.config, turn, cwd, this.log, await this.sandboxes.open(turn.sid, cwd, { pinFolder: true }), origin);
       this.log.info({ sid: turn.sid, pid: session.process.pid, acp_session: session.sessionId }, 'guest session live');
     }
     this.live.delete(turn.sid);

@@ -1,8 +1,10 @@
 // The sandbox's walls (AGENT.md §7), made with bubblewrap called directly: its own user, PID, IPC,
 // UTS and network namespaces, no capabilities, no new user namespaces, a new terminal session, and
 // death with its parent (the host): when the host dies, even with the daemon, the kernel ends every
-// process of the sandbox. `/` is read-only; the turnhost home, /home, /root, /run and the host's
-// /tmp are empty; the sandbox's folder and its own home are bound back read-write at their paths.
+// process of the sandbox. `/` is read-only; /tmp, /run, /home, /root, the turnhost home, the
+// workspaces root and `sandbox.hidden` are empty, wherever they lie; what the agent's command needs
+// (agents/sandbox/visible-paths.ts) and `sandbox.read_only` are bound back read-only, and the
+// sandbox's folder and its own home read-write, each at its own path.
 // Inside, a small bridge (socat) listens on 127.0.0.1 and carries each connection to the
 // session's proxy through a unix socket bound in: the network namespace has nothing else.
 import { execFile } from 'node:child_process';
@@ -16,9 +18,20 @@ export const INSIDE_PROXY_PORT = 3128;
 /** How long the start's try of the sandbox may take (AGENT.md §7). */
 const PROBE_TIMEOUT_MS = 5000;
 
+/** The fd the sandbox's folder is passed on, in bubblewrap's process, when it is bound by its open fd. */
+export const FOLDER_FD = 3;
+
 export interface SandboxPlaces {
   /** The sandbox's folder (a session's cwd): read-write at the same path. */
   folder: string;
+  /**
+   * Bound from the folder opened and checked before the spawn (passed as FOLDER_FD), not from its
+   * path: what was judged is what is bound, even if a link is swapped in between (bubblewrap
+   * checks the mount is the fd's and closes the fd before the agent runs).
+   */
+  folderByFd: boolean;
+  /** What the command needs from hidden places (visible-paths.ts): read-only at the same paths. */
+  exposed: readonly string[];
   /** Its own home, HOME inside: read-write at the same path. */
   agentHome: string;
   /** The folder of its proxy's socket, on the host. */
@@ -40,21 +53,29 @@ function bridgeScript(maxOpenFiles: number): string {
 
 /** The mounts, in order: later ones lie over earlier ones. */
 function mounts(config: SandboxConfig, places: SandboxPlaces): string[] {
-  const hidden = ['/tmp', '/run', '/home', '/root', config.home];
-  const folderHoldsHome = within(config.home, places.folder);
+  const sealed = outermost([config.home, config.workspacesRoot, ...config.hidden]);
+  // What a bind brings back, but for the sealed places inside it: hidden again at once.
+  const bound = (bind: string[], at: string): string[] => [...bind, ...sealed.filter((place) => place !== at && within(place, at)).flatMap((place) => ['--tmpfs', place])];
+  const folderBind = places.folderByFd ? ['--bind-fd', String(FOLDER_FD), places.folder] : ['--bind', places.folder, places.folder];
   return [
     '--ro-bind', '/', '/',
     '--dev', '/dev',
     '--proc', '/proc',
-    ...hidden.flatMap((path) => ['--tmpfs', path]),
-    ...config.readOnly.flatMap((path) => ['--ro-bind-try', path, path]),
-    '--bind', places.folder, places.folder,
-    // An admin may give a session a folder that holds the home: the home stays hidden all the same.
-    ...(folderHoldsHome ? ['--tmpfs', config.home] : []),
+    ...outermost(['/tmp', '/run', '/home', '/root', ...sealed]).flatMap((path) => ['--tmpfs', path]),
+    ...places.exposed.flatMap((path) => bound(['--ro-bind', path, path], path)),
+    ...config.readOnly.flatMap((path) => bound(['--ro-bind-try', path, path], path)),
+    // An admin may give a session a folder that holds the home or the workspaces: they stay hidden all the same.
+    ...bound(folderBind, places.folder),
     '--bind', places.agentHome, places.agentHome,
     '--ro-bind', places.proxyDir, INSIDE_PROXY_DIR,
     '--chdir', places.folder,
   ];
+}
+
+/** Each path not lying inside another of them, once, in their order. */
+export function outermost(paths: readonly string[]): string[] {
+  const unique = [...new Set(paths)];
+  return unique.filter((path) => !unique.some((other) => other !== path && within(path, other)));
 }
 
 /** The argv of `bwrap` that runs `command args` inside the sandbox. */

@@ -15,6 +15,7 @@ export const sandboxSchema = z.strictObject({
   memory_mb: z.number().int().positive().default(4096),
   max_open_files: z.number().int().min(16).max(1 << 20).default(4096),
   workspaces_root: z.string().min(1).optional(),
+  hidden: z.array(z.string().min(1)).default([]),
 });
 
 export type SandboxFileConfig = z.infer<typeof sandboxSchema>;
@@ -32,8 +33,10 @@ export interface SandboxConfig {
   readOnly: string[];
   memoryBytes: number;
   maxOpenFiles: number;
-  /** Where a member's session may work, and where a session without a folder of its own works. */
+  /** Where each person's workspace lies (`<root>/<person>/`), hidden whole in every sandbox. */
   workspacesRoot: string;
+  /** More places hidden in every sandbox (`sandbox.hidden`). */
+  hidden: string[];
   /** The turnhost home: hidden inside, but for a sandbox's own folder and home. */
   home: string;
 }
@@ -52,6 +55,7 @@ export function resolveSandbox(file: SandboxFileConfig, options: { home: string;
     memoryBytes: file.memory_mb * 1024 * 1024,
     maxOpenFiles: file.max_open_files,
     workspacesRoot: file.workspaces_root === undefined ? join(options.home, 'workspaces') : resolve(options.base, file.workspaces_root),
+    hidden: file.hidden.map((path) => resolve(options.base, path)),
     home: options.home,
   };
 }

@@ -2,16 +2,19 @@
 // server, runs in a sandbox of its own, with its folder, its own home under
 // `<home>/agent-homes/`, its proxy, and bounds on its tree. `sandbox.mode off` runs them as before,
 // but each still dies with the host (a parent-death signal): no agent process outlives its host.
-import { randomBytes, createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import { cp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SandboxStatus } from '../../protocol/outbound.js';
-import { bwrapArgs, INSIDE_PROXY_PORT, probeSandbox, PROXY_SOCKET } from './bubblewrap.js';
+import { AgentFailure } from '../agent.js';
+import { bwrapArgs, INSIDE_PROXY_PORT, probeSandbox, PROXY_SOCKET, within } from './bubblewrap.js';
 import { EgressProxy, type ProxyLog } from './egress-proxy.js';
 import type { SandboxConfig } from './sandbox-config.js';
 import { MAX_PROCESSES, TreeWatchdog } from './tree-watchdog.js';
+import { neededPaths, type Walls } from './visible-paths.js';
+import { folderName } from './workspaces.js';
 
 export interface SandboxLog extends ProxyLog {
   info(fields: object, message: string): void;
@@ -23,12 +26,18 @@ export interface Confined {
   command: string;
   args: string[];
   env: Record<string, string>;
+  /** Open files `spawn` passes on after stdin, stdout and stderr (fd 3 on): the folder bound by its fd. */
+  fds: number[];
 }
 
 export interface AgentSandbox {
   /** Where its processes work (their cwd). */
   readonly folder: string;
-  /** `command args` as spawned inside, with `env` (§6's allowlist) and the proxy's variables. */
+  /**
+   * `command args` as spawned inside, with `env` (§6's allowlist) and the proxy's variables, and
+   * what the command needs of hidden places bound read-only. Throws AgentFailure `upstream` naming
+   * the sandbox when something it names stays hidden.
+   */
   wrap(command: string, args: readonly string[], env: Readonly<Record<string, string>>): Confined;
   /** The spawned process and all it starts are bounded; `over` is told why when the tree passes a bound, and should end it. */
   watch(pid: number, over: (why: string) => void): void;
@@ -40,12 +49,6 @@ export interface AgentSandbox {
 const UNIX_PATH_MAX = 108;
 
 const setprivPath = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path)) ?? null;
-
-/** A name (a session id) as one safe path segment; names with other characters get a digest, so two never share a folder. */
-export function folderName(name: string): string {
-  if (/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name)) return name;
-  return `${name.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 60)}-${createHash('sha256').update(name).digest('hex').slice(0, 16)}`;
-}
 
 export class Sandboxes {
   private readonly watchdog = new TreeWatchdog();
@@ -62,8 +65,11 @@ export class Sandboxes {
    * `needed` (the agent starts no process now): tried at the first open. The proxies' folder of a
    * host that died goes.
    */
-  static async start(config: SandboxConfig, log: SandboxLog, needed = true): Promise<Sandboxes> {
-    rmSync(join(config.home, 'run'), { recursive: true, force: true });
+  static async start(given: SandboxConfig, log: SandboxLog, needed = true): Promise<Sandboxes> {
+    rmSync(join(given.home, 'run'), { recursive: true, force: true });
+    mkdirSync(given.workspacesRoot, { recursive: true, mode: 0o700 });
+    // The walls name real paths: a tmpfs over a link would hide the link, not what it leads to.
+    const config = { ...given, home: realpathSync(given.home), workspacesRoot: realpathSync(given.workspacesRoot) };
     if (!needed) return new Sandboxes(config, { mode: 'unused', mechanism: null }, log);
     if (config.mode === 'off') {
       log.warn({ name: 'sandbox-off' }, 'sandbox.mode is off: the agent\'s processes run unconfined, with the daemon\'s user and files (AGENT.md §7)');
@@ -100,14 +106,18 @@ export class Sandboxes {
    * A sandbox named `name` (a session id, `mcp-<server>`) working in `folder`, with its own home
    * `<home>/agent-homes/<name>` (HOME inside: an agent's memory survives its processes there). An
    * MCP server given no folder works in that home (unconfined: in the turnhost home, as before).
+   * `pinFolder`: the folder is bound from the fd it was checked on (a session's, which a member
+   * chose: AGENT.md §7), so the spawn must pass on `Confined.fds`.
    */
-  async open(name: string, folder: string | undefined): Promise<AgentSandbox> {
+  async open(name: string, folder: string | undefined, options: { pinFolder?: boolean } = {}): Promise<AgentSandbox> {
     // An agent that started with nothing to confine may come to need it (an MCP server added by a reload).
     if (this.status.mode === 'unused' && this.config.mode === 'required') this.status = { mode: 'required', mechanism: await sandboxMechanism() };
     if (this.status.mode !== 'required') return unconfined(folder ?? this.config.home);
     const agentHome = this.agentHome(name);
     mkdirSync(agentHome, { recursive: true, mode: 0o700 });
-    if (folder !== undefined) checkFolder(folder);
+    const folderFd = folder === undefined ? null : openFolder(folder);
+    if (folderFd !== null && options.pinFolder !== true) closeSync(folderFd);
+    const pinned = options.pinFolder === true ? folderFd : null;
     folder ??= agentHome;
     const proxyDir = proxyFolder(this.config.home);
     let proxy: EgressProxy;
@@ -115,25 +125,51 @@ export class Sandboxes {
       proxy = await EgressProxy.listen(join(proxyDir, PROXY_SOCKET), this.config.allowHosts, name, this.log);
     } catch (err) {
       rmSync(proxyDir, { recursive: true, force: true });
+      if (pinned !== null) closeSync(pinned);
       throw new Error(`the sandbox's proxy could not listen in ${proxyDir}: ${(err as Error).message}`);
     }
-    const places = { folder, agentHome, proxyDir };
-    const limits = { memoryBytes: this.config.memoryBytes, maxProcesses: MAX_PROCESSES };
+    // A hidden place that does not exist is not made: `/` is read-only, and nothing lies there to hide.
+    const config = { ...this.config, hidden: this.config.hidden.filter((path) => existsSync(path)) };
+    const walls: Walls = {
+      hidden: ['/tmp', '/run', '/home', '/root', config.home, config.workspacesRoot, ...config.hidden],
+      sealed: [config.home, config.workspacesRoot, ...config.hidden],
+      visible: [...config.readOnly, folder, agentHome],
+      homes: ['/home'],
+    };
+    const limits = { memoryBytes: config.memoryBytes, maxProcesses: MAX_PROCESSES };
     let unwatch: (() => void) | null = null;
     return {
       folder,
-      wrap: (command, args, env) => ({ command: 'bwrap', args: bwrapArgs(this.config, places, command, args), env: { ...env, ...insideEnvironment(agentHome) } }),
+      wrap: (command, args, env) => {
+        const reach = neededPaths(command, args, env.PATH, walls);
+        if (reach.unreachable.length > 0) throw new AgentFailure('upstream', hiddenMessage(reach.unreachable[0]!, config));
+        const places = { folder: folder!, folderByFd: pinned !== null, exposed: reach.expose, agentHome, proxyDir };
+        return { command: 'bwrap', args: bwrapArgs(config, places, command, args), env: { ...env, ...insideEnvironment(agentHome) }, fds: pinned === null ? [] : [pinned] }; // the first fd after stdio: FOLDER_FD
+      },
       watch: (pid, over) => {
         unwatch?.();
         unwatch = this.watchdog.watch(pid, limits, over);
       },
       close: async () => {
         unwatch?.();
+        if (pinned !== null) closeSync(pinned);
         await proxy.close();
         rmSync(proxyDir, { recursive: true, force: true });
       },
     };
   }
+}
+
+/** Why a path the agent's command names is out of its reach, and what to do (AGENT.md §7). */
+function hiddenMessage(path: string, config: SandboxConfig): string {
+  const why = within(path, config.home)
+    ? 'it lies in the turnhost home, which no agent sees'
+    : within(path, config.workspacesRoot)
+      ? 'it lies in the workspaces, where each session sees only its own folder'
+      : config.hidden.some((place) => within(path, place))
+        ? 'it lies in a place of sandbox.hidden'
+        : 'add its folder to sandbox.read_only';
+  return `${path} is hidden by the sandbox (AGENT.md §7): ${why}`;
 }
 
 /** bubblewrap's name and version when it runs here as a sandbox needs; SandboxUnavailable otherwise (AGENT.md §7). */
@@ -164,18 +200,39 @@ export class SandboxUnavailable extends Error {
 }
 
 /**
- * A session's folder is kept as its real path (actors/daemon/session-folder.ts): one now reached
- * through a symbolic link had a link put in its way (by another session's agent, in a folder that
- * holds it), and binding it would bind wherever the link leads.
+ * The sandbox's folder, opened without following links and checked on the open fd: a session's
+ * folder is kept as its real path (actors/daemon/session-folder.ts), so one now reached through a
+ * symbolic link had a link put in its way (by another session's agent, in a folder that holds it),
+ * and binding it would bind wherever the link leads.
  */
-function checkFolder(folder: string): void {
-  let real: string;
+function openFolder(folder: string): number {
+  let fd: number;
   try {
-    real = realpathSync(folder);
+    // libuv opens every file close-on-exec: the fd reaches only the process a spawn hands it to.
+    fd = openSync(folder, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   } catch (err) {
-    throw new Error(`the session's folder ${folder} cannot be used: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'ENOTDIR') throw linkedFolder(folder, realOrNull(folder));
+    throw new Error(`the session's folder ${folder} cannot be used: ${code ?? (err as Error).message}: its sandbox is not made`);
   }
-  if (real !== folder) throw new Error(`the session's folder ${folder} is now reached through a symbolic link (to ${real}): its sandbox is not made`);
+  const real = readlinkSync(`/proc/self/fd/${fd}`);
+  if (real !== folder) {
+    closeSync(fd);
+    throw linkedFolder(folder, real);
+  }
+  return fd;
+}
+
+function linkedFolder(folder: string, real: string | null): Error {
+  return new Error(`the session's folder ${folder} is now reached through a symbolic link (to ${real ?? 'nowhere'}): its sandbox is not made`);
+}
+
+function realOrNull(path: string): string | null {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
 }
 
 /** HOME, a private /tmp, and the proxy (both cases: curl reads only the lower-case http_proxy). */
@@ -193,7 +250,9 @@ function unconfined(folder: string): AgentSandbox {
   return {
     folder,
     wrap: (command, args, env) =>
-      setprivPath === null ? { command, args: [...args], env: { ...env } } : { command: setprivPath, args: ['--pdeathsig', 'KILL', '--', command, ...args], env: { ...env } },
+      setprivPath === null
+        ? { command, args: [...args], env: { ...env }, fds: [] }
+        : { command: setprivPath, args: ['--pdeathsig', 'KILL', '--', command, ...args], env: { ...env }, fds: [] },
     watch: () => {},
     close: async () => {},
   };

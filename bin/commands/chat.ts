@@ -21,6 +21,8 @@ export interface ChatOptions {
 }
 
 const EXIT_INTERRUPTED = 130;
+/** `chat TEXT && next` must not go on after a failed turn (docs/CLI.md). */
+const EXIT_TURN_FAILED = 1;
 
 /** Answers to questions (and, from a pipe, the prompts): typed at a terminal or read from stdin lines. */
 interface Input {
@@ -65,12 +67,15 @@ export async function chatCommand(homeDir: string, options: ChatOptions): Promis
     if (options.text !== undefined) return await chat.turn(options.text);
     process.stderr.write(`session ${sid} (Ctrl-D to leave)\n`);
     if (terminal !== null) return await chat.typing(terminal);
+    // Every line runs, as a script's lines would; the exit says whether any turn failed.
+    let failed = false;
     for (;;) {
       const line = await input.next('> ');
-      if (line === null) return 0;
+      if (line === null) return failed ? EXIT_TURN_FAILED : 0;
       if (line.trim() === '') continue;
       const code = await chat.turn(line);
-      if (code !== 0) return code;
+      if (code === EXIT_INTERRUPTED) return code;
+      failed ||= code === EXIT_TURN_FAILED;
     }
   } catch (err) {
     process.stderr.write(`turnhost chat: ${(err as Error).message}\n`);
@@ -98,8 +103,9 @@ const ENDED_KEPT = 100;
 class Chat {
   private running: { turnId: string; interrupts: number } | null = null;
   /** Turns this chat submitted and waits for, by turn id. */
-  private readonly awaited = new Map<string, () => void>();
-  private readonly ended = new Set<string>();
+  private readonly awaited = new Map<string, (code: number) => void>();
+  /** Each ended turn's exit code: 0, or EXIT_TURN_FAILED for a turn.error. */
+  private readonly ended = new Map<string, number>();
   private leave: (code: number) => void = () => {};
   private readonly left = new Promise<number>((resolve) => (this.leave = resolve));
   private questionDone: Promise<void> = Promise.resolve();
@@ -132,19 +138,23 @@ class Chat {
     }
   }
 
-  /** Runs one turn (queued behind a running one); resolves 0 when it ends, 130 when the user left with a second Ctrl-C. */
+  /**
+   * Runs one turn (queued behind a running one); resolves 0 when it ends, EXIT_TURN_FAILED when it
+   * ends in turn.error or could not be submitted, 130 when the user left with a second Ctrl-C.
+   */
   async turn(text: string): Promise<number> {
     return this.withCtrlC(async () => {
       const submitted = await this.submit(text);
+      if (submitted === 'failed') return EXIT_TURN_FAILED;
       if (submitted === null) return 0;
-      return Promise.race([submitted.ended.then(() => 0), this.left]);
+      return Promise.race([submitted.ended, this.left]);
     });
   }
 
   /** At a terminal: every line typed is submitted at once (queued while a turn runs); Ctrl-D waits for what is left, then leaves. */
   async typing(terminal: TerminalPrompt): Promise<number> {
     return this.withCtrlC(async () => {
-      const ends: Promise<void>[] = [];
+      const ends: Promise<number>[] = [];
       terminal.showLinePrompt('> ');
       const reading = (async (): Promise<number> => {
         for (;;) {
@@ -152,7 +162,7 @@ class Chat {
           if (line === null) break;
           if (line.trim() === '') continue;
           const submitted = await this.submit(line);
-          if (submitted !== null) ends.push(submitted.ended);
+          if (submitted !== null && submitted !== 'failed') ends.push(submitted.ended);
         }
         await Promise.all(ends);
         return 0;
@@ -171,19 +181,20 @@ class Chat {
     }
   }
 
-  /** Submits; `ended` settles when the prompt's turn ends; null when it has none to wait for (or failed). */
-  private async submit(text: string): Promise<{ ended: Promise<void> } | null> {
+  /** Submits; `ended` settles with the turn's exit code when it ends; null when it has none to wait for (steered). */
+  private async submit(text: string): Promise<{ ended: Promise<number> } | null | 'failed'> {
     try {
       const result = await this.client.submit(this.sid, text);
       if (result.status === 'queued') this.output.note(`(queued, #${result.position}: it runs when the turns before it end)\n`);
       if (result.status === 'steered') this.output.note('(handed to the running turn)\n');
       const turnId = result.status === 'steered' ? undefined : result.turn_id;
       if (turnId === undefined) return null;
-      if (this.ended.has(turnId)) return { ended: Promise.resolve() };
+      const code = this.ended.get(turnId);
+      if (code !== undefined) return { ended: Promise.resolve(code) };
       return { ended: new Promise((resolve) => this.awaited.set(turnId, resolve)) };
     } catch (err) {
       this.output.note(`turnhost chat: ${(err as Error).message}\n`);
-      return null;
+      return 'failed';
     }
   }
 
@@ -214,11 +225,11 @@ class Chat {
     this.client.interrupt(this.sid, { turn_id: this.running.turnId }).catch(() => {});
   }
 
-  private turnEnded(turnId: string): void {
+  private turnEnded(turnId: string, code: number): void {
     if (this.running?.turnId === turnId) this.running = null;
-    this.ended.add(turnId);
-    if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.values().next().value!);
-    this.awaited.get(turnId)?.();
+    this.ended.set(turnId, code);
+    if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.keys().next().value!);
+    this.awaited.get(turnId)?.(code);
     this.awaited.delete(turnId);
   }
 
@@ -291,12 +302,12 @@ class Chat {
         if (p['interrupted']) this.output.note('(interrupted)\n');
         if (p['finish_reason'] === 'length') this.output.note('(cut by the token limit)\n');
         if (typeof p['usage'] === 'object' && p['usage'] !== null) this.note(usageLine(p['usage'] as Record<string, number>));
-        this.turnEnded(String(p['turn_id']));
+        this.turnEnded(String(p['turn_id']), 0);
         return;
       case 'turn.error':
         this.endLine();
         this.output.note(`turn failed: ${String(p['message'])} (${String(p['reason'])})\n`);
-        this.turnEnded(String(p['turn_id']));
+        this.turnEnded(String(p['turn_id']), EXIT_TURN_FAILED);
         return;
     }
   }

@@ -37,6 +37,8 @@ import {
   type TurnSpan,
   type Takeover,
   type Work,
+  SESSION_WORKSPACE_SQL,
+  type SessionWorkspace,
 } from '../store.js';
 import { checkBudget, ROLL_UP_LOST_SQL, ROLL_UP_SESSION_LOST_SQL, type BudgetExceeded } from '../ledger.js';
 import { FORK_ORIGIN_SQL, lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL, TURN_SPAN_SQL } from '../session-line.js';
@@ -445,6 +447,11 @@ export class PostgresStore implements Store {
 
   async forkOrigin(sid: string): Promise<ForkOrigin | null> {
     return (await this.read<ForkOrigin>(FORK_ORIGIN_SQL, [sid]))[0] ?? null;
+  }
+
+  async sessionWorkspace(sid: string): Promise<SessionWorkspace> {
+    const row = (await this.read<{ owner: string | null; flat: boolean }>(SESSION_WORKSPACE_SQL, [sid]))[0];
+    return { owner: row?.owner ?? null, flat: row?.flat === true };
   }
 
   async ownTurnsFrom(sid: string, seq: number): Promise<string[]> {

@@ -279,6 +279,11 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE turns ADD COLUMN trace text;
   `,
+  // Workspaces belong to people (persistence/sqlite/schema.ts says why).
+  `
+  ALTER TABLE sessions ADD COLUMN flat_workspace boolean NOT NULL DEFAULT false;
+  UPDATE sessions SET flat_workspace = true WHERE cwd IS NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

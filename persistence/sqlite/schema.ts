@@ -248,6 +248,12 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE turns ADD COLUMN trace TEXT;
   `,
+  // Workspaces belong to people (AGENT.md §7): a session without a folder of its own works in
+  // `<root>/<owner>/<sid>`; those stored before (flat_workspace = 1) keep `<root>/<sid>`.
+  `
+  ALTER TABLE sessions ADD COLUMN flat_workspace INTEGER NOT NULL DEFAULT 0;
+  UPDATE sessions SET flat_workspace = 1 WHERE cwd IS NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -30,6 +30,8 @@ import {
   type ForkOrigin,
   type TurnSpan,
   type Work,
+  SESSION_WORKSPACE_SQL,
+  type SessionWorkspace,
 } from '../store.js';
 import { checkBudget, ROLL_UP_LOST_SQL, type BudgetExceeded, type NumberedQuery } from '../ledger.js';
 import { FORK_ORIGIN_SQL, lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL, TURN_SPAN_SQL } from '../session-line.js';
@@ -213,6 +215,11 @@ export class SqliteStore implements Store {
 
   async forkOrigin(sid: string): Promise<ForkOrigin | null> {
     return (this.db.prepare(FORK_ORIGIN_SQL).get({ 1: sid }) as ForkOrigin | undefined) ?? null;
+  }
+
+  async sessionWorkspace(sid: string): Promise<SessionWorkspace> {
+    const row = this.db.prepare(SESSION_WORKSPACE_SQL).get({ 1: sid }) as { owner: string | null; flat: number } | undefined;
+    return { owner: row?.owner ?? null, flat: row?.flat === 1 };
   }
 
   async ownTurnsFrom(sid: string, seq: number): Promise<string[]> {

@@ -75,6 +75,6 @@ describe('a guest agent on several nodes: a takeover loads its session on the ne
     await client.nextEvent('turn.end', 'stored', (e) => e.payload['turn_id'] === turn.turn_id);
     const rows = await server().query<{ agent_session_id: string }>(url, "SELECT agent_session_id FROM sessions WHERE sid = 'stored'");
     expect(rows[0]!.agent_session_id).to.match(/^guest-\d+-1$/);
-    expect(existsSync(join(scene.home, 'workspaces', 'stored', `guest-session-${rows[0]!.agent_session_id}.json`))).to.equal(true);
+    expect(existsSync(join(scene.home, 'workspaces', 'owner', 'stored', `guest-session-${rows[0]!.agent_session_id}.json`))).to.equal(true);
   });
 });

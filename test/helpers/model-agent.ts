@@ -34,9 +34,9 @@ export async function modelScene(h: Harness, config: object = {}): Promise<Model
   return scene;
 }
 
-/** The fixture as an `mcp_servers` entry; its command line names the home, so cleanup finds it. */
+/** The fixture as an `mcp_servers` entry; its command line names the home (inside a word: not a path its sandbox must show), so cleanup finds it. */
 export function fixtureServer(scene: ModelScene, extra: object = {}, flags: string[] = []): object {
-  return { command: process.execPath, args: [MCP_FIXTURE, '--log', scene.mcpLog, '--home', scene.home, ...flags], cwd: scene.mcpFolder, ...extra };
+  return { command: process.execPath, args: [MCP_FIXTURE, '--log', scene.mcpLog, `--scene=${scene.home}`, ...flags], cwd: scene.mcpFolder, ...extra };
 }
 
 export function startModelHost(h: Harness, scene: ModelScene, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<HostProcess> {

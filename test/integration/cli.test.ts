@@ -128,6 +128,20 @@ describe('the command line (real processes)', function () {
     expect(first.stderr).to.include('(interrupted)');
   });
 
+  it('chat exits 1 when its turn ends in turn.error, so `chat … && next` stops; 0 when it ends; from a pipe, 1 after every line ran', async () => {
+    const daemon = await startDaemon(h);
+    const failed = await h.runCli(['chat', '--home', daemon.home, '/fail boom']);
+    expect(failed.code, failed.stderr).to.equal(1);
+    expect(failed.stderr).to.include('turn failed: boom');
+    expect((await h.runCli(['chat', '--home', daemon.home, 'fine'])).code).to.equal(0);
+    const piped = h.spawnCli(['chat', '--home', daemon.home, '--session', 'piped']);
+    const done = collect(piped);
+    piped.stdin!.end('/fail first\nstill runs\n');
+    const out = await done;
+    expect(out.code, out.stderr).to.equal(1);
+    expect(out.stdout).to.include('still runs');
+  });
+
   it('chat: a second Ctrl-C leaves when the interrupt does not end the turn', async () => {
     const daemon = await startDaemon(h, ['--agent', 'test/fixtures/stubborn-agent.mjs']);
     const chat = h.spawnCli(['chat', '--home', daemon.home, 'anything']);

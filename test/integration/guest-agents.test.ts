@@ -57,8 +57,8 @@ describe('guest agents over ACP (--agent acp, AGENT.md §6): a guest written wit
     const pid = replyOf(await run(client, 'g', 'pid'));
     expect(scene.guests()).to.have.length(1);
     // A session created without cwd works in a folder of its own in the home, made 0700.
-    expect(readlinkSync(`/proc/${scene.guests()[0]!}/cwd`)).to.equal(join(scene.home, 'workspaces', 'g'));
-    expect(statSync(join(scene.home, 'workspaces', 'g')).mode & 0o777).to.equal(0o700);
+    expect(readlinkSync(`/proc/${scene.guests()[0]!}/cwd`)).to.equal(join(scene.home, 'workspaces', 'owner', 'g'));
+    expect(statSync(join(scene.home, 'workspaces', 'owner', 'g')).mode & 0o777).to.equal(0o700);
     expect(replyOf(await run(client, 'g', 'pid'))).to.equal(pid); // the same live session: no second process
 
     const names = replyOf(await run(client, 'g', 'env')).split(' ');

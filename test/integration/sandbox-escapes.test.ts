@@ -5,7 +5,7 @@
 // host) must work. Then the daemon and the host are killed -9 together: nothing of any sandbox
 // may be left 5 s later.
 import { expect } from 'chai';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { connect, type TurnhostClient } from '../../client/index.js';
@@ -95,11 +95,11 @@ describe('the sandbox against a member who runs any command (real daemon, the Py
     // Another member's session, with a file in its folder and one in its home.
     await s.alice.createSession({ session_id: 'alices' });
     await run(s.alice, 'alices', 'echo alice-secret > notes.txt && echo alice-memory > "$HOME/memory.txt"');
-    expect(readFileSync(join(home, 'workspaces', 'alices', 'notes.txt'), 'utf8')).to.equal('alice-secret\n');
+    expect(readFileSync(join(home, 'workspaces', 'alice', 'alices', 'notes.txt'), 'utf8')).to.equal('alice-secret\n');
     expect(readFileSync(join(home, 'agent-homes', 'alices', 'memory.txt'), 'utf8')).to.equal('alice-memory\n');
 
     await s.bob.createSession({ session_id: 'bobs' });
-    const bobs = join(home, 'workspaces', 'bobs');
+    const bobs = join(home, 'workspaces', 'bob', 'bobs');
     const own = (command: string) => run(s.bob, 'bobs', command);
     const token = readToken(home)!;
 
@@ -123,7 +123,8 @@ describe('the sandbox against a member who runs any command (real daemon, the Py
     expect(await tried(`python3 -c "import socket; socket.create_connection(('127.0.0.1', ${s.edgePort}), timeout=3)"`)).to.match(/ConnectionRefusedError[^]*exit=1$/);
 
     // Other sessions, and writing outside.
-    expect(await tried(`cat ${join(home, 'workspaces', 'alices', 'notes.txt')}`)).to.match(/No such file or directory\nexit=1$/);
+    expect(await tried(`cat ${join(home, 'workspaces', 'alice', 'alices', 'notes.txt')}`)).to.match(/No such file or directory\nexit=1$/);
+    expect(await own(`ls -a ${join(home, 'workspaces')} ${join(home, 'workspaces', 'bob')}`)).to.equal(`${join(home, 'workspaces')}:\n.\n..\nbob\n\n${join(home, 'workspaces', 'bob')}:\n.\n..\nbobs`);
     expect(await tried(`cat ${join(home, 'agent-homes', 'alices', 'memory.txt')}`)).to.match(/No such file or directory\nexit=1$/);
     expect(await tried('touch /usr/escaped')).to.match(/Read-only file system\nexit=1$/);
     expect(await tried(`echo x > ${join(home, 'written-outside')}`)).to.equal('exit=0'); // the home inside is an empty tmpfs of its own
@@ -151,8 +152,9 @@ describe('the sandbox against a member who runs any command (real daemon, the Py
     expect(await tried(`python3 -c "import socket; socket.create_connection(('127.0.0.1', ${new URL(allowed.origin).port}), timeout=3)"`)).to.match(/ConnectionRefusedError[^]*exit=1$/);
     await logged(home, new RegExp(`"name":"sandbox-deny","sid":"bobs","host":"127.0.0.1:${new URL(denied.origin).port}"`));
 
-    // The environment: §6's allowlist and the proxy (and what the command's own shell sets), never the daemon's own.
-    const names = (await own('env | cut -d= -f1 | sort')).split('\n');
+    // The environment: §6's allowlist and the proxy (and what the command's own shell sets, and
+    // pyenv's shim when python3 is one, as on a machine whose Python pyenv installed), never the daemon's own.
+    const names = (await own('env | cut -d= -f1 | sort')).split('\n').filter((n) => !/^_?PYENV_/.test(n));
     expect(names).to.not.include('TURNHOST_TEST_SECRET');
     expect(await own('env')).to.not.include(DAEMON_SECRET);
     expect(names.filter((n) => !['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'https_proxy', 'http_proxy', 'no_proxy', 'SHLVL', '_', 'PWD'].includes(n))).to.deep.equal([]);
@@ -171,7 +173,7 @@ describe('the sandbox against a member who runs any command (real daemon, the Py
     expect(Date.now() - killed).to.be.below(5_000);
   });
 
-  it("a member's cwd only below the workspaces, after resolving links; an admin's anywhere", async () => {
+  it("a member's cwd only below their own workspace, after resolving links, never another's folder or another session's; an admin's anywhere", async () => {
     const s = await scene(await httpServer('unused'));
     const refused = async (cwd: string) => {
       try {
@@ -181,17 +183,25 @@ describe('the sandbox against a member who runs any command (real daemon, the Py
         return (err as { code: number; message: string }).code === -32602 ? (err as Error).message : `code ${(err as { code: number }).code}`;
       }
     };
-    expect(await refused(s.home)).to.match(/cwd outside the workspaces/);
-    expect(await refused('/')).to.match(/cwd outside the workspaces/);
-    expect(await refused(join(s.home, 'workspaces', '..', 'state'))).to.match(/cwd outside the workspaces/);
-    mkdirSync(join(s.home, 'workspaces'), { recursive: true });
+    const workspaces = join(s.home, 'workspaces');
+    for (const cwd of [s.home, '/', join(workspaces, '..', 'state'), workspaces, join(workspaces, 'bob')]) expect(await refused(cwd), cwd).to.match(/^cwd outside your workspace: a member's session works below .*\/workspaces\/bob$/);
+    // Another member's folder, a folder under another person's workspace, another session's
+    // default folder (alice's, and one of her sessions named under bob's own), a link into hers.
+    await s.alice.createSession({ session_id: 'alices' });
+    await run(s.alice, 'alices', 'echo alice-secret > secret.txt');
+    mkdirSync(join(workspaces, 'alice', 'alice-proj'), { recursive: true });
+    expect(await refused(join(workspaces, 'alice', 'alice-proj'))).to.match(/^cwd outside your workspace/);
+    expect(await refused(join(workspaces, 'alice', 'alice-proj', 'deeper'))).to.match(/^cwd outside your workspace/);
+    expect(await refused(join(workspaces, 'alice', 'alices'))).to.match(/^cwd outside your workspace/);
+    expect(await refused(join(workspaces, 'bob', 'alices', 'sub'))).to.match(/^cwd outside your workspace: .*\/workspaces\/bob\/alices is the folder of session alices$/);
     const { symlinkSync } = await import('node:fs');
-    symlinkSync(s.home, join(s.home, 'workspaces', 'to-home'));
-    expect(await refused(join(s.home, 'workspaces', 'to-home'))).to.match(/cwd outside the workspaces/);
-    expect(await refused(join(s.home, 'workspaces', 'to-home', 'deeper'))).to.match(/cwd outside the workspaces/);
-    const made = await s.bob.createSession({ session_id: 'inside', cwd: join(s.home, 'workspaces', 'bob', 'project') });
+    symlinkSync(join(workspaces, 'alice'), join(workspaces, 'bob', 'to-alice'));
+    expect(await refused(join(workspaces, 'bob', 'to-alice'))).to.match(/^cwd outside your workspace/);
+    expect(await refused(join(workspaces, 'bob', 'to-alice', 'alice-proj'))).to.match(/^cwd outside your workspace/);
+    const made = await s.bob.createSession({ session_id: 'inside', cwd: join(workspaces, 'bob', 'project') });
     expect(made.session_id).to.equal('inside');
-    expect(await run(s.bob, 'inside', 'pwd')).to.equal(join(s.home, 'workspaces', 'bob', 'project'));
+    expect(await run(s.bob, 'inside', 'pwd')).to.equal(join(workspaces, 'bob', 'project'));
+    expect(statSync(join(workspaces, 'bob')).mode & 0o777).to.equal(0o700);
     // The owner may name any folder.
     const owner = await TestClient.connect(s.daemon);
     const anywhere = h.tempDir('turnhost-admin-folder-');

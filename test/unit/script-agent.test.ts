@@ -24,6 +24,7 @@ function turn(prompt: string, answers: Record<string, unknown> = {}) {
     trace: UNTRACED,
     keepAgentSession: async () => {},
     forkOrigin: async () => null,
+    workspace: async () => ({ person: 'owner', flat: false }),
     compressHistory: async () => {},
     takeSteering: () => steering.splice(0),
     steeringArrival: async () => {},
