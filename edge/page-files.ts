@@ -49,7 +49,9 @@ export class PageFiles {
   sendLogin(res: ServerResponse, status: 200 | 401, problem: string | null = null): void {
     const form = this.file('login.html').toString('utf8');
     const body = problem === null ? form : form.replace(MESSAGE_MARK, `<p role="alert">${problem}</p>`);
-    res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', ...PAGE_HEADERS });
+    // A form's POST carries `Origin: null` under no-referrer, and the edge refuses a POST from an
+    // origin not its own: same-origin sends this edge's origin, and nothing to any other.
+    res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', ...PAGE_HEADERS, 'referrer-policy': 'same-origin' });
     res.end(body);
   }
 

@@ -143,6 +143,9 @@ export interface QueryResult {
   rows: Record<string, unknown>[];
 }
 
+/** Reader.sessionFolders, in both dialects. */
+export const SESSION_FOLDERS_SQL = 'SELECT DISTINCT cwd FROM sessions WHERE cwd IS NOT NULL ORDER BY cwd';
+
 export interface Reader {
   /** `sqlite <file>`, or the PostgreSQL URL with its password as `***`. */
   readonly description: string;
@@ -157,6 +160,8 @@ export interface Reader {
   submitted(sid: string, clientMessageId: string): Promise<boolean>;
   /** Where the session was forked from, and the sessions forked from it (PROTOCOL.md §2.2). */
   forks(sid: string): Promise<{ forked_from: ForkOrigin | null; forks: ForkOrigin[] } | undefined>;
+  /** The folders sessions were created to work in (their `cwd`), each once. */
+  sessionFolders(): Promise<string[]>;
   /** The nodes sharing the database; none on SQLite. */
   nodes(): Promise<ClusterNode[]>;
   /** The live node other than `self` that holds the session's lease; null when none does (always on SQLite). */

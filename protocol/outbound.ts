@@ -100,6 +100,8 @@ export interface SandboxStatus {
   mode: 'required' | 'off' | 'unused';
   /** `bubblewrap 0.8.0` while the sandbox is in use; null otherwise. */
   mechanism: string | null;
+  /** In `status` (the daemon's): sessions' folders outside every hidden place, which every agent can read (AGENT.md §7). */
+  exposed?: string[];
 }
 
 export type HeartbeatFrame = {

@@ -20,6 +20,7 @@ import type { ScheduleRow } from '../../persistence/schedules.js';
 import { firstPlanned, planFrom } from './schedule-plan.js';
 import type { Identity } from './identity.js';
 import { sessionFolder } from './session-folder.js';
+import { within } from '../../agents/sandbox/bubblewrap.js';
 import { ANSWERS, notFound, type SessionAccess } from './session-access.js';
 
 export interface ClientContext {
@@ -44,8 +45,10 @@ export interface ClientContext {
   edgeUrl(): string | null;
   /** Who the client is (PROTOCOL.md §5.6): the home's owner on the unix socket. */
   identity: Identity;
-  /** `sandbox.workspaces_root` (AGENT.md §7): a member's session works below it. */
+  /** `sandbox.workspaces_root` (AGENT.md §7): a member's session works below their own folder of it. */
   workspacesRoot: string;
+  /** Where every sandbox shows nothing (AGENT.md §7): a session's folder outside them is visible to all agents. */
+  hiddenPlaces: readonly string[];
   /** The store's users and shares, opened on first use. */
   people(): Promise<People | null>;
   /** The store's side connection (people, schedules, the outbox), opened on first use. */
@@ -283,6 +286,15 @@ async function knownSchedule(ctx: ClientContext, scheduleId: string, need: 'read
  * A session a member creates is theirs: its owner row is written before the answer. An id already
  * taken by a session they cannot see is refused, without saying whose it is.
  */
+/**
+ * The folders admins gave sessions that lie outside every hidden place (AGENT.md §7): visible
+ * read-only to every other session's agent, as all of `/` is, so `status` names them.
+ */
+async function exposedFolders(ctx: ClientContext): Promise<string[]> {
+  const folders = (await (await ctx.reader())?.sessionFolders()) ?? [];
+  return folders.filter((folder) => !ctx.hiddenPlaces.some((place) => within(folder, place)));
+}
+
 /** Whether a name is a stored session's id, other than the one being made: its default folder is its own (AGENT.md §7). */
 function isStoredSession(ctx: ClientContext, made: string): (name: string) => Promise<boolean> {
   return async (name) => name !== made && (await (await ctx.reader())?.session(name)) !== undefined;
@@ -645,7 +657,7 @@ const METHODS: Record<string, Method> = {
     return {
       supervisor: status.supervisor,
       host: status.host,
-      sandbox: status.sandbox,
+      sandbox: status.sandbox === null || status.sandbox.mode !== 'required' ? status.sandbox : { ...status.sandbox, exposed: await exposedFolders(ctx) },
       store,
       ...(ctx.nodeId === null ? {} : { cluster: { node_id: ctx.nodeId, nodes: await clusterNodes(ctx) } }),
       sessions: { active: counts.active, running: status.running_sids.length, retained: counts.retained, finalized: counts.finalized },

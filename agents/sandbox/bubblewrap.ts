@@ -8,7 +8,7 @@
 // Inside, a small bridge (socat) listens on 127.0.0.1 and carries each connection to the
 // session's proxy through a unix socket bound in: the network namespace has nothing else.
 import { execFile } from 'node:child_process';
-import type { SandboxConfig } from './sandbox-config.js';
+import { hiddenPlaces, sealedPlaces, type SandboxConfig } from './sandbox-config.js';
 
 /** Where the proxy's folder appears inside (under /run, which is the sandbox's own). */
 export const INSIDE_PROXY_DIR = '/run/turnhost-proxy';
@@ -53,7 +53,7 @@ function bridgeScript(maxOpenFiles: number): string {
 
 /** The mounts, in order: later ones lie over earlier ones. */
 function mounts(config: SandboxConfig, places: SandboxPlaces): string[] {
-  const sealed = outermost([config.home, config.workspacesRoot, ...config.hidden]);
+  const sealed = outermost(sealedPlaces(config));
   // What a bind brings back, but for the sealed places inside it: hidden again at once.
   const bound = (bind: string[], at: string): string[] => [...bind, ...sealed.filter((place) => place !== at && within(place, at)).flatMap((place) => ['--tmpfs', place])];
   const folderBind = places.folderByFd ? ['--bind-fd', String(FOLDER_FD), places.folder] : ['--bind', places.folder, places.folder];
@@ -61,7 +61,7 @@ function mounts(config: SandboxConfig, places: SandboxPlaces): string[] {
     '--ro-bind', '/', '/',
     '--dev', '/dev',
     '--proc', '/proc',
-    ...outermost(['/tmp', '/run', '/home', '/root', ...sealed]).flatMap((path) => ['--tmpfs', path]),
+    ...outermost(hiddenPlaces(config)).flatMap((path) => ['--tmpfs', path]),
     ...places.exposed.flatMap((path) => bound(['--ro-bind', path, path], path)),
     ...config.readOnly.flatMap((path) => bound(['--ro-bind-try', path, path], path)),
     // An admin may give a session a folder that holds the home or the workspaces: they stay hidden all the same.

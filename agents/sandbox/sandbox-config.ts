@@ -60,6 +60,16 @@ export function resolveSandbox(file: SandboxFileConfig, options: { home: string;
   };
 }
 
+/** Where every sandbox shows nothing (AGENT.md §7), wherever an admin put the home and the workspaces. */
+export function hiddenPlaces(config: Pick<SandboxConfig, 'home' | 'workspacesRoot' | 'hidden'>): string[] {
+  return ['/tmp', '/run', '/home', '/root', ...sealedPlaces(config)];
+}
+
+/** What is never bound back by what a command needs, and hidden again inside anything that is. */
+export function sealedPlaces(config: Pick<SandboxConfig, 'home' | 'workspacesRoot' | 'hidden'>): string[] {
+  return [config.home, config.workspacesRoot, ...config.hidden];
+}
+
 /** The URLs among a guest's `acp.env` values: its model API, as the guest is told to reach it. */
 export function urlsAmong(values: Iterable<string>): string[] {
   return [...values].filter((value) => /^https?:\/\//i.test(value));

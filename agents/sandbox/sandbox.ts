@@ -11,7 +11,7 @@ import type { SandboxStatus } from '../../protocol/outbound.js';
 import { AgentFailure } from '../agent.js';
 import { bwrapArgs, INSIDE_PROXY_PORT, probeSandbox, PROXY_SOCKET, within } from './bubblewrap.js';
 import { EgressProxy, type ProxyLog } from './egress-proxy.js';
-import type { SandboxConfig } from './sandbox-config.js';
+import { hiddenPlaces, sealedPlaces, type SandboxConfig } from './sandbox-config.js';
 import { MAX_PROCESSES, TreeWatchdog } from './tree-watchdog.js';
 import { neededPaths, type Walls } from './visible-paths.js';
 import { folderName } from './workspaces.js';
@@ -131,8 +131,8 @@ export class Sandboxes {
     // A hidden place that does not exist is not made: `/` is read-only, and nothing lies there to hide.
     const config = { ...this.config, hidden: this.config.hidden.filter((path) => existsSync(path)) };
     const walls: Walls = {
-      hidden: ['/tmp', '/run', '/home', '/root', config.home, config.workspacesRoot, ...config.hidden],
-      sealed: [config.home, config.workspacesRoot, ...config.hidden],
+      hidden: hiddenPlaces(config),
+      sealed: sealedPlaces(config),
       visible: [...config.readOnly, folder, agentHome],
       homes: ['/home'],
     };

@@ -26,7 +26,7 @@ import { TakeoverWatch } from '../../actors/daemon/takeover-watch.js';
 import { ClusterSecret } from '../../actors/daemon/cluster-secret.js';
 import type { GatewayMsg, HostStatus, StopReport, SupervisorMsg } from '../../actors/daemon/supervisor-messages.js';
 import { agentEnvironment, AgentLoadError } from '../../agents/loader.js';
-import { sandboxOnly } from '../../agents/sandbox/sandbox-config.js';
+import { hiddenPlaces, sandboxOnly, type SandboxConfig } from '../../agents/sandbox/sandbox-config.js';
 import { secretsRedactor, type Redactor } from '../../agents/model/key-redaction.js';
 import { ErrorCodes, errorLine, RpcError } from '../../protocol/client-rpc.js';
 import { isRecord } from '../../protocol/fields.js';
@@ -111,13 +111,13 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const paths = homePaths(home);
   let agentNames: string[];
   let redact: Redactor;
-  let workspacesRoot: string;
+  let sandbox: SandboxConfig;
   try {
     const source = { home, flag: options.agentConfig, env: process.env };
     const needs = await agentEnvironment(options.agent ?? 'script', source);
     agentNames = needs.names;
     redact = secretsRedactor(needs.secrets);
-    workspacesRoot = sandboxOnly(source).workspacesRoot;
+    sandbox = sandboxOnly(source);
   } catch (err) {
     if (!(err instanceof AgentLoadError)) throw err;
     process.stderr.write(`turnhost daemon: ${err.message}\n`);
@@ -204,7 +204,8 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     cluster,
     edgeUrl: () => edge?.url ?? null,
     identity: HOME_OWNER,
-    workspacesRoot,
+    workspacesRoot: sandbox.workspacesRoot,
+    hiddenPlaces: hiddenPlaces(sandbox),
     people,
     side: side.get,
     access: new SessionAccess(people),

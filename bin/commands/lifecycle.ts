@@ -94,7 +94,9 @@ export async function statusCommand(home: string, json: boolean): Promise<number
 export function sandboxShown(sandbox: SandboxStatus | null): string {
   if (sandbox === null) return '';
   if (sandbox.mode === 'unused') return 'unused (the agent starts no process)';
-  return sandbox.mechanism === null ? sandbox.mode : `${sandbox.mode} (${sandbox.mechanism})`;
+  const shown = sandbox.mechanism === null ? sandbox.mode : `${sandbox.mode} (${sandbox.mechanism})`;
+  const exposed = sandbox.exposed ?? [];
+  return exposed.length === 0 ? shown : `${shown}; readable by every agent: ${exposed.join(', ')}`;
 }
 
 /** This node, then one row a node: its URL, heartbeat age and sessions. */

@@ -30,6 +30,7 @@ import {
   type SessionRow,
   type SessionSummary,
   type TurnUsageRow,
+  SESSION_FOLDERS_SQL,
 } from '../reader.js';
 import type { StoreLocation } from '../store-location.js';
 import type { SessionStatus } from '../store.js';
@@ -86,6 +87,10 @@ export class PostgresReader implements Reader {
       'SELECT sid, count(*) AS n, min(queued_at) AS oldest FROM queue WHERE steered = 0 GROUP BY sid ORDER BY sid',
     );
     return rows.map((r) => ({ session_id: r.sid, queued: r.n, oldest: new Date(r.oldest).toISOString() }));
+  }
+
+  async sessionFolders(): Promise<string[]> {
+    return (await this.rows<{ cwd: string }>(SESSION_FOLDERS_SQL)).map((row) => row.cwd);
   }
 
   async statusCounts(): Promise<Record<SessionStatus, number>> {

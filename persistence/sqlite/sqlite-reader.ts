@@ -31,6 +31,7 @@ import {
   type SessionRow,
   type SessionSummary,
   type TurnUsageRow,
+  SESSION_FOLDERS_SQL,
 } from '../reader.js';
 import type { SessionStatus } from '../store.js';
 
@@ -68,6 +69,10 @@ export class SqliteReader implements Reader {
       .prepare('SELECT sid, count(*) AS n, min(queued_at) AS oldest FROM queue WHERE steered = 0 GROUP BY sid ORDER BY sid')
       .all() as { sid: string; n: number; oldest: number }[];
     return rows.map((r) => ({ session_id: r.sid, queued: r.n, oldest: new Date(r.oldest).toISOString() }));
+  }
+
+  async sessionFolders(): Promise<string[]> {
+    return (this.db.prepare(SESSION_FOLDERS_SQL).all() as { cwd: string }[]).map((row) => row.cwd);
   }
 
   async statusCounts(): Promise<Record<SessionStatus, number>> {

@@ -162,8 +162,9 @@ export class Harness {
   private readonly homes: string[] = [];
   private readonly children: ChildProcess[] = [];
 
-  tempDir(prefix = 'turnhost-test-'): string {
-    const dir = mkdtempSync(join(tmpdir(), prefix));
+  /** A new folder under `parent` (the system's temp folder), removed by cleanup. */
+  tempDir(prefix = 'turnhost-test-', parent = tmpdir()): string {
+    const dir = mkdtempSync(join(parent, prefix));
     this.homes.push(dir);
     return dir;
   }

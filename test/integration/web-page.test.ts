@@ -3,7 +3,7 @@
 // driven by playwright-core), found by the roles and names of the table, against the real daemon.
 // A missing browser fails these tests: .ci/run installs it.
 import { expect } from 'chai';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { readToken } from '../../edge/http-token.js';
@@ -60,13 +60,43 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await h.cleanup();
   });
 
-  it('a wrong token shows the 401 page', async () => {
+  it('a person logs in with the form: a wrong token is said so, the right one signs in; the token is never in the address or the history; light, dark, 360 px', async () => {
     const edge = await pageDaemon(h);
-    const page = await browser.newPage();
-    const answer = await page.goto(`${edge.url}/login?token=wrong`);
+    const page = await browser.newPage({ viewport: { width: 360, height: 740 }, colorScheme: 'dark' });
+    page.setDefaultTimeout(WAIT_MS);
+    const answer = await page.goto(`${edge.url}/`);
     expect(answer?.status()).to.equal(401);
-    await page.getByRole('heading', { name: 'Not logged in' }).waitFor();
+    const token = page.getByRole('textbox', { name: 'Token' });
+    await token.fill('not-the-token');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('alert').getByText('That token is not valid here').waitFor();
+    expect(page.url()).to.equal(`${edge.url}/login?failed`);
+    // The page's own style: its font and a dark card, and no sideways scrolling on a phone.
+    const look = (await page.evaluate(`(() => {
+      const card = getComputedStyle(document.querySelector('main.login'));
+      return { font: getComputedStyle(document.body).fontFamily, card: card.backgroundColor, overflow: document.documentElement.scrollWidth - window.innerWidth };
+    })()`)) as { font: string; card: string; overflow: number };
+    expect(look.font).to.match(/system-ui/);
+    expect(look.card).to.equal('rgb(27, 30, 35)');
+    expect(look.overflow, 'no sideways scrolling at 360 px').to.be.at.most(0);
+    await page.getByRole('textbox', { name: 'Token' }).fill(edge.token);
+    await page.keyboard.press('Enter');
+    await page.getByRole('button', { name: 'New session' }).waitFor();
+    expect(page.url()).to.equal(`${edge.url}/`);
+    const visited = (await page.evaluate('history.length')) as number;
+    const urls: string[] = [];
+    for (let back = 1; back < visited; back++) {
+      await page.goBack();
+      urls.push(page.url());
+    }
+    for (const url of [page.url(), ...urls]) expect(url).to.not.include(edge.token);
     await page.close();
+    const light = await browser.newPage({ colorScheme: 'light' });
+    await light.goto(`${edge.url}/login`);
+    expect(await light.evaluate(`getComputedStyle(document.querySelector('main.login')).backgroundColor`)).to.equal('rgb(246, 247, 249)');
+    await light.close();
+    const audit = readFileSync(join(edge.home, 'logs', 'audit.log'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { user: string; action: string });
+    expect(audit.filter((r) => r.action === 'login').map((r) => r.user), 'one login, the wrong token none').to.deep.equal(['owner']);
   });
 
   it('logs in, creates a session, streams a reply, answers a clarify and an approval, queues two prompts and deletes one, stops a turn', async () => {
