@@ -40,7 +40,7 @@ describe('store', () => {
     });
     store.closeNow();
     const raw = new Database(file);
-    raw.exec('ALTER TABLE turns DROP COLUMN trace; DROP INDEX turns_running_by; DROP TABLE usage_daily; DROP TABLE budgets; ALTER TABLE turns DROP COLUMN cached_tokens; ALTER TABLE turns DROP COLUMN reasoning_tokens');
+    raw.exec('ALTER TABLE sessions DROP COLUMN flat_workspace; ALTER TABLE turns DROP COLUMN trace; DROP INDEX turns_running_by; DROP TABLE usage_daily; DROP TABLE budgets; ALTER TABLE turns DROP COLUMN cached_tokens; ALTER TABLE turns DROP COLUMN reasoning_tokens');
     for (const column of ['messages.tool_calls', 'messages.tool_call_id', 'turns.model', 'turns.prompt_tokens', 'turns.completion_tokens', 'turns.model_calls']) {
       const [table, name] = column.split('.');
       raw.exec(`ALTER TABLE ${table} DROP COLUMN ${name}`);
@@ -63,6 +63,8 @@ describe('store', () => {
       { role: 'assistant', content: '', tool_calls: [call] },
       { role: 'tool', content: 'r', tool_call_id: 'c1' },
     ]);
+    // Stored before workspaces belonged to people, without a folder of its own: it keeps `<root>/<sid>`.
+    expect(await store.sessionWorkspace('old')).to.deep.equal({ owner: null, flat: true });
   });
 
   it('migrates a new database to the current schema version, in WAL mode', () => {
