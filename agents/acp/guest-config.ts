@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import {
   approvalSchema,
+  configProblem,
   envName,
   mcpServerSchema,
   parseConfig,
@@ -15,7 +16,6 @@ import {
   type ConfigSource,
   type McpServerConfig,
 } from '../agent-config.js';
-import { AgentLoadError } from '../loader-error.js';
 import { serverNameClash } from '../model/mcp-names.js';
 import { resolveSandbox, sandboxSchema, urlsAmong, type SandboxConfig } from '../sandbox/sandbox-config.js';
 
@@ -70,11 +70,11 @@ export interface GuestConfig {
 export function loadGuestConfig(source: ConfigSource): GuestConfig {
   const config = readAgentConfig(source);
   if (typeof config.raw === 'object' && config.raw !== null && !('acp' in config.raw)) {
-    throw new AgentLoadError(`${config.path}: acp: missing: --agent acp needs an "acp" object with the guest's "command" (AGENT.md §6)`);
+    throw configProblem(config, 'acp', 'missing: a guest agent needs an "acp" object with the guest\'s "command" (AGENT.md §6)');
   }
   const file = parseConfig(fileSchema, config);
   const clash = serverNameClash(Object.keys(file.mcp_servers));
-  if (clash !== null) throw new AgentLoadError(`${config.path}: mcp_servers: ${clash}`);
+  if (clash !== null) throw configProblem(config, 'mcp_servers', clash);
   const guest = file.acp;
   const passed = Object.fromEntries(GUEST_PASSED_NAMES.flatMap((name) => (source.env[name] === undefined ? [] : [[name, source.env[name]!]])));
   const fromDaemon = Object.fromEntries(guest.pass_env.flatMap((name) => (source.env[name] === undefined ? [] : [[name, source.env[name]!]])));

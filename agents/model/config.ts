@@ -5,6 +5,7 @@ import {
   approvalSchema,
   envName,
   mcpServerSchema,
+  configProblem,
   parseConfig,
   placeServers,
   readAgentConfig,
@@ -12,7 +13,6 @@ import {
   type ConfigSource,
   type McpServerConfig,
 } from '../agent-config.js';
-import { AgentLoadError } from '../loader-error.js';
 import { serverNameClash } from './mcp-names.js';
 import { resolveSandbox, sandboxSchema, type SandboxConfig } from '../sandbox/sandbox-config.js';
 
@@ -51,18 +51,15 @@ export type ModelConfig = Omit<FileConfig, 'model' | 'base_url' | 'sandbox'> & {
 
 export function loadModelConfig(source: ConfigSource): ModelConfig {
   const config = readAgentConfig(source);
-  const { path } = config;
   const file = parseConfig(fileSchema, config);
   const model = file.model ?? nonEmpty(source.env['TURNHOST_MODEL']);
-  if (model === undefined) {
-    throw new AgentLoadError(`${path}: model: no model given: set "model" in the agent config or $TURNHOST_MODEL`);
-  }
+  if (model === undefined) throw configProblem(config, 'model', 'no model given: set "model" in the agent config or $TURNHOST_MODEL');
   const baseUrl = file.base_url ?? nonEmpty(source.env['OPENAI_BASE_URL']) ?? DEFAULT_BASE_URL;
   const clash = serverNameClash(Object.keys(file.mcp_servers));
-  if (clash !== null) throw new AgentLoadError(`${path}: mcp_servers: ${clash}`);
+  if (clash !== null) throw configProblem(config, 'mcp_servers', clash);
   const servers = placeServers(file.mcp_servers, config.base);
   const sandbox = resolveSandbox(file.sandbox, { home: source.home, base: config.base, modelUrls: [baseUrl] });
-  return { ...file, mcp_servers: servers, model, base_url: baseUrl.replace(/\/+$/, ''), file: config.found ? path : null, sandbox };
+  return { ...file, mcp_servers: servers, model, base_url: baseUrl.replace(/\/+$/, ''), file: config.found ? config.path : null, sandbox };
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -117,7 +117,7 @@ describe('the sandbox as people\'s machines are: agents under a home, workspaces
     const config = writeConfig(dir, { acp: { command: 'python3', args: [PYTHON_GUEST] }, approval: { default: 'allow' }, sandbox: { workspaces_root: root, hidden: [backup] } });
     const daemon = await startDaemon(h, ['--agent', 'acp', '--agent-config', config, '--listen', '127.0.0.1:0'], {}, join(dir, 'home'));
     const admin = await owner(daemon);
-    const url = (await admin.hostStatus()).http!.url;
+    const url = JSON.parse((await h.runCli(['status', '--home', daemon.home, '--json'])).stdout).http.url as string;
     const member = async (name: string) => {
       const client = await connect({ url, token: (await h.runCli(['user', 'add', name, '--home', daemon.home])).stdout.trim() });
       clients.push(client);
