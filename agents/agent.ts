@@ -107,7 +107,7 @@ export interface SessionView {
   readonly overrides: Readonly<SessionOverrides>;
 }
 
-export type AgentFailureReason = Extract<TurnErrorReason, 'auth' | 'upstream' | 'stalled' | 'resources'>;
+export type AgentFailureReason = Extract<TurnErrorReason, 'auth' | 'upstream' | 'stalled' | 'resources' | 'agent'>;
 
 /** A turn failure whose reason a client can act on (AGENT.md §4); any other throw is an `exception`. */
 export class AgentFailure extends Error {
@@ -132,8 +132,15 @@ export interface Agent {
   refusesRoute?(route: string): string | null;
   /** A reason to refuse a session's new overrides (an unknown personality, say), or null. */
   checkOverrides?(overrides: Readonly<SessionOverrides>): string | null;
-  /** Called once when the host stops: end the agent's own processes and connections. */
+  /** Called once when the host stops, or once a retired agent's last turn ended: end its own processes and connections. */
   close?(): Promise<void>;
+  /**
+   * Its definition changed or left the catalogue at a reload (AGENT.md §8): no new turn will come.
+   * What it keeps live for idle sessions may go now (a guest agent releases its idle guests).
+   */
+  retire?(): void;
+  /** Sessions it holds live now (a guest agent's live guest sessions), for `agents.list`. */
+  liveSessions?(): number;
   /** How the processes the agent starts are confined (AGENT.md §7); absent: it starts none. */
   readonly sandbox?: SandboxStatus;
 }

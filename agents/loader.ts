@@ -5,13 +5,13 @@ import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isAgent, type Agent } from './agent.js';
 import { AgentLoadError } from './loader-error.js';
-import type { ConfigSource } from './model/config.js';
-import type { ModelAgentOptions } from './model/model-agent.js';
+import type { ConfigSource } from './config-file.js';
+import { catalogueEnvironment, readCatalogue, type AgentEnvironment, type CatalogueConfig } from './catalogue-config.js';
+import type { GuestAgentOptions } from './acp/guest-agent.js';
 import { scriptAgent } from './script.js';
-import type { SandboxConfig } from './sandbox/sandbox-config.js';
 
-/** What a built-in agent may need to start: the model agent reads its config (AGENT.md §1). */
-export interface AgentSetup extends ModelAgentOptions {}
+/** What a built-in agent may need to start: its config (AGENT.md §1, §6), and what the catalogue shares (§8). */
+export interface AgentSetup extends GuestAgentOptions {}
 
 // The model agent (and with it the openai and MCP SDKs, and zod for its config) is loaded only by
 // a process that runs it or checks its config: the script agent's host never pays for it, and a
@@ -59,37 +59,28 @@ export async function loadAgent(spec: string, setup: AgentSetup, cwd = process.c
   return agent;
 }
 
-/** What the agent needs from the environment (AGENT.md §1, §6). */
-export interface AgentEnvironment {
-  /** Variables beyond the host's allowlist: the model agent's base URL and key variable, a guest's `pass_env`. */
-  names: string[];
-  /** What must never be written anywhere: the model agent's API key, a guest's secrets. */
-  secrets: string[];
-}
-
 /**
- * Read from the agent's config, once: reading it validates the config, so a daemon or `start`
- * refuses a broken one (AgentLoadError) before any host runs.
+ * The catalogue the config gives (AGENT.md §8), validated whole, with what its agents need from
+ * the environment; reading it validates it, so a daemon or `start` refuses a broken one
+ * (AgentLoadError, exit 78) before any host runs. An agent that starts processes needs its sandbox
+ * (AGENT.md §7): a machine that cannot make one is refused here too.
  */
-export async function agentEnvironment(spec: string, source: ConfigSource): Promise<AgentEnvironment> {
-  if (spec === 'acp') {
-    const guest = (await import('./acp/guest-config.js')).loadGuestConfig(source);
-    await sandboxRuns(guest.file, guest.sandbox);
-    return { names: guest.passEnv, secrets: guest.secrets };
-  }
-  if (spec !== 'openai') return { names: [], secrets: [] };
-  const config = (await import('./model/config.js')).loadModelConfig(source);
-  if (Object.values(config.mcp_servers).some((server) => server.enabled)) await sandboxRuns(config.file ?? 'agent.json', config.sandbox);
-  const key = source.env[config.api_key_env];
-  return { names: ['OPENAI_BASE_URL', config.api_key_env], secrets: key ? [key] : [] };
+export async function checkedCatalogue(spec: string | undefined, source: ConfigSource): Promise<{ catalogue: CatalogueConfig; mechanism: string | null }> {
+  const catalogue = await readCatalogue(spec, source);
+  const sandboxed = [...catalogue.definitions.values()].some((d) => d.sandbox.startsProcesses && d.sandbox.mode === 'required');
+  return { catalogue, mechanism: sandboxed ? await sandboxRuns(catalogue.file) : null };
 }
 
-/** An agent that starts processes needs its sandbox (AGENT.md §7): a machine that cannot make one is refused before any host runs. */
-async function sandboxRuns(file: string, sandbox: SandboxConfig): Promise<void> {
-  if (sandbox.mode !== 'required') return;
+/** What every agent of the catalogue needs from the environment (AGENT.md §1, §6). */
+export async function agentEnvironment(spec: string | undefined, source: ConfigSource): Promise<AgentEnvironment> {
+  return catalogueEnvironment((await checkedCatalogue(spec, source)).catalogue);
+}
+
+/** bubblewrap's name and version. */
+async function sandboxRuns(file: string): Promise<string> {
   const { sandboxMechanism, SandboxUnavailable } = await import('./sandbox/sandbox.js');
   try {
-    await sandboxMechanism();
+    return await sandboxMechanism();
   } catch (err) {
     throw err instanceof SandboxUnavailable ? new AgentLoadError(`${file}: ${err.message}`) : err;
   }

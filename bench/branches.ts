@@ -43,12 +43,12 @@ async function measure(side: SideStore, plainInsert: (sid: string) => Promise<vo
   for (let i = 0; i < FORKS_PER_ROUND; i++) {
     for (const size of SIZES) {
       const t0 = performance.now();
-      const made = await side.fork({ sid: `f-${size}-${round}-${i}`, sessionKey: 'sk', cwd: null, source: `src-${size}`, atTurnId: null });
+      const made = await side.fork({ sid: `f-${size}-${round}-${i}`, sessionKey: 'sk', cwd: null, source: `src-${size}`, atTurnId: null, agent: null });
       timings.forkMs[size]!.push(performance.now() - t0);
       if (made?.upto !== size) throw new Error(`the fork of src-${size} took ${made?.upto} messages`);
     }
     const t1 = performance.now();
-    const first = await side.fork({ sid: `first-${round}-${i}`, sessionKey: 'sk', cwd: null, source: `src-${longest}`, atTurnId: `src-${longest}-t0` });
+    const first = await side.fork({ sid: `first-${round}-${i}`, sessionKey: 'sk', cwd: null, source: `src-${longest}`, atTurnId: `src-${longest}-t0`, agent: null });
     timings.firstTurnMs.push(performance.now() - t1);
     if (first?.upto !== 2) throw new Error(`the fork at the first turn took ${first?.upto} messages`);
     const t0 = performance.now();

@@ -131,6 +131,7 @@ const FLOOR_SQL: Record<UsageGroup, string> = {
   person: `SELECT COALESCE(by_user, '${OWNER}') AS key, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cached_tokens), SUM(reasoning_tokens), SUM(model_calls), SUM(ended_at - started_at) FROM turns GROUP BY key`,
   session: 'SELECT sid AS key, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cached_tokens), SUM(reasoning_tokens), SUM(model_calls), SUM(ended_at - started_at) FROM turns GROUP BY key',
   model: 'SELECT model AS key, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cached_tokens), SUM(reasoning_tokens), SUM(model_calls), SUM(ended_at - started_at) FROM turns GROUP BY key',
+  agent: "SELECT COALESCE(s.agent, '') AS key, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cached_tokens), SUM(reasoning_tokens), SUM(model_calls), SUM(ended_at - started_at) FROM turns t LEFT JOIN sessions s ON s.sid = t.sid GROUP BY key",
   day: `SELECT started_at / ${DAY_MS} AS key, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cached_tokens), SUM(reasoning_tokens), SUM(model_calls), SUM(ended_at - started_at) FROM turns GROUP BY key`,
 };
 

@@ -372,7 +372,7 @@ hostOptions(program.command('acp').description('an Agent Client Protocol agent o
     run('acp', async () => {
       await beforeDaemonStart(opts);
       const { acpCommand } = await import('./commands/acp.js');
-      return acpCommand(homeFrom(opts.home), { hostArgs: hostArgs(opts) });
+      return acpCommand(homeFrom(opts.home), { hostArgs: hostArgs(opts), ...(opts.agent ? { agent: opts.agent } : {}) });
     }),
   );
 
@@ -465,10 +465,22 @@ user
   .addOption(storeOption())
   .action((name: string | undefined, opts) => run('user', async () => (await import('./commands/users.js')).userBudgetCommand(homeFrom(opts.home), name, opts)));
 
+const agents = program
+  .command('agents')
+  .description('the agents a session may be made with (AGENT.md §8), through the running daemon')
+  .addOption(homeOption())
+  .option('--json', 'print one JSON object')
+  .action((opts) => run('agents', async () => (await import('./commands/agents.js')).agentsCommand(homeFrom(opts.home), opts)));
+agents
+  .command('reload')
+  .description("read the agent config again, without a restart (SIGHUP does the same); a file that does not validate is refused and exits 78")
+  .addOption(homeOption())
+  .action((opts) => run('agents', async () => (await import('./commands/agents.js')).agentsReloadCommand(homeFrom(opts.home))));
+
 program
   .command('usage')
   .description("what the turns spent, from the store's ledger (works with the daemon down; PROTOCOL.md §5.7)")
-  .option('--by <what>', 'group by person, session, model or day (default: person)')
+  .option('--by <what>', 'group by person, session, model, agent or day (default: person)')
   .option('--since <date>', 'from this UTC day, YYYY-MM-DD')
   .option('--until <date>', 'to this UTC day, YYYY-MM-DD, inclusive')
   .option('--json', 'print one JSON object')
@@ -512,7 +524,12 @@ program
   .addOption(homeOption())
   .action((opts) => run('webhook', async () => (await import('./commands/schedules.js')).webhookSecretCommand(homeFrom(opts.home), opts.rotate === true)));
 
-const cluster = program.command('cluster').description('the nodes that share one PostgreSQL (docs/CLUSTER.md)');
+const cluster = program
+  .command('cluster')
+  .description("the nodes that share one PostgreSQL (docs/CLUSTER.md), as the running daemon's node sees them, with each node's catalogue of agents")
+  .addOption(homeOption())
+  .option('--json', 'print one JSON array')
+  .action((opts) => run('cluster', async () => (await import('./commands/cluster.js')).nodesCommand(homeFrom(opts.home), opts.json === true)));
 cluster
   .command('rotate-secret')
   .description('replace the secret the nodes prove to each other; every node takes the new one within 5 s')

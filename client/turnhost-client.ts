@@ -8,6 +8,7 @@ import { homeFrom, homePaths } from '../protocol/home-paths.js';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
 import { RpcClient, type EventParams, type ServerRequest } from './rpc-connection.js';
 import type {
+  AgentsList,
   ApprovalHandler,
   ClarifyHandler,
   ControlResult,
@@ -212,7 +213,8 @@ export class TurnhostClient {
 
   // ── the methods of PROTOCOL.md §2 ──────────────────────────────────────────────────────────
 
-  async createSession(params: { session_id?: string; cwd?: string } = {}): Promise<CreateResult> {
+  /** A new session; `agent` and `model` choose among the daemon's catalogue (AGENT.md §8, `agents()`). */
+  async createSession(params: { session_id?: string; cwd?: string; agent?: string; model?: string } = {}): Promise<CreateResult> {
     const result = await this.call<CreateResult>('session.create', params);
     this.follow(result.session_id);
     return result;
@@ -229,13 +231,18 @@ export class TurnhostClient {
     return this.call('session.list', params);
   }
 
+  /** The agents this caller may make a session with (AGENT.md §8). */
+  agents(): Promise<AgentsList> {
+    return this.call('agents.list', {});
+  }
+
   /** The session's line; `all`: with the superseded turns too, each message `superseded: true` (PROTOCOL.md §2.2). */
   history(sessionId: string, params: { limit?: number; all?: boolean } = {}): Promise<{ messages: HistoryMessage[] }> {
     return this.call('session.history', { session_id: sessionId, ...params });
   }
 
   /** A new session whose history is this one's up to `at_turn_id` (default: its last ended turn); followed. */
-  async forkSession(sessionId: string, options: { at_turn_id?: string; new_session_id?: string; cwd?: string } = {}): Promise<ForkResult> {
+  async forkSession(sessionId: string, options: { at_turn_id?: string; new_session_id?: string; cwd?: string; agent?: string } = {}): Promise<ForkResult> {
     const result = await this.call<ForkResult>('session.fork', { session_id: sessionId, ...options });
     this.follow(result.session_id);
     return result;

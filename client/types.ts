@@ -29,6 +29,29 @@ export interface ResumeResult {
   first_seq?: number;
   /** The session it was forked from, and at which turn (PROTOCOL.md §2.2). */
   forked_from?: ForkOrigin;
+  /** Its agent, the daemon's catalogue's name (AGENT.md §8), and the model chosen for it (null: its agent's own). */
+  agent: string;
+  model: string | null;
+}
+
+/** One agent a session may be made with (AGENT.md §8), as `agents.list` shows it. */
+export interface AgentInfo {
+  name: string;
+  label: string;
+  description: string;
+  kind: string;
+  /** An `openai` agent's models a person may pick. */
+  models?: string[];
+  members: boolean;
+  sandbox: { mode: 'required' | 'off' | 'unused' };
+  live_sessions: number;
+}
+
+export interface AgentsList {
+  /** The agent a new session gets when it names none (for a member: the first open to members when the default is not). */
+  default: string;
+  digest: string;
+  agents: AgentInfo[];
 }
 
 /** A session a fork came from, and the turn it was taken at (PROTOCOL.md §2.2). */
@@ -57,6 +80,8 @@ export interface SessionSummary {
   message_count: number;
   updated_at: string;
   forked_from?: ForkOrigin;
+  agent: string;
+  model: string | null;
 }
 
 /** One message of `session.history`: the tool fields and the turn's model and usage where present. */

@@ -1,4 +1,6 @@
-// `POST /v1/ag-ui` (PROTOCOL.md §7.1): AG-UI's RunAgentInput in, AG-UI events out as server-sent
+// `POST /v1/ag-ui` (PROTOCOL.md §7.1), and `POST /v1/ag-ui/{agent}` for each agent of the
+// catalogue (AGENT.md §8: a CopilotKit `HttpAgent` per agent; a new thread is made with that agent,
+// and a thread keeps the agent it was made with): AG-UI's RunAgentInput in, AG-UI events out as server-sent
 // events. A run is a subscriber of the gateway like any client: `threadId` is the session,
 // `runId` the submit's client_message_id (a repeated run runs nothing twice), the last user
 // message the prompt. The run follows its own turn: a queued run waits for its turn to start, and
@@ -26,7 +28,7 @@ const PEEK_TIMEOUT_MS = 10 * SECOND_MS;
 /** The AG-UI runs one credential may have open at once (PROTOCOL.md §5.1): a flood of runs is refused, not queued. */
 export const MAX_OPEN_RUNS = 64;
 
-export async function agUiRun(req: IncomingMessage, res: ServerResponse, options: EdgeOptions, runs: Places): Promise<void> {
+export async function agUiRun(req: IncomingMessage, res: ServerResponse, options: EdgeOptions, runs: Places, agent: string | null = null): Promise<void> {
   const input = parseInput(await readJsonBody(req));
   if (!options.admit()) throw new RpcError(ErrorCodes.tooManyClients, `too many clients: this daemon serves at most ${options.maxClients} connections at once (--max-clients)`);
   const release = runs.take();
@@ -46,7 +48,7 @@ export async function agUiRun(req: IncomingMessage, res: ServerResponse, options
     const refusal = unsupported(input);
     if (refusal !== null) return run.error('unsupported', refusal);
     if (input.resume !== undefined && input.resume.length > 0) await resume(input, run, ctx);
-    else await submit(input, traced(req), run, ctx);
+    else await submit(input, traced(req), run, ctx, agent);
   } catch (err) {
     run.error(errorCode(err), (err as Error).message);
   }
@@ -109,11 +111,13 @@ function openStream(res: ServerResponse, options: EdgeOptions): Stream {
 }
 
 /** A new prompt, or the same run again (`runId` seen before): then nothing runs twice. */
-async function submit(input: RunAgentInput, trace: ReturnType<typeof traced>, run: Run, ctx: ClientContext): Promise<void> {
+async function submit(input: RunAgentInput, trace: ReturnType<typeof traced>, run: Run, ctx: ClientContext, agent: string | null): Promise<void> {
   const text = lastUserText(input);
   if (text === null) return run.error('invalid', 'the run has no user message to send, and no resume');
-  // A member's new thread is a session they make (and own); the owner's is made by its first prompt.
-  if (!ctx.identity.admin && (await (await ctx.reader())?.session(input.threadId)) === undefined) await callMethod('session.create', { session_id: input.threadId }, ctx);
+  // A member's new thread is a session they make (and own), as is one of a named agent; the
+  // owner's thread of the default agent is made by its first prompt.
+  const isNew = (await (await ctx.reader())?.session(input.threadId)) === undefined;
+  if (isNew && (!ctx.identity.admin || agent !== null)) await callMethod('session.create', { session_id: input.threadId, ...(agent === null ? {} : { agent }) }, ctx);
   const edit = await editPoint(input, ctx);
   const params = { session_id: input.threadId, client_message_id: input.runId, on_busy: 'queue', ...trace };
   const answer = (await (edit === null ? callMethod('prompt.submit', { ...params, text }, ctx) : callMethod('prompt.edit', { ...params, ...edit }, ctx))) as {

@@ -190,9 +190,11 @@ async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving
     if (method !== 'GET') throw wrongMethod(['GET']);
     return streamEvents(req, res, decodeURIComponent(events[1]!), url, serving, identity);
   }
-  if (url.pathname === '/v1/ag-ui') {
+  const agUi = /^\/v1\/ag-ui(?:\/([^/]+))?$/.exec(url.pathname);
+  if (agUi !== null) {
     if (method !== 'POST') throw wrongMethod(['POST']);
-    return agUiRun(req, res, { ...options, shared: { ...options.shared, identity } }, serving.agUiRuns);
+    const agent = agUi[1] === undefined ? null : decodeURIComponent(agUi[1]);
+    return agUiRun(req, res, { ...options, shared: { ...options.shared, identity } }, serving.agUiRuns, agent);
   }
   const match = matchRoute(method, url.pathname);
   if (match.kind === 'none') throw notFound(url.pathname);

@@ -42,14 +42,16 @@ const ROUTES: Route[] = [
     return ok(await method('host.status', {}, ctx));
   }),
   route('GET', '/v1/sessions', async ({ ctx, query }) => ok(await method('session.list', query.has('status') ? { status: query.get('status') } : {}, ctx))),
-  route('POST', '/v1/sessions', async ({ ctx, req }) => ok(await method('session.create', pick(await readJsonBody(req), ['session_id']), ctx), 201)),
+  route('POST', '/v1/sessions', async ({ ctx, req }) => ok(await method('session.create', pick(await readJsonBody(req), ['session_id', 'agent', 'model']), ctx), 201)),
+  // Several agents (AGENT.md §8): those the caller may make a session with.
+  route('GET', '/v1/agents', async ({ ctx }) => ok(await method('agents.list', {}, ctx))),
   route('GET', '/v1/sessions/{id}', async ({ ctx, parts }) => ok(await sessionView(parts['id']!, ctx))),
   route('GET', '/v1/sessions/{id}/history', async ({ ctx, parts, query }) =>
     ok(await method('session.history', { session_id: parts['id'], ...integerParam(query, 'limit'), ...(query.get('all') === 'true' ? { all: true } : {}) }, ctx)),
   ),
   // Branches (PROTOCOL.md §2.2).
   route('POST', '/v1/sessions/{id}/fork', async ({ ctx, parts, req }) =>
-    ok(await method('session.fork', { ...pick(await readJsonBody(req), ['new_session_id', 'at_turn_id', 'cwd']), session_id: parts['id'] }, ctx), 201),
+    ok(await method('session.fork', { ...pick(await readJsonBody(req), ['new_session_id', 'at_turn_id', 'cwd', 'agent']), session_id: parts['id'] }, ctx), 201),
   ),
   route('GET', '/v1/sessions/{id}/usage', async ({ ctx, parts }) => ok(await method('session.usage', { session_id: parts['id'] }, ctx))),
   route('GET', '/v1/usage', async ({ ctx, query }) => ok(await method('usage.report', pick(Object.fromEntries(query), ['by', 'since', 'until']), ctx))),

@@ -100,7 +100,17 @@ export const ROLL_UP_LOST_SQL = rollUpSql("status = 'running'", 'CAST($1 AS BIGI
 /** The same for one session's (`$2`) running turns, when another node takes it over. */
 export const ROLL_UP_SESSION_LOST_SQL = rollUpSql("sid = $2 AND status = 'running'", 'CAST($1 AS BIGINT)');
 
-const KEY_OF: Record<UsageGroup, string> = { person: 'by_user', session: 'sid', model: 'model', day: 'day' };
+/**
+ * The group's column; a session's agent (AGENT.md §8) is its session row's, fixed for its life ('':
+ * a session stored before there were several agents, or one no longer stored).
+ */
+const KEY_OF: Record<UsageGroup, string> = {
+  person: 'by_user',
+  session: 'sid',
+  model: 'model',
+  agent: "COALESCE((SELECT s.agent FROM sessions s WHERE s.sid = usage_daily.sid), '')",
+  day: 'day',
+};
 
 /**
  * Totals grouped by `by`, largest token count first (by day: in date order); `$1`, `$2`: the first

@@ -67,6 +67,8 @@ export interface UrlBacklog {
 
 /** What the store holds of a turn or a request, for an event's body. */
 export interface EventFacts {
+  /** The session's agent (AGENT.md §8); null for a session stored before there were several, or no longer stored. */
+  agent: string | null;
   turn?: { status: string; error: string | null; prompt_tokens: number | null; completion_tokens: number | null; model_calls: number | null; reply: string | null };
   request?: { turn_id: string | null; method: string; params: string };
 }
@@ -98,7 +100,8 @@ export function webhookId(row: Pick<OutboxEvent, 'type' | 'ref'>): string {
 
 /** The body as sent (`{type, timestamp, data}`): the same on every attempt, since what it reads was committed with it. */
 export function webhookBody(row: OutboxEvent, facts: EventFacts): string {
-  return JSON.stringify({ type: row.type, timestamp: new Date(row.created_at).toISOString(), data: { session_id: row.sid, ...eventData(row, facts) } });
+  const data = { session_id: row.sid, ...(facts.agent === null ? {} : { agent: facts.agent }), ...eventData(row, facts) };
+  return JSON.stringify({ type: row.type, timestamp: new Date(row.created_at).toISOString(), data });
 }
 
 function eventData(row: OutboxEvent, facts: EventFacts): Record<string, unknown> {
@@ -136,6 +139,7 @@ export const TURN_FACTS_SQL = `SELECT status, error, prompt_tokens, completion_t
   (SELECT content FROM messages m WHERE m.sid = $2 AND m.turn_id = $1 AND m.role = 'assistant' ORDER BY m.seq DESC LIMIT 1) AS reply
   FROM turns WHERE turn_id = $1`;
 export const REQUEST_FACTS_SQL = 'SELECT turn_id, method, params FROM server_requests WHERE id = $1';
+export const AGENT_FACT_SQL = 'SELECT agent FROM sessions WHERE sid = $1';
 
 /** How many events one fan-out moves: a long outage's backlog moves in several writes, none long. */
 export const FAN_OUT_BATCH = 1000;

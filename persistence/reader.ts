@@ -1,5 +1,6 @@
 // What the CLI, the daemon and the REPL read of a home's sessions, whichever store holds them
 // (PROTOCOL.md §3, §6.1). Nothing here ever writes.
+import { decodeOr } from './codec.js';
 import { OWNER } from './people.js';
 import type { ToolCall } from '../protocol/chat.js';
 import type { TurnUsage } from '../protocol/outbound.js';
@@ -16,6 +17,10 @@ export interface SessionSummary {
   message_count: number;
   history_version: number;
   updated_at: string;
+  /** Its agent (AGENT.md §8); null for a session stored before there were several (it takes the default at its next turn). */
+  agent: string | null;
+  /** Its model when one was chosen for it (`session.create {model}`, `slash.model`); null: its agent's own. */
+  model: string | null;
 }
 
 /** A summary with what a list names the session by (PROTOCOL.md §5.5): its first message, when it is a prompt; and where it was forked from. */
@@ -88,7 +93,7 @@ export const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_ca
 export const SESSION_STATUSES: readonly SessionStatus[] = ['active', 'finalized', 'retained'];
 
 /** A session's columns for its summary; a branch of a session (PROTOCOL.md §2.2) is never one. */
-export const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_reason, history_version, updated_at, forked_from_sid, forked_from_turn,
+export const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_reason, history_version, updated_at, forked_from_sid, forked_from_turn, agent, overrides,
   ${MESSAGE_COUNT_SQL} AS message_count,
   (SELECT content FROM messages WHERE messages.sid = CASE WHEN COALESCE(sessions.parent_upto, 0) > 0 THEN sessions.parent_sid ELSE sessions.sid END
      AND messages.seq = 0 AND messages.role = 'user') AS first_prompt`;
@@ -107,7 +112,13 @@ export const SUBMITTED_SQL = 'SELECT 1 AS taken FROM submits WHERE sid = $1 AND 
 export const FORKS_SQL = `SELECT sid, forked_from_turn FROM sessions WHERE forked_from_sid = $1 AND ${NOT_A_BRANCH} ORDER BY created_at, sid`;
 
 /** A summary as stored: the sid and the time in their column form. */
-export type SessionRow = Omit<ListedSession, 'session_id' | 'updated_at' | 'forked_from'> & { sid: string; updated_at: number; forked_from_sid: string | null; forked_from_turn: string | null };
+export type SessionRow = Omit<ListedSession, 'session_id' | 'updated_at' | 'forked_from' | 'model'> & {
+  sid: string;
+  updated_at: number;
+  forked_from_sid: string | null;
+  forked_from_turn: string | null;
+  overrides: string;
+};
 
 /** A superseded row as stored. */
 export type SupersededRow = HistoryRow & { branch: string; superseded_at: number | null; superseded_by: string | null };
@@ -118,6 +129,8 @@ export interface ClusterNode {
   url: string | null;
   heartbeat_age_ms: number;
   sessions: number;
+  /** Its catalogue of agents' digest (AGENT.md §8): nodes that differ read different agent configs. */
+  catalogue: string | null;
 }
 
 /** Another node, as a forwarding node reaches it. */
@@ -255,5 +268,7 @@ export function toSummary(row: SessionRow): SessionSummary {
     message_count: row.message_count,
     history_version: row.history_version,
     updated_at: new Date(row.updated_at).toISOString(),
+    agent: row.agent,
+    model: decodeOr<{ model?: string }>(row.overrides, {}).model ?? null,
   };
 }

@@ -73,8 +73,8 @@ export const TURN_SPAN_SQL = `${LINE_CTE} ${spanSelect('$2')}`;
  * is written when the source or the turn is not there. Returns the fork's row.
  */
 export const FORK_SQL = `${lineCte('$5')}, span AS (${lastOfTurn('$6')})
-  INSERT INTO sessions (sid, session_key, status, history_version, overrides, cwd, created_at, updated_at, parent_sid, parent_upto, forked_from_sid, forked_from_turn)
-  SELECT $1, $2, 'active', 0, s.overrides, $3, $4, $4, s.sid, span.upto, s.sid, span.turn_id
+  INSERT INTO sessions (sid, session_key, status, history_version, overrides, cwd, created_at, updated_at, parent_sid, parent_upto, forked_from_sid, forked_from_turn, agent)
+  SELECT $1, $2, 'active', 0, s.overrides, $3, $4, $4, s.sid, span.upto, s.sid, span.turn_id, COALESCE($7, s.agent)
   FROM sessions s, span WHERE s.sid = $5 AND s.branch_of IS NULL
   RETURNING parent_upto AS upto, forked_from_turn AS turn_id`;
 
@@ -89,7 +89,7 @@ export const FORK_LOCK_SQL = 'SELECT 1 FROM sessions WHERE sid = $1 FOR SHARE';
 export const FORK_ORIGIN_SQL = `${lineCte('(SELECT forked_from_sid FROM sessions WHERE sid = $1)')}, span AS (${lastOfTurn('NULL')})
   SELECT src.sid AS sid, src.agent_session_id AS agent_session_id
   FROM sessions f JOIN sessions src ON src.sid = f.forked_from_sid JOIN span ON span.turn_id = f.forked_from_turn
-  WHERE f.sid = $1 AND src.agent_session_id IS NOT NULL
+  WHERE f.sid = $1 AND src.agent_session_id IS NOT NULL AND src.agent IS NOT DISTINCT FROM f.agent
     AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.sid = src.sid AND t.status = 'running')`;
 
 /** The turns of a session's own rows from position `$2` on: what a rewind there supersedes. */

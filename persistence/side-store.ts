@@ -15,6 +15,8 @@ export interface ForkRequest {
   cwd: string | null;
   source: string;
   atTurnId: string | null;
+  /** Another agent for the fork (AGENT.md §8); null: its source's. */
+  agent: string | null;
 }
 
 /** What a fork took: the turn, and how many messages of the source's line it shares. */

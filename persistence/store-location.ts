@@ -40,7 +40,7 @@ export function hidePassword(text: string): string {
 export interface OpenOptions {
   historyCacheMib?: number;
   /** One node of several on the database (PROTOCOL.md §6.2): PostgreSQL only. */
-  node?: { id: string; leaseSecs: number; url?: string };
+  node?: { id: string; leaseSecs: number; url?: string; catalogue?: () => string };
 }
 
 export async function openStore(location: StoreLocation, options: OpenOptions = {}): Promise<Store> {

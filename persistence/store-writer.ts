@@ -19,6 +19,8 @@ export interface SessionRow {
   overridesText: string;
   cwd: string | null;
   bootId: string;
+  /** The session's agent (AGENT.md §8): stored once, never changed after. */
+  agent: string;
 }
 
 export interface TurnReport {
@@ -98,7 +100,7 @@ function usageParams(report: TurnReport): UsageParams {
 
 /** The statements a writer runs, each with its parameters in the order given. */
 export interface StatementParams {
-  upsertSession: [sid: string, sessionKey: string, activate: 0 | 1, historyVersion: number, overridesText: string, cwd: string | null, bootId: string, now: number];
+  upsertSession: [sid: string, sessionKey: string, activate: 0 | 1, historyVersion: number, overridesText: string, cwd: string | null, bootId: string, now: number, agent: string];
   touchSession: [historyVersion: number, now: number, sid: string];
   insertMessage: [sid: string, seq: number, role: string, content: string, turnId: string | null, now: number, toolCalls: string | null, toolCallId: string | null];
   deleteMessagesFrom: [sid: string, seq: number];
@@ -165,7 +167,7 @@ export abstract class StoreWriter {
   /** Writes the session row; `activate` makes it `active` (a retained or finalized session named again is active again). */
   saveSession(row: SessionRow, now = Date.now()): void {
     this.settle(); // an earlier turn's touch must not land after this row's version
-    this.run('upsertSession', [row.sid, row.sessionKey, row.activate ? 1 : 0, row.historyVersion, row.overridesText, row.cwd, row.bootId, now]);
+    this.run('upsertSession', [row.sid, row.sessionKey, row.activate ? 1 : 0, row.historyVersion, row.overridesText, row.cwd, row.bootId, now, row.agent]);
   }
 
   /**

@@ -54,6 +54,8 @@ export interface StoredSession {
   submitCount: number;
   /** A guest agent's session id (AGENT.md §6); null until a guest made one. */
   agentSessionId: string | null;
+  /** Its agent, the catalogue's name (AGENT.md §8); null for a session stored before there were several. */
+  agent: string | null;
   /** As a node: this load took the session over from a node that died with it (PROTOCOL.md §6.2). */
   takenOver?: Takeover;
 }
@@ -63,6 +65,8 @@ export interface StoredSession {
 export interface LostTurn {
   turnId: string;
   sid: string;
+  /** Its session's agent (AGENT.md §8); null for a session stored before there were several. */
+  agent: string | null;
   startedAt: number;
   by: string | null;
   /** As stored at its start (persistence/store-writer.ts, TurnTraceRef); null when it was not traced. */
@@ -70,7 +74,8 @@ export interface LostTurn {
 }
 
 /** The running turns' rows as the lost ones are read, before they are marked; `$1`: the session, or null for all. */
-export const LOST_TURNS_SQL = `SELECT turn_id AS "turnId", sid, started_at AS "startedAt", by_user AS "by", trace FROM turns
+export const LOST_TURNS_SQL = `SELECT turn_id AS "turnId", sid, (SELECT agent FROM sessions s WHERE s.sid = turns.sid) AS agent,
+  started_at AS "startedAt", by_user AS "by", trace FROM turns
   WHERE status = 'running' AND (CAST($1 AS TEXT) IS NULL OR sid = $1)`;
 
 /** PostgreSQL's bigint arrives as a string. */
@@ -218,6 +223,7 @@ export interface SessionRowWithCounts {
   cwd: string | null;
   queue_revision: number;
   agent_session_id: string | null;
+  agent: string | null;
   message_count: number;
   submit_count: number;
 }
@@ -235,6 +241,7 @@ export function toStoredSession(row: SessionRowWithCounts, queue: QueuedPrompt[]
     queueRevision: row.queue_revision,
     submitCount: row.submit_count,
     agentSessionId: row.agent_session_id,
+    agent: row.agent,
   };
 }
 

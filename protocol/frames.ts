@@ -62,8 +62,18 @@ export type ControlFrame = {
 
 export type ReloadMcpFrame = { type: 'reload_mcp'; sid: string; request_id: string };
 
-/** Stores a new session's row at once (answered by `control.ack`, route `session.create`); an existing session is left as it is. */
-export type SessionCreateFrame = { type: 'session.create'; sid: string; request_id: string; cwd?: string };
+/**
+ * Stores a new session's row at once (answered by `control.ack`, route `session.create`); an
+ * existing session is left as it is. `agent`: its agent from the catalogue (AGENT.md §8), else the
+ * default; `model`: its model (an `openai` agent's).
+ */
+export type SessionCreateFrame = { type: 'session.create'; sid: string; request_id: string; cwd?: string; agent?: string; model?: string };
+
+/**
+ * The host's catalogue of agents (AGENT.md §8): `list` it, or `reload` it from the file; `env`: the
+ * variables its agents need that the host was not started with. Answered by `agents.result` or `agents.error`.
+ */
+export type AgentsFrame = { type: 'agents'; request_id: string; op: 'list' } | { type: 'agents'; request_id: string; op: 'reload'; env: Record<string, string> };
 
 export type ShutdownFrame = { type: 'shutdown'; request_id: string; wait?: number };
 
@@ -76,6 +86,7 @@ export type HostInFrame =
   | ControlFrame
   | ReloadMcpFrame
   | SessionCreateFrame
+  | AgentsFrame
   | QueueFrame
   | ShutdownFrame
   | DebugFrame;
@@ -131,6 +142,8 @@ function invalidFrameReply(type: HostInFrame['type'], raw: UnknownRecord, messag
       return { type: 'control.error', sid, request_id, message };
     case 'queue':
       return { type: 'queue.error', sid, request_id, message, code: ErrorCodes.invalidParams };
+    case 'agents':
+      return { type: 'agents.error', request_id, message: `agents: ${message}` };
     case 'interrupt':
     case 'shutdown':
     case 'debug':
@@ -147,11 +160,26 @@ const PARSERS: Record<string, (f: Fields) => HostInFrame> = {
   reload_mcp: (f) => ({ type: 'reload_mcp', sid: f.identifier('sid'), request_id: f.identifier('request_id') }),
   'session.create': (f) => {
     const cwd = f.optionalString('cwd');
-    return { type: 'session.create', sid: f.identifier('sid'), request_id: f.identifier('request_id'), ...(cwd ? { cwd } : {}) };
+    const agent = f.optionalIdentifier('agent');
+    const model = f.optionalString('model');
+    return { type: 'session.create', sid: f.identifier('sid'), request_id: f.identifier('request_id'), ...(cwd ? { cwd } : {}), ...(agent ? { agent } : {}), ...(model ? { model } : {}) };
   },
+  agents: parseAgents,
   shutdown: parseShutdown,
   debug: (f) => ({ type: 'debug', request_id: f.identifier('request_id'), what: f.oneOf('what', DEBUG_TOPICS) }),
 };
+
+function parseAgents(f: Fields): AgentsFrame {
+  const request_id = f.identifier('request_id');
+  if (f.oneOf('op', ['list', 'reload'] as const) === 'list') return { type: 'agents', request_id, op: 'list' };
+  const given = f.optionalRecord('env') ?? {};
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(given)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || typeof value !== 'string') throw new FieldError('env must map variable names to strings');
+    env[name] = value;
+  }
+  return { type: 'agents', request_id, op: 'reload', env };
+}
 
 function parseInterrupt(f: Fields): InterruptFrame {
   const frame: InterruptFrame = { type: 'interrupt', sid: f.identifier('sid'), request_id: f.identifier('request_id') };

@@ -3,7 +3,7 @@ import type { Nanos } from './nanos.js';
 import type { RpcMessage, RpcResponse } from './rpc.js';
 
 /** `auth`, `upstream` and `stalled` come from the model agent (AGENT.md §4). */
-export type TurnErrorReason = 'invalid' | 'busy' | 'shutting_down' | 'exception' | 'crash' | 'auth' | 'upstream' | 'stalled' | 'storage' | 'lease_lost' | 'node_lost' | 'resources' | 'budget';
+export type TurnErrorReason = 'invalid' | 'busy' | 'shutting_down' | 'exception' | 'crash' | 'auth' | 'upstream' | 'stalled' | 'storage' | 'lease_lost' | 'node_lost' | 'resources' | 'budget' | 'agent';
 
 /** Which budget a turn's start was refused by (PROTOCOL.md §5.7): 4029's `data`. */
 export interface BudgetRefusal {
@@ -168,6 +168,10 @@ export type HostOutFrame =
   | { type: 'reload_mcp.ack'; sid: string; request_id: string; response: RpcResponse }
   | ({ type: 'shutdown.ack'; request_id: string } & ShutdownReport)
   | { type: 'debug.result'; request_id: string; what: DebugTopic; result: unknown }
+  /** The answer to an `agents` frame (AGENT.md §8): the catalogue as the host now has it. */
+  | { type: 'agents.result'; request_id: string; result: unknown }
+  /** An `agents` frame refused: a reload of a file that does not validate (the old catalogue stays), said as exit 78 says it. */
+  | { type: 'agents.error'; request_id: string | null; message: string }
   | { type: 'error'; request_id: string | null; message: string };
 
 export type HostOutType = HostOutFrame['type'];

@@ -11,7 +11,7 @@ export interface UsageTotals {
   duration_ms: number;
 }
 
-export const USAGE_GROUPS = ['person', 'session', 'model', 'day'] as const;
+export const USAGE_GROUPS = ['person', 'session', 'model', 'agent', 'day'] as const;
 export type UsageGroup = (typeof USAGE_GROUPS)[number];
 
 /** One group's totals: `key` is the person, the session id, the model ('' when unknown) or the day. */

@@ -19,6 +19,22 @@ interface SessionItem {
   /** What the person logged in is to it (PROTOCOL.md §5.6): an owner or an admin may share it. */
   role: 'owner' | 'editor' | 'viewer' | 'admin';
   forked_from?: ForkOrigin;
+  /** Its agent (AGENT.md §8) and the model chosen for it (null: its agent's own). */
+  agent: string;
+  model: string | null;
+}
+
+/** One agent a session may be made with, as `agents.list` shows it (AGENT.md §8). */
+interface AgentItem {
+  name: string;
+  label: string;
+  description: string;
+  models?: string[];
+}
+
+interface Catalogue {
+  default: string;
+  agents: AgentItem[];
 }
 
 /** Where a session was forked from, and the sessions forked from it (PROTOCOL.md §2.2). */
@@ -85,6 +101,9 @@ function App() {
   /** Why the session's queue waits (a budget), as the host last said; null while it does not. */
   const [held, setHeld] = useState<string | null>(null);
   const [you, setYou] = useState<You | null>(null);
+  const [catalogue, setCatalogue] = useState<Catalogue>({ default: '', agents: [] });
+  /** The agent chooser of "New session" is open (when there is more than one agent to choose). */
+  const [choosing, setChoosing] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [, setTick] = useState(0);
   const view = useRef<SessionView | null>(null);
@@ -107,6 +126,7 @@ function App() {
           setConnected(true);
           refreshHost();
           void refreshSessions();
+          rpc.call<Catalogue>('agents.list').then(setCatalogue, () => {});
           if (selectedRef.current !== null) void openSession(selectedRef.current, true);
         },
         closed: () => setConnected(false),
@@ -284,6 +304,14 @@ function App() {
 
   const sid = selected;
   const role = sessions.find((s) => s.session_id === sid)?.role;
+  const chosen = sessions.find((s) => s.session_id === sid);
+  const agentOf = (name: string): AgentItem | undefined => catalogue.agents.find((a) => a.name === name);
+  const makeSession = (agent: string | null) =>
+    act(async () => {
+      setChoosing(false);
+      choose((await rpc.call<{ session_id: string }>('session.create', agent === null ? {} : { agent })).session_id);
+      await refreshSessions();
+    });
   const actions = useRef<TurnActions>({ canWrite: false, edit: async () => {}, fork: async () => {}, retry: async () => {} });
   actions.current = {
     canWrite: role !== 'viewer',
@@ -320,24 +348,18 @@ function App() {
         {!connected && <p role="status">reconnecting…</p>}
       </header>
       <nav>
-        <button
-          type="button"
-          onClick={() =>
-            void act(async () => {
-              choose((await rpc.call<{ session_id: string }>('session.create')).session_id);
-              await refreshSessions();
-            })
-          }
-        >
+        <button type="button" aria-expanded={catalogue.agents.length > 1 ? choosing : undefined} onClick={() => (catalogue.agents.length > 1 ? setChoosing(!choosing) : void makeSession(null))}>
           New session
         </button>
+        {choosing && <AgentChooser catalogue={catalogue} onChoose={(agent) => void makeSession(agent)} />}
         <ul aria-label="Sessions">
           {sessions.map((s) => (
             <li key={s.session_id} aria-current={s.session_id === sid ? 'true' : undefined}>
               <button type="button" onClick={() => choose(s.session_id)}>
                 <span class="title">{s.title ?? s.session_id}</span>
                 <small>
-                  {s.session_id} · {s.status} · {s.running ? 'running' : 'idle'} · {s.queued} queued
+                  {s.session_id} · {agentOf(s.agent)?.label ?? s.agent}
+                  {s.model !== null ? ` (${s.model})` : ''} · {s.status} · {s.running ? 'running' : 'idle'} · {s.queued} queued
                 </small>
               </button>
             </li>
@@ -351,7 +373,12 @@ function App() {
         ) : (
           <SessionPane
             sid={sid}
-            title={sessions.find((s) => s.session_id === sid)?.title ?? null}
+            title={chosen?.title ?? null}
+            agent={chosen === undefined ? null : { name: chosen.agent, label: agentOf(chosen.agent)?.label ?? chosen.agent, model: chosen.model, models: agentOf(chosen.agent)?.models ?? [] }}
+            onModel={(model) => act(async () => {
+              await rpc.call('slash.model', { session_id: sid, model });
+              await refreshSessions();
+            })}
             lineage={lineage}
             spent={spent}
             held={held}
@@ -408,10 +435,65 @@ function HostRegion({ host }: { host: HostView | null }) {
   );
 }
 
+/**
+ * "New session" with several agents (AGENT.md §8): each with its label and what it is for, the
+ * default chosen; Create makes the session with the one chosen.
+ */
+function AgentChooser({ catalogue, onChoose }: { catalogue: Catalogue; onChoose(agent: string): void }) {
+  const [agent, setAgent] = useState(catalogue.default);
+  return (
+    <form
+      class="agent-chooser"
+      aria-label="Agent of the new session"
+      onSubmit={(e) => {
+        e.preventDefault();
+        onChoose(agent);
+      }}
+    >
+      <fieldset>
+        <legend>Agent</legend>
+        {catalogue.agents.map((a) => (
+          <label key={a.name}>
+            <input type="radio" name="agent" value={a.name} checked={a.name === agent} onChange={() => setAgent(a.name)} />
+            <span>{a.label}</span>
+            {a.description !== '' && <small>{a.description}</small>}
+          </label>
+        ))}
+      </fieldset>
+      <button type="submit" class="primary">
+        Create
+      </button>
+    </form>
+  );
+}
+
+/** A session's agent and model in its header; an agent with models offers them (`slash.model`). */
+function AgentLine({ agent, onModel }: { agent: { label: string; model: string | null; models: string[] }; onModel(model: string): Promise<void> }) {
+  return (
+    <p class="agent">
+      {agent.label}
+      {agent.models.length > 1 ? (
+        <select aria-label="Model" value={agent.model ?? agent.models[0]} onChange={(e) => void onModel((e.target as HTMLSelectElement).value)}>
+          {agent.models.map((model) => (
+            <option key={model} value={model}>
+              {model}
+            </option>
+          ))}
+        </select>
+      ) : (
+        (agent.model ?? agent.models[0]) !== undefined && <span> · {agent.model ?? agent.models[0]}</span>
+      )}
+    </p>
+  );
+}
+
 interface SessionPaneProps {
   sid: string;
   /** Its first prompt's first line; null before it has one (then the id names it). */
   title: string | null;
+  /** Its agent (AGENT.md §8), shown in its header with its model, and the models it may pick from. */
+  agent: { name: string; label: string; model: string | null; models: string[] } | null;
+  onModel(model: string): Promise<void>;
   lineage: Lineage | null;
   spent: UsageTotals | null;
   held: string | null;
@@ -448,6 +530,7 @@ function SessionPane(props: SessionPaneProps) {
       <div class="session-head">
         <h2>{props.title ?? props.sid}</h2>
         {props.title !== null && <small class="sid">{props.sid}</small>}
+        {props.agent !== null && <AgentLine agent={props.agent} onModel={props.onModel} />}
         <LineageLinks lineage={props.lineage} titleOf={props.titleOf} onOpen={props.onOpen} />
         {props.spent !== null && props.spent.turns > 0 && <p class="spent">{spentText(props.spent)}</p>}
         {props.canShare && <ShareForm onShare={props.onShare} />}

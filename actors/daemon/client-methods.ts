@@ -20,6 +20,8 @@ import type { ScheduleRow } from '../../persistence/schedules.js';
 import { firstPlanned, planFrom } from './schedule-plan.js';
 import type { Identity } from './identity.js';
 import { sessionFolder } from './session-folder.js';
+import type { AgentChoices } from './agent-choice.js';
+import type { CatalogueView } from '../../agents/catalogue.js';
 import { within } from '../../agents/sandbox/bubblewrap.js';
 import { ANSWERS, notFound, type SessionAccess } from './session-access.js';
 
@@ -49,6 +51,10 @@ export interface ClientContext {
   workspacesRoot: string;
   /** Where every sandbox shows nothing (AGENT.md §7): a session's folder outside them is visible to all agents. */
   hiddenPlaces: readonly string[];
+  /** The catalogue of agents (AGENT.md §8): which a new session may be made with, and by whom. */
+  agents: AgentChoices;
+  /** Reads the agent config again, and the host with it; throws -32602 with the exit-78 line when it does not validate. */
+  reloadAgents(): Promise<CatalogueView>;
   /** The store's users and shares, opened on first use. */
   people(): Promise<People | null>;
   /** The store's side connection (people, schedules, the outbox), opened on first use. */
@@ -166,8 +172,13 @@ function recordAudit(method: string, params: UnknownRecord, result: unknown, ctx
   ctx.audit({ user: ctx.identity.user, action, ...(sid === undefined ? {} : { session_id: sid }), ...(Object.keys(detail).length === 0 ? {} : { detail }) });
 }
 
-async function callHost(ctx: ClientContext, call: HostCall): Promise<unknown> {
-  const reply = await ask(ctx.supervisor, (replyTo: Ref<CallReply>): SupervisorMsg => ({ kind: 'call', call, replyTo }), CALL_TIMEOUT_MS);
+function callHost(ctx: ClientContext, call: HostCall): Promise<unknown> {
+  return askHost(ctx.supervisor, call);
+}
+
+/** A call to the host through the supervisor: its value, or its error as an RpcError. */
+export async function askHost(supervisor: Ref<SupervisorMsg>, call: HostCall): Promise<unknown> {
+  const reply = await ask(supervisor, (replyTo: Ref<CallReply>): SupervisorMsg => ({ kind: 'call', call, replyTo }), CALL_TIMEOUT_MS);
   if (!reply.ok) throw new RpcError(reply.error.code, reply.error.message, reply.error.data);
   return reply.value;
 }
@@ -361,7 +372,21 @@ function rewind(ctx: ClientContext, sid: string, point: { to_turn_id: string | n
 async function routeMethod(route: string, params: UnknownRecord, ctx: ClientContext): Promise<unknown> {
   const sid = new Fields(params).identifier('session_id');
   const { session_id: _sid, ...rest } = params;
+  if (route === 'slash.model' && typeof rest['model'] === 'string') await checkModel(ctx, sid, rest['model']);
   return callHost(ctx, { op: 'control', sid, route, params: rest });
+}
+
+/** A member's `slash.model` is held to the session's agent's `models` (AGENT.md §8). */
+async function checkModel(ctx: ClientContext, sid: string, model: string): Promise<void> {
+  if (ctx.identity.admin) return;
+  const agent = (await (await ctx.reader())?.session(sid))?.agent ?? ctx.agents.config.defaultAgent;
+  const refusal = ctx.agents.modelRefusal(ctx.identity, agent, model);
+  if (refusal !== null) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${refusal}`);
+}
+
+/** The catalogue as the caller may use it: a member sees the agents open to members, and the default they would get. */
+function agentsFor(view: CatalogueView, ctx: ClientContext): CatalogueView {
+  return { ...view, default: ctx.agents.defaultFor(ctx.identity) ?? '', agents: view.agents.filter((agent) => ctx.agents.mayUse(ctx.identity, agent)) };
 }
 
 async function sidForRequest(ctx: ClientContext, requestId: string): Promise<string | null> {
@@ -407,13 +432,24 @@ const METHODS: Record<string, Method> = {
   /** The session is stored before the answer: from then on it is listed, resumable and survives a restart. */
   async 'session.create'(p, ctx) {
     const sid = p.optionalIdentifier('session_id') ?? `s-${randomBytes(6).toString('hex')}`;
+    const choice = ctx.agents.choose(ctx.identity, p.optionalIdentifier('agent'), p.optionalString('model'));
     const asked = p.optionalString('cwd');
     const cwd = asked ? await sessionFolder(asked, ctx.identity, ctx.workspacesRoot, isStoredSession(ctx, sid)) : undefined;
     await claimNewSession(ctx, sid);
     if (cwd) ctx.cwds.set(sid, cwd);
-    const stored = (await callHost(ctx, { op: 'create', sid, ...(cwd ? { cwd } : {}) })) as { session_key: string };
+    const stored = (await callHost(ctx, { op: 'create', sid, ...(cwd ? { cwd } : {}), ...choice })) as { session_key: string };
     attach(ctx, sid);
     return { session_id: sid, session_key: stored.session_key };
+  },
+
+  /** The agents the caller may make a session with (AGENT.md §8), with how many sessions each holds live. */
+  async 'agents.list'(_p, ctx) {
+    return agentsFor((await callHost(ctx, { op: 'agents', reload: false })) as CatalogueView, ctx);
+  },
+
+  /** `turnhost agents reload` (admins): the file read and validated again, by the daemon and its host. */
+  async 'agents.reload'(_p, ctx) {
+    return agentsFor(await ctx.reloadAgents(), ctx);
   },
 
   /** Answered by the gateway: the answer, the replay and the open requests must not be split by a live event. */
@@ -432,6 +468,8 @@ const METHODS: Record<string, Method> = {
       history_version: session.history_version,
       status: session.status,
       running: runningHere || elsewhere?.running_turn != null,
+      agent: session.agent ?? ctx.agents.config.defaultAgent,
+      model: session.model,
       ...(elsewhere === null ? {} : { owner: { node_id: elsewhere.node_id, reachable: false } }),
       ...(forkedFrom === null ? {} : { forked_from: forkedFrom }),
     };
@@ -455,6 +493,8 @@ const METHODS: Record<string, Method> = {
         running: running.has(s.session_id),
         message_count: s.message_count,
         updated_at: s.updated_at,
+        agent: s.agent ?? ctx.agents.config.defaultAgent,
+        model: s.model,
         title: titleOf(s.first_prompt),
         role: theirs?.get(s.session_id) ?? 'admin',
         ...(s.forked_from === null ? {} : { forked_from: s.forked_from }),
@@ -545,13 +585,15 @@ const METHODS: Record<string, Method> = {
     const source = p.identifier('session_id');
     const sid = p.optionalIdentifier('new_session_id') ?? `s-${randomBytes(6).toString('hex')}`;
     const atTurnId = p.optionalIdentifier('at_turn_id') ?? null;
+    const otherAgent = p.optionalIdentifier('agent');
+    if (otherAgent !== undefined) ctx.agents.choose(ctx.identity, otherAgent, undefined);
     const asked = p.optionalString('cwd');
     const cwd = asked ? await sessionFolder(asked, ctx.identity, ctx.workspacesRoot, isStoredSession(ctx, sid)) : null;
     const reader = await ctx.reader();
     if ((await reader?.session(source)) === undefined) throw notFound(source);
     if ((await reader?.session(sid)) !== undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: the session id ${sid} is taken`);
     await claimNewSession(ctx, sid);
-    const made = await (await openSide(ctx)).fork({ sid, sessionKey: `sk-${randomBytes(6).toString('hex')}`, cwd, source, atTurnId });
+    const made = await (await openSide(ctx)).fork({ sid, sessionKey: `sk-${randomBytes(6).toString('hex')}`, cwd, source, atTurnId, agent: otherAgent ?? null });
     if (made === null) throw new RpcError(ErrorCodes.invalidParams, atTurnId === null ? `invalid params: session ${source} has no turn that ended to fork at` : `invalid params: turn ${atTurnId} is not in session ${source}'s history`);
     // This node's host takes the fork now: the session is this node's (PROTOCOL.md §2.2).
     await callHost(ctx, { op: 'create', sid });

@@ -17,7 +17,7 @@ const SHARES = new Set(['session.share', 'session.unshare']);
 /** Methods that name a server request: the request's session is checked. */
 export const ANSWERS = new Set(['request.answer', 'clarify.lock']);
 /** The daemon's own levers: admins only. */
-const ADMIN_ONLY = new Set(['host.restart', 'daemon.shutdown']);
+const ADMIN_ONLY = new Set(['host.restart', 'daemon.shutdown', 'agents.reload']);
 
 /**
  * A member's role in a session is looked up at most this often: an unshare made on another node

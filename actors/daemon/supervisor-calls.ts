@@ -90,7 +90,14 @@ export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<Call
       return waitReply(s, requestId, { replyTo, kind: 'control', what: call.route, sid: call.sid, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
     }
     case 'create':
-      child.send({ type: 'session.create', sid: call.sid, request_id: requestId, ...(call.cwd === undefined ? {} : { cwd: call.cwd }) });
+      child.send({
+        type: 'session.create',
+        sid: call.sid,
+        request_id: requestId,
+        ...(call.cwd === undefined ? {} : { cwd: call.cwd }),
+        ...(call.agent === undefined ? {} : { agent: call.agent }),
+        ...(call.model === undefined ? {} : { model: call.model }),
+      });
       return waitReply(s, requestId, { replyTo, kind: 'control', what: 'session.create', sid: call.sid, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
     case 'respond':
       child.send({ type: 'respond', sid: call.sid, request_id: requestId, params: call.params });
@@ -98,6 +105,9 @@ export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<Call
     case 'debug':
       child.send({ type: 'debug', request_id: requestId, what: call.what });
       return waitReply(s, requestId, { replyTo, kind: 'debug', what: `debug ${call.what}`, sid: null, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
+    case 'agents':
+      child.send(call.reload ? { type: 'agents', request_id: requestId, op: 'reload', env: call.env } : { type: 'agents', request_id: requestId, op: 'list' });
+      return waitReply(s, requestId, { replyTo, kind: 'agents', what: call.reload ? 'agents reload' : 'agents list', sid: null, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
   }
 }
 
@@ -168,7 +178,10 @@ function toCallReply(frame: HostFrameIn): CallReply {
       return { ok: true, value: response['result'] ?? null };
     }
     case 'debug.result':
+    case 'agents.result':
       return { ok: true, value: frame['result'] };
+    case 'agents.error':
+      return { ok: false, error: new RpcError(ErrorCodes.invalidParams, String(frame['message'])).toJson() };
     case 'queue.ack':
       return { ok: true, value: { revision: frame['revision'], items: frame['items'] } };
     case 'queue.error':

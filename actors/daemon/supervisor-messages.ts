@@ -20,9 +20,11 @@ export type HostCall =
   | { op: 'interrupt'; sid: string; turnId?: string; keepQueue: boolean }
   | { op: 'queue'; sid: string; queueOp: QueueOp; queueId?: string; text?: string }
   | { op: 'control'; sid: string; route: string; params: UnknownRecord }
-  | { op: 'create'; sid: string; cwd?: string }
+  | { op: 'create'; sid: string; cwd?: string; agent?: string; model?: string }
   | { op: 'respond'; sid: string; params: UnknownRecord }
-  | { op: 'debug'; what: string };
+  | { op: 'debug'; what: string }
+  | { op: 'agents'; reload: false }
+  | { op: 'agents'; reload: true; env: Record<string, string> };
 
 export type CallReply = { ok: true; value: unknown } | { ok: false; error: RpcErrorObject };
 

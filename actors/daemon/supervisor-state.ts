@@ -16,9 +16,10 @@ export interface SupervisorConfig {
   hostEntry: string;
   /** Made at each spawn: a node advertises its edge's address, known only once the edge listens. */
   hostArgs: () => string[];
-  /** The agent the host runs, as given to the daemon (for host.status). */
-  agent: string;
-  hostEnv: NodeJS.ProcessEnv;
+  /** The catalogue's default agent (for host.status): it changes at a reload. */
+  agent: () => string;
+  /** Made at each spawn: a reload may have added what a new agent needs. */
+  hostEnv: () => NodeJS.ProcessEnv;
   registryPath: string;
   probe: ProcessProbe;
   clock: Clock;
@@ -99,7 +100,7 @@ export interface SupervisorWiring {
 
 export interface ReplyEntry {
   replyTo: Ref<CallReply>;
-  kind: 'interrupt' | 'control' | 'respond' | 'debug' | 'queue';
+  kind: 'interrupt' | 'control' | 'respond' | 'debug' | 'queue' | 'agents';
   what: string;
   sid: string | null;
   timeoutMs: number;

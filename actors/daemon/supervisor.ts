@@ -2,6 +2,7 @@
 // watchdog, restarts, stop) and everything pending on it (turns, control replies, late
 // handlers). One actor owns all of it, so a reply racing its waiter's timeout is consumed
 // exactly once: the mailbox orders the two.
+import { EXIT_CONFIG } from '../../agents/loader-error.js';
 import type { Logger } from 'pino';
 import { removeRegistry, reconcile, writeRegistry } from '../../persistence/registry.js';
 import type { HelloFrame, QueueDeltaFrame, TurnUsage } from '../../protocol/outbound.js';
@@ -17,8 +18,6 @@ import type { ReplyEntry, SupervisorConfig, SupervisorState, SupervisorWiring } 
 import type { GatewayMsg, HostFrameIn, HostStatus, StopReport, SupervisorMsg } from './supervisor-messages.js';
 
 const WATCHDOG_MISSES = 3;
-/** The exit code of a host that cannot load its agent or the agent's config (EX_CONFIG). */
-const EXIT_CONFIG = 78;
 const KILL_WAIT_MS = 2 * SECOND_MS;
 
 
@@ -136,7 +135,7 @@ function stateName(s: SupervisorState): HostStatus['host']['state'] {
 function status(s: SupervisorState, config: SupervisorConfig): HostStatus {
   const now = config.clock.nowMs();
   return {
-    supervisor: { pid: process.pid, home: config.home, started_at: s.startedAt, agent: config.agent },
+    supervisor: { pid: process.pid, home: config.home, started_at: s.startedAt, agent: config.agent() },
     sandbox: s.hello === null ? null : (s.hello.sandbox ?? { mode: 'unused', mechanism: null }),
     host: {
       pid: s.child?.alive ? s.child.pid : null,
@@ -171,7 +170,7 @@ async function spawnHost(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, w
     exit: (child, code, signal) => tell(ctx.self, { kind: 'host-exit', child, code, signal }),
   };
   const spawn = config.spawnHost ?? HostChild.spawn;
-  const child = spawn(config.hostEntry, ['host', '--home', config.home, '--queue-deltas', '--log-fd', String(HOST_LOG_FD), ...config.hostArgs()], config.hostEnv, events);
+  const child = spawn(config.hostEntry, ['host', '--home', config.home, '--queue-deltas', '--log-fd', String(HOST_LOG_FD), ...config.hostArgs()], config.hostEnv(), events);
   wiring.gate.attach(() => child.pauseOutput(), () => child.resumeOutput());
   s.child = child;
   s.hello = null;

@@ -2,7 +2,7 @@
 // most `workers` at once, FIFO), answers debug, and runs the coordinated shutdown. It never
 // waits on a turn, so interrupt, respond, control and shutdown are answered at once.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { HostInFrame } from '../../protocol/frames.js';
+import type { AgentsFrame, HostInFrame } from '../../protocol/frames.js';
 import type { DebugTopic, ShutdownReport } from '../../protocol/outbound.js';
 import type { CoordinatorMsg, FinishedTurn, HostMsg, HostStats, SessionDescription, ShardMsg, ShutdownReason, TurnTicket } from './messages.js';
 import { parseControl } from './routes.js';
@@ -160,9 +160,8 @@ function onFrame(state: HostState, frame: HostInFrame, ctx: ActorContext<HostMsg
       return;
     case 'control': {
       const parsed = parseControl(frame);
-      const refusal = parsed.ok ? wiring.services.agent.refusesRoute?.(parsed.request.route) : parsed.message;
-      if (!parsed.ok || refusal) {
-        writer.write({ type: 'control.error', sid: frame.sid, request_id: frame.request_id, message: refusal ?? 'refused' });
+      if (!parsed.ok) {
+        writer.write({ type: 'control.error', sid: frame.sid, request_id: frame.request_id, message: parsed.message });
         return;
       }
       tell(shardFor(frame.sid, wiring), { kind: 'frame', frame, control: parsed.request });
@@ -173,6 +172,9 @@ function onFrame(state: HostState, frame: HostInFrame, ctx: ActorContext<HostMsg
       return;
     case 'debug':
       answerDebug(state, frame.request_id, frame.what, wiring);
+      return;
+    case 'agents':
+      answerAgents(frame, wiring);
       return;
   }
 }
@@ -239,6 +241,16 @@ function stats(state: HostState): HostStats {
 }
 
 /** Debug answers are gathered off the host's mailbox, so a slow gather never delays a frame. */
+/** The catalogue (AGENT.md §8), listed or read again from the file; a file that does not validate leaves the old one. */
+function answerAgents(frame: AgentsFrame, wiring: HostWiring): void {
+  const { writer, agents } = wiring.services;
+  const answer = frame.op === 'list' ? Promise.resolve(agents.view()) : agents.reread(frame.env);
+  answer.then(
+    (result) => writer.write({ type: 'agents.result', request_id: frame.request_id, result }),
+    (err: unknown) => writer.write({ type: 'agents.error', request_id: frame.request_id, message: (err as Error).message }),
+  );
+}
+
 function answerDebug(state: HostState, requestId: string, what: DebugTopic, wiring: HostWiring): void {
   const { writer, log } = wiring.services;
   const snapshot = stats(state);

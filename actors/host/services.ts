@@ -1,6 +1,6 @@
 // What the host's actors share: each is a single owner of its own output or file.
 import type { Logger } from 'pino';
-import type { Agent } from '../../agents/agent.js';
+import type { AgentCatalogue } from '../../agents/catalogue.js';
 import type { WebhookEvent } from '../../persistence/outbox.js';
 import type { Store } from '../../persistence/store.js';
 import type { FrameWriter } from '../../protocol/frame-writer.js';
@@ -13,7 +13,8 @@ export interface HostServices {
   writer: FrameWriter;
   /** How changes of a queue leave the host: `session.queue` events, or deltas for the daemon. */
   queueEvents: QueueAnnouncer;
-  agent: Agent;
+  /** The agents this host runs (AGENT.md §8): a session's is asked for by the name it stores. */
+  agents: AgentCatalogue;
   clock: Clock;
   log: Logger;
   bootId: string;

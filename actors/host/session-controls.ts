@@ -1,6 +1,7 @@
 // The control routes' meanings (PROTOCOL.md §1.3): each change is committed before it is acked.
 import { randomBytes } from 'node:crypto';
 import { keepRecent } from '../../agents/agent.js';
+import { AgentMissing } from '../../agents/catalogue.js';
 import { storageProblem, type Work } from '../../persistence/store.js';
 import type { ChatMessage } from '../../protocol/chat.js';
 import type { ControlFrame, ReloadMcpFrame, SessionCreateFrame } from '../../protocol/frames.js';
@@ -29,17 +30,21 @@ export async function runControl(s: SessionState, frame: ControlFrame, request: 
   const { writer } = env.services;
   if (request.route === 'reload.mcp') return reloadTools(s, frame, env);
   try {
+    // A route the session's agent cannot serve (a guest keeps its own model and context) is refused before anything changes.
+    const refusal = (await env.services.agents.agent(s.agentName)).refusesRoute?.(request.route) ?? null;
+    if (refusal !== null) throw new ControlFailure(refusal);
     const result = await applyControl(s, request, env);
     writer.write({ type: 'control.ack', sid: s.sid, request_id: frame.request_id, route_name: frame.route_name, result, ...historyMeta(s) });
   } catch (err) {
-    if (!(err instanceof ControlFailure)) env.services.log.error({ err, sid: s.sid, route: frame.route_name }, 'control route failed');
+    if (!(err instanceof ControlFailure) && !(err instanceof AgentMissing)) env.services.log.error({ err, sid: s.sid, route: frame.route_name }, 'control route failed');
     writer.write({ type: 'control.error', sid: s.sid, request_id: frame.request_id, message: (err as Error).message });
   }
 }
 
 export async function reloadTools(s: SessionState, frame: ControlFrame | ReloadMcpFrame, env: SessionEnv): Promise<void> {
-  const { writer, agent } = env.services;
+  const { writer, agents } = env.services;
   try {
+    const agent = await agents.agent(s.agentName);
     const result = (await agent.reloadTools?.()) ?? { status: 'ok' };
     writer.write({ type: 'reload_mcp.ack', sid: s.sid, request_id: frame.request_id, response: rpcResult(frame.request_id, result) });
   } catch (err) {
@@ -53,7 +58,7 @@ async function applyControl(s: SessionState, request: Exclude<ControlRequest, { 
       return { saved: await saveRunningTail(s, env) };
     case 'session.compress':
     case 'slash.compress': {
-      const agent = env.services.agent;
+      const agent = await env.services.agents.agent(s.agentName);
       const history = await env.services.store.messages(s.sid, 0, s.messageCount);
       let summary: ChatMessage[];
       try {
@@ -154,6 +159,12 @@ export async function storeNewSession(s: SessionState, frame: SessionCreateFrame
   const created = s.row === 'none';
   if (created) {
     if (frame.cwd) s.cwd = frame.cwd;
+    if (frame.agent !== undefined && !env.services.agents.has(frame.agent)) {
+      writer.write({ type: 'control.error', sid: s.sid, request_id: frame.request_id, message: new AgentMissing(frame.agent, null).message });
+      return;
+    }
+    s.agentName = frame.agent ?? env.services.agents.defaultName;
+    if (frame.model !== undefined) setOverrides(s, { ...s.overrides, model: frame.model });
     const row = sessionRow(s, bootId);
     try {
       await store.commit((w) => w.saveSession(row));
@@ -206,7 +217,7 @@ async function changeHistory(s: SessionState, change: HistoryChange, env: Sessio
 }
 
 async function changeOverrides(s: SessionState, overrides: SessionState['overrides'], env: SessionEnv): Promise<void> {
-  const refusal = env.services.agent.checkOverrides?.(overrides) ?? null;
+  const refusal = (await env.services.agents.agent(s.agentName)).checkOverrides?.(overrides) ?? null;
   if (refusal !== null) throw new ControlFailure(refusal);
   const previous = { overrides: s.overrides, text: s.overridesText };
   setOverrides(s, overrides);

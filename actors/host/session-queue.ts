@@ -190,7 +190,7 @@ async function enqueue(s: SessionState, frame: TurnStartFrame, where: 'head' | '
 async function steer(s: SessionState, frame: TurnStartFrame, env: SessionEnv): Promise<void> {
   const inbox = currentSteering(s);
   const runningTurn = currentTurnId(s);
-  if (inbox === null || runningTurn === null || env.services.agent.steerable !== true) return enqueue(s, frame, 'head', 'queued', env);
+  if (inbox === null || runningTurn === null || env.services.agents.peek(s.agentName)?.steerable !== true) return enqueue(s, frame, 'head', 'queued', env);
   const { store, writer } = env.services;
   const item = newQueuedPrompt(frame, frame.turn_id ?? uniqueId('turn'), headPosition(s));
   const remember = rememberSubmit(s, frame, { turnId: item.turnId, queueId: item.queueId, steered: true });
@@ -244,7 +244,7 @@ export async function runQueueOp(s: SessionState, frame: QueueFrame, env: Sessio
     const item = s.queue.find((q) => q.queueId === frame.queue_id);
     if (item === undefined) return fail(ErrorCodes.unknownQueueItem, `unknown queue item: ${frame.queue_id}`);
     const inbox = currentSteering(s);
-    if (frame.op === 'steer' && (inbox === null || env.services.agent.steerable !== true)) return fail(ErrorCodes.sessionBusy, 'nothing to steer: no turn is running');
+    if (frame.op === 'steer' && (inbox === null || env.services.agents.peek(s.agentName)?.steerable !== true)) return fail(ErrorCodes.sessionBusy, 'nothing to steer: no turn is running');
     const stored = await changeItem(s, item, frame, inbox, env);
     if (stored !== true) return fail(ErrorCodes.internal, stored);
   }

@@ -116,9 +116,11 @@ export interface SessionState {
   submitCount: number;
   /** A guest agent's own session id (AGENT.md §6), as committed. */
   agentSessionId: string | null;
+  /** The catalogue's name of its agent (AGENT.md §8): fixed for its life; one stored without one takes the default. */
+  agentName: string;
 }
 
-export function newSessionState(sid: string, stored: StoredSession | undefined, nowMs: number): SessionState {
+export function newSessionState(sid: string, stored: StoredSession | undefined, nowMs: number, defaultAgent: string): SessionState {
   const overrides = decodeOr<SessionOverrides>(stored?.overridesText, {});
   return {
     sid,
@@ -145,6 +147,7 @@ export function newSessionState(sid: string, stored: StoredSession | undefined, 
     budgetHeld: null,
     submitCount: stored?.submitCount ?? 0,
     agentSessionId: stored?.agentSessionId ?? null,
+    agentName: stored?.agent ?? defaultAgent,
   };
 }
 
@@ -171,6 +174,7 @@ export function sessionRow(s: SessionState, bootId: string, historyVersion = s.h
     overridesText: s.overridesText,
     cwd: s.cwd,
     bootId,
+    agent: s.agentName,
   };
 }
 
@@ -179,9 +183,9 @@ export function rowSaved(s: SessionState): void {
   s.row = s.lifecycle === 'open' ? 'active' : 'inactive';
 }
 
-export function sessionInfo(s: SessionState, agentName: string): SessionInfo {
+export function sessionInfo(s: SessionState): SessionInfo {
   return {
-    agent: agentName,
+    agent: s.agentName,
     model: s.overrides.model ?? null,
     personality: s.overrides.personality ?? null,
     system_prompt: s.overrides.systemPrompt ?? null,

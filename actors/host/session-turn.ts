@@ -125,7 +125,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
     failBeforeStart(s, frame, turnId, ticketId, err as Error, env);
     return;
   }
-  const span = startSpan(s.sid, turnId, frame, arrivedAt, env);
+  const span = startSpan(s, turnId, frame, arrivedAt, env);
   try {
     await store.commit((w) => {
       if (row) w.saveSession(row);
@@ -190,7 +190,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   const spec = { sid: s.sid, prompt: frame.text, history, overrides: { ...s.overrides }, cwd: s.cwd, agentSessionId: s.agentSessionId };
   // On the next turn of the loop, after the writer's flush: turn.started is on the wire before
   // the agent runs, even an agent that blocks the loop at once.
-  setImmediate(() => runAgent(env.services.agent, buildTurnContext(spec, turn, env.services, env.self), env.self));
+  setImmediate(() => runAgent(env.services.agents, s.agentName, buildTurnContext(spec, turn, env.services, env.self), env.self));
 }
 
 function adoptFrameSettings(s: SessionState, frame: TurnStartFrame, isNew: boolean): void {
@@ -205,9 +205,9 @@ function adoptFrameSettings(s: SessionState, frame: TurnStartFrame, isNew: boole
 }
 
 /** The turn's span, begun when it arrived (PROTOCOL.md §5.8); null when tracing is off. */
-function startSpan(sid: string, turnId: string, frame: TurnStartFrame, arrivedAt: number, env: SessionEnv): TurnSpan | null {
+function startSpan(s: SessionState, turnId: string, frame: TurnStartFrame, arrivedAt: number, env: SessionEnv): TurnSpan | null {
   const traced = frame.trace_context === undefined ? {} : { traceContext: frame.trace_context };
-  return env.services.tracing?.startTurn({ sid, turnId, by: frame.by ?? null, prompt: frame.text, arrivedAt, ...traced }) ?? null;
+  return env.services.tracing?.startTurn({ sid: s.sid, turnId, agent: s.agentName, by: frame.by ?? null, prompt: frame.text, arrivedAt, ...traced }) ?? null;
 }
 
 /** A schedule's fire: its turn.started names the schedule, and its start is reported as schedule.fired. */
@@ -417,7 +417,7 @@ function undoTurn(s: SessionState, turn: RunningTurn, err: Error, env: SessionEn
 }
 
 function reportTurnEnd(s: SessionState, turn: RunningTurn, result: TurnResult | null, report: TurnReport, interrupted: boolean, env: SessionEnv): void {
-  const { writer, clock, agent } = env.services;
+  const { writer, clock } = env.services;
   if (result !== null) writer.write({ type: 'rpc', sid: s.sid, message: rpcEvent(s.sid, 'message.complete', { text: result.reply }) });
   writer.write({
     type: 'turn.end',
@@ -430,7 +430,7 @@ function reportTurnEnd(s: SessionState, turn: RunningTurn, result: TurnResult | 
     ended_ns: Nanos.of(clock.hostNs()),
     ...(report.usage === undefined ? {} : { usage: report.usage }),
     ...(result?.finishReason === undefined ? {} : { finish_reason: result.finishReason }),
-    session_info: sessionInfo(s, agent.name),
+    session_info: sessionInfo(s),
     session_info_emitted: true,
   });
 }

@@ -39,7 +39,7 @@ export function spawnSession(
     {
       log,
       onCrash: 'escalate',
-      init: () => newSessionState(sid, stored, services.clock.nowMs()),
+      init: () => newSessionState(sid, stored, services.clock.nowMs(), services.agents.defaultName),
       afterStop: (state) => abandon(state, services, host),
     },
   );

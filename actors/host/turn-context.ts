@@ -1,5 +1,6 @@
 // What an agent sees of its turn, and how its promise reports back to the session actor.
-import type { Agent, AgentEvent, TurnContext, TurnResult, TurnUsage } from '../../agents/agent.js';
+import type { AgentEvent, TurnContext, TurnResult, TurnUsage } from '../../agents/agent.js';
+import type { AgentCatalogue } from '../../agents/catalogue.js';
 import { UNTRACED } from '../../agents/genai-spans.js';
 import { sanitizeMessage, type ChatMessage } from '../../protocol/chat.js';
 import { rpcEvent, type PlanEntry, type RpcEvent, type ServerRequestMethod } from '../../protocol/rpc.js';
@@ -170,16 +171,21 @@ function checkedUsage(u: TurnUsage | undefined): TurnUsage | undefined {
   };
 }
 
-/** Runs the agent; its outcome comes back to the session as a `turn-done` message. */
-export function runAgent(agent: Agent, context: TurnContext, self: Ref<SessionMsg>): void {
+/**
+ * Runs the session's agent (`name` in the catalogue, made at its first use); its outcome comes back
+ * to the session as a `turn-done` message. An agent the catalogue lacks fails the turn (reason `agent`).
+ */
+export function runAgent(agents: AgentCatalogue, name: string, context: TurnContext, self: Ref<SessionMsg>): void {
   const done = (result: TurnResult | null, error: Error | null): void =>
     tell(self, { kind: 'turn-done', turnId: context.turnId, result, error });
-  let running: Promise<Partial<TurnResult> | undefined>;
-  try {
-    running = Promise.resolve(agent.runTurn(context));
-  } catch (err) {
-    running = Promise.reject(err);
-  }
+  const running = (async (): Promise<Partial<TurnResult> | undefined> => {
+    const lease = await agents.lease(name);
+    try {
+      return await lease.agent.runTurn(context);
+    } finally {
+      lease.done();
+    }
+  })();
   running.then(
     (result) => done(checkedResult(result), null),
     (err: unknown) => done(null, err instanceof Error ? err : new Error(String(err))),

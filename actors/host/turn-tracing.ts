@@ -15,6 +15,8 @@ import { traceparentParts, type TraceContext } from '../../protocol/trace-contex
 export interface TracedTurn {
   sid: string;
   turnId: string;
+  /** The session's agent, the catalogue's name (AGENT.md §8): `gen_ai.agent.name`. */
+  agent: string;
   by: string | null;
   prompt: string;
   /** When it arrived (epoch ms): the span begins there; a wait before its start is its child. */
@@ -38,13 +40,14 @@ const STORED = /^([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{16})?-([0-9a-f]{2})$/;
 export class HostTracing {
   constructor(
     private readonly spans: SpanRecorder,
-    private readonly agentName: string,
+    /** The catalogue's default agent: a lost turn's session stored before there were several has no name of its own. */
+    private readonly defaultAgent: string,
     readonly captureContent: boolean,
   ) {}
 
   startTurn(turn: TracedTurn, now = Date.now()): TurnSpan {
     const parent = parentContext(turn.traceContext);
-    const span = this.spans.start(`invoke_agent ${this.agentName}`, parent, { startMs: turn.arrivedAt, attributes: this.turnAttributes(turn) });
+    const span = this.spans.start(`invoke_agent ${turn.agent}`, parent, { startMs: turn.arrivedAt, attributes: this.turnAttributes(turn) });
     if (this.captureContent) span.setAttributes({ 'gen_ai.input.messages': JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: turn.prompt }] }]) });
     // A turn that started at once has no wait worth a span: the arrival's millisecond is its actor's round trip.
     if (span.recorded && now - turn.arrivedAt >= 1) span.child('turnhost.queue', { startMs: turn.arrivedAt, attributes: { 'turnhost.queue.wait_ms': now - turn.arrivedAt } }).end(now);
@@ -61,16 +64,17 @@ export class HostTracing {
       if (ids === null || (Number.parseInt(ids[4]!, 16) & 1) === 0) continue;
       const [, traceId, spanId, parentSpanId] = ids as unknown as [string, string, string, string | undefined];
       const parent: SpanContext | null = parentSpanId === undefined ? null : { traceId, spanId: parentSpanId, sampled: true, remote: true };
-      const span = this.spans.start(`invoke_agent ${this.agentName}`, parent, { ids: { traceId, spanId }, startMs: turn.startedAt, attributes: this.turnAttributes({ sid: turn.sid, turnId: turn.turnId, by: turn.by }) });
+      const agent = turn.agent ?? this.defaultAgent;
+      const span = this.spans.start(`invoke_agent ${agent}`, parent, { ids: { traceId, spanId }, startMs: turn.startedAt, attributes: this.turnAttributes({ sid: turn.sid, turnId: turn.turnId, by: turn.by, agent }) });
       span.setAttributes({ 'turnhost.outcome': 'lost' });
       span.fail(reason, reason === 'crash' ? 'the host died during the turn' : "the turn's node was lost", now);
     }
   }
 
-  private turnAttributes(turn: Pick<TracedTurn, 'sid' | 'turnId' | 'by'>): Record<string, string> {
+  private turnAttributes(turn: Pick<TracedTurn, 'sid' | 'turnId' | 'by' | 'agent'>): Record<string, string> {
     return {
       'gen_ai.operation.name': 'invoke_agent',
-      'gen_ai.agent.name': this.agentName,
+      'gen_ai.agent.name': turn.agent,
       'gen_ai.conversation.id': turn.sid,
       'turnhost.turn_id': turn.turnId,
       'turnhost.by': turn.by ?? OWNER,

@@ -10,10 +10,46 @@ import type {
   PermissionOption,
   RequestPermissionRequest,
   RequestPermissionResponse,
+  SessionConfigOption,
   SessionUpdate,
   ToolKind,
 } from '@agentclientprotocol/sdk';
-import type { ApprovalAnswer, ApprovalRequest, ClarifyRequest, HistoryMessage, SessionEvent } from '../../client/types.js';
+import type { AgentsList, ApprovalAnswer, ApprovalRequest, ClarifyRequest, HistoryMessage, SessionEvent } from '../../client/types.js';
+
+/** The ids of the session config options `turnhost acp` offers (AGENT.md §8). */
+export const AGENT_OPTION = 'agent';
+export const MODEL_OPTION = 'model';
+
+/** What a new session will be made with, as the editor chose it before its first prompt. */
+export interface SessionChoice {
+  agent: string;
+  /** Null: the agent's own model. */
+  model: string | null;
+}
+
+/**
+ * The catalogue as ACP session config options (AGENT.md §8), so an editor's own pickers show it:
+ * the agent (unless `turnhost acp --agent` fixed it), and the chosen agent's models when it is an
+ * `openai` one.
+ */
+export function sessionConfigOptions(catalogue: AgentsList, choice: SessionChoice, agentFixed: boolean): SessionConfigOption[] {
+  const options: SessionConfigOption[] = [];
+  if (!agentFixed) {
+    options.push({
+      id: AGENT_OPTION,
+      name: 'Agent',
+      description: 'Which of this turnhost\'s agents the session runs with; fixed once its first prompt ran',
+      type: 'select',
+      currentValue: choice.agent,
+      options: catalogue.agents.map((agent) => ({ value: agent.name, name: agent.label, ...(agent.description === '' ? {} : { description: agent.description }) })),
+    });
+  }
+  const models = catalogue.agents.find((agent) => agent.name === choice.agent)?.models;
+  if (models !== undefined) {
+    options.push({ id: MODEL_OPTION, name: 'Model', category: 'model', type: 'select', currentValue: choice.model ?? models[0]!, options: models.map((model) => ({ value: model, name: model })) });
+  }
+  return options;
+}
 
 /** The model's context window when the agent does not say (AGENT.md's `context_tokens` default). */
 const DEFAULT_CONTEXT_TOKENS = 128_000;

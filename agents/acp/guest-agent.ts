@@ -9,6 +9,7 @@ import { loadGuestConfig, type GuestConfig } from './guest-config.js';
 import type { GuestLog } from './guest-process.js';
 import { runGuestTurn } from './guest-turn.js';
 import { SessionPool } from './session-pool.js';
+import type { GuestSlots } from './guest-slots.js';
 import type { SandboxStatus } from '../../protocol/outbound.js';
 import { AgentLoadError } from '../loader-error.js';
 import { SandboxUnavailable, Sandboxes } from '../sandbox/sandbox.js';
@@ -19,17 +20,21 @@ const GUEST_OWNED_ROUTES = new Set(['session.compress', 'slash.compress', 'slash
 
 export interface GuestAgentOptions extends ConfigSource {
   log: GuestLog;
+  /** `max_live_guests` (AGENT.md §8): the bound shared by every guest agent of the host. */
+  slots: GuestSlots;
+  /** A folder each new agent home starts as a copy of; null: it starts empty. */
+  homeTemplate: string | null;
 }
 
 export async function createGuestAgent(options: GuestAgentOptions): Promise<Agent> {
   const config = loadGuestConfig(options);
   let sandboxes: Sandboxes;
   try {
-    sandboxes = await Sandboxes.start(config.sandbox, options.log);
+    sandboxes = await Sandboxes.start(config.sandbox, options.log, { homeTemplate: options.homeTemplate });
   } catch (err) {
     throw err instanceof SandboxUnavailable ? new AgentLoadError(`${config.file}: ${err.message}`) : err;
   }
-  return new GuestAgent(config, sandboxes, options.log);
+  return new GuestAgent(config, sandboxes, options.log, options.slots);
 }
 
 class GuestAgent implements Agent {
@@ -42,8 +47,9 @@ class GuestAgent implements Agent {
     private readonly config: GuestConfig,
     private readonly sandboxes: Sandboxes,
     log: GuestLog,
+    slots: GuestSlots,
   ) {
-    this.pool = new SessionPool(config, sandboxes, log);
+    this.pool = new SessionPool(config, sandboxes, log, slots);
     this.redact = secretsRedactor(config.secrets);
     this.policy = approvalPolicy(config.approval, Object.keys(config.mcpServers));
   }
@@ -82,6 +88,14 @@ class GuestAgent implements Agent {
 
   async close(): Promise<void> {
     await this.pool.close();
+  }
+
+  retire(): void {
+    this.pool.retire();
+  }
+
+  liveSessions(): number {
+    return this.pool.liveCount;
   }
 
   /** The session's own cwd, else acp.cwd, else a folder of its own in its owner's workspace (made 0700, AGENT.md §7). */

@@ -39,6 +39,8 @@ export class LiveSession {
   /** The running turn's sink; null between turns. */
   sink: TurnSink | null = null;
   busy = false;
+  /** When a turn last took it (ms): the least recently used across agents goes first (guest-slots.ts). */
+  usedAt = Date.now();
   /** How many history messages the guest has seen: a session changed elsewhere (another node's turns) is loaded again. */
   knownHistory = 0;
   idleTimer: NodeJS.Timeout | null = null;

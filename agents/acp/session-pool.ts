@@ -1,23 +1,39 @@
-// The live guest sessions (AGENT.md §6): at most `max_live_sessions` at once, the least recently
-// used released first; one idle for `idle_secs` released; a released session loads again at its
-// next turn. A session's turns never overlap (its session actor runs one at a time), so a live
+// The live guest sessions (AGENT.md §6): at most `max_live_sessions` at once, and `max_live_guests`
+// across every guest agent of the host (§8, guest-slots.ts), the least recently used released
+// first; one idle for `idle_secs` released; a released session loads again at its next turn. A
+// retired pool (its definition changed at a reload) releases each session as soon as it is idle. A session's turns never overlap (its session actor runs one at a time), so a live
 // session belongs to one turn at a time.
 import type { TurnContext } from '../agent.js';
 import type { GuestConfig } from './guest-config.js';
 import type { GuestLog } from './guest-process.js';
 import { LiveSession, type ForkOrigin } from './live-session.js';
 import type { Sandboxes } from '../sandbox/sandbox.js';
+import type { GuestSlots, SlotHolder } from './guest-slots.js';
 
-export class SessionPool {
+export class SessionPool implements SlotHolder {
   /** In use order: the first is the least recently used. */
   private readonly live = new Map<string, LiveSession>();
   private closed = false;
+  private retired = false;
+  private readonly leaveSlots: () => void;
 
   constructor(
     private readonly config: GuestConfig,
     private readonly sandboxes: Sandboxes,
     private readonly log: GuestLog,
-  ) {}
+    private readonly slots: GuestSlots,
+  ) {
+    this.leaveSlots = slots.join(this);
+  }
+
+  get liveCount(): number {
+    return this.live.size;
+  }
+
+  oldestIdle(): { sid: string; usedAt: number } | null {
+    for (const [sid, session] of this.live) if (!session.busy) return { sid, usedAt: session.usedAt };
+    return null;
+  }
 
   /**
    * The session's live guest for this turn, made live when it is not (or when its guest died, or
@@ -38,6 +54,7 @@ export class SessionPool {
     this.live.delete(turn.sid);
     this.live.set(turn.sid, session);
     session.busy = true;
+    session.usedAt = Date.now();
     if (session.idleTimer !== null) clearTimeout(session.idleTimer);
     session.idleTimer = null;
     this.releaseOverBound();
@@ -50,7 +67,7 @@ export class SessionPool {
     session.sink = null;
     session.knownHistory = historyLength;
     if (this.live.get(session.sid) !== session) return;
-    if (!session.healthy) {
+    if (!session.healthy || this.retired) {
       void this.release(session.sid);
       return;
     }
@@ -75,7 +92,14 @@ export class SessionPool {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.leaveSlots();
     await Promise.all([...this.live.keys()].map((sid) => this.release(sid)));
+  }
+
+  /** Its definition changed (AGENT.md §8): idle sessions go now, busy ones when their turns end. */
+  retire(): void {
+    this.retired = true;
+    for (const [sid, session] of this.live) if (!session.busy) void this.release(sid);
   }
 
   /**
@@ -95,14 +119,15 @@ export class SessionPool {
     return null;
   }
 
-  /** Past the bound, idle sessions go, least recently used first; busy ones wait for their turns to end. */
+  /** Past either bound, idle sessions go, least recently used first; busy ones wait for their turns to end. */
   private releaseOverBound(): void {
     let over = this.live.size - this.config.maxLiveSessions;
     for (const [sid, session] of this.live) {
-      if (over <= 0) return;
+      if (over <= 0) break;
       if (session.busy) continue;
       over--;
       void this.release(sid);
     }
+    this.slots.releaseOverBound();
   }
 }

@@ -48,3 +48,18 @@ export function secretsRedactor(secrets: readonly string[]): Redactor {
   if (each.length === 0) return unchanged;
   return (text) => each.reduce((out, redact) => redact(out), text);
 }
+
+/** A redactor whose secrets change (a reload of the agents' catalogue brings new keys, AGENT.md §8). */
+export class ChangingRedactor {
+  private current: Redactor;
+
+  constructor(secrets: readonly string[]) {
+    this.current = secretsRedactor(secrets);
+  }
+
+  readonly redact: Redactor = (text) => this.current(text);
+
+  set(secrets: readonly string[]): void {
+    this.current = secretsRedactor(secrets);
+  }
+}

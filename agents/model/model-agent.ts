@@ -24,6 +24,8 @@ const REMEMBERED_SESSIONS = 10_000;
 
 export interface ModelAgentOptions extends ConfigSource {
   log: McpLog;
+  /** A folder each MCP server's new home starts as a copy of (AGENT.md §8); null: empty. */
+  homeTemplate?: string | null;
 }
 
 export async function createModelAgent(options: ModelAgentOptions): Promise<Agent> {
@@ -31,7 +33,7 @@ export async function createModelAgent(options: ModelAgentOptions): Promise<Agen
   const needed = Object.values(config.mcp_servers).some((server) => server.enabled);
   let sandboxes: Sandboxes;
   try {
-    sandboxes = await Sandboxes.start(config.sandbox, options.log, needed);
+    sandboxes = await Sandboxes.start(config.sandbox, options.log, { needed, homeTemplate: options.homeTemplate ?? null });
   } catch (err) {
     throw err instanceof SandboxUnavailable ? new AgentLoadError(`${config.file ?? 'agent.json'}: ${err.message}`) : err;
   }

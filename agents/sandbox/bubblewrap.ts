@@ -9,10 +9,10 @@
 // session's proxy through a unix socket bound in: the network namespace has nothing else.
 import { execFile } from 'node:child_process';
 import { hiddenPlaces, sealedPlaces, type SandboxConfig } from './sandbox-config.js';
+import { PROXY_SOCKET } from './proxy-folders.js';
 
 /** Where the proxy's folder appears inside (under /run, which is the sandbox's own). */
 export const INSIDE_PROXY_DIR = '/run/turnhost-proxy';
-export const PROXY_SOCKET = 'proxy.sock';
 /** The proxy's port on the sandbox's own loopback. */
 export const INSIDE_PROXY_PORT = 3128;
 /** How long the start's try of the sandbox may take (AGENT.md §7). */

@@ -2,14 +2,13 @@
 // server, runs in a sandbox of its own, with its folder, its own home under
 // `<home>/agent-homes/`, its proxy, and bounds on its tree. `sandbox.mode off` runs them as before,
 // but each still dies with the host (a parent-death signal): no agent process outlives its host.
-import { randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import { cp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SandboxStatus } from '../../protocol/outbound.js';
 import { AgentFailure } from '../agent.js';
-import { bwrapArgs, INSIDE_PROXY_PORT, probeSandbox, PROXY_SOCKET, within } from './bubblewrap.js';
+import { bwrapArgs, INSIDE_PROXY_PORT, probeSandbox, within } from './bubblewrap.js';
+import { PROXY_SOCKET, proxyFolder } from './proxy-folders.js';
 import { EgressProxy, type ProxyLog } from './egress-proxy.js';
 import { hiddenPlaces, sealedPlaces, type SandboxConfig } from './sandbox-config.js';
 import { MAX_PROCESSES, TreeWatchdog } from './tree-watchdog.js';
@@ -45,9 +44,6 @@ export interface AgentSandbox {
   close(): Promise<void>;
 }
 
-/** A unix socket's path, with its terminating NUL (sun_path). */
-const UNIX_PATH_MAX = 108;
-
 const setprivPath = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path)) ?? null;
 
 export class Sandboxes {
@@ -57,6 +53,8 @@ export class Sandboxes {
     readonly config: SandboxConfig,
     public status: SandboxStatus,
     private readonly log: SandboxLog,
+    /** A folder each new agent home starts as a copy of (AGENT.md §8, `home_template`). */
+    private readonly homeTemplate: string | null,
   ) {}
 
   /**
@@ -65,17 +63,17 @@ export class Sandboxes {
    * `needed` (the agent starts no process now): tried at the first open. The proxies' folder of a
    * host that died goes.
    */
-  static async start(given: SandboxConfig, log: SandboxLog, needed = true): Promise<Sandboxes> {
-    rmSync(join(given.home, 'run'), { recursive: true, force: true });
+  static async start(given: SandboxConfig, log: SandboxLog, options: { needed?: boolean; homeTemplate?: string | null } = {}): Promise<Sandboxes> {
     mkdirSync(given.workspacesRoot, { recursive: true, mode: 0o700 });
     // The walls name real paths: a tmpfs over a link would hide the link, not what it leads to.
     const config = { ...given, home: realpathSync(given.home), workspacesRoot: realpathSync(given.workspacesRoot) };
-    if (!needed) return new Sandboxes(config, { mode: 'unused', mechanism: null }, log);
+    const template = options.homeTemplate ?? null;
+    if (options.needed === false) return new Sandboxes(config, { mode: 'unused', mechanism: null }, log, template);
     if (config.mode === 'off') {
       log.warn({ name: 'sandbox-off' }, 'sandbox.mode is off: the agent\'s processes run unconfined, with the daemon\'s user and files (AGENT.md §7)');
-      return new Sandboxes(config, { mode: 'off', mechanism: null }, log);
+      return new Sandboxes(config, { mode: 'off', mechanism: null }, log, template);
     }
-    return new Sandboxes(config, { mode: 'required', mechanism: await sandboxMechanism() }, log);
+    return new Sandboxes(config, { mode: 'required', mechanism: await sandboxMechanism() }, log, template);
   }
 
   /**
@@ -98,6 +96,18 @@ export class Sandboxes {
     await rm(this.agentHome(name), { recursive: true, force: true });
   }
 
+  /** The sandbox's own home, made 0700 when it is new: empty, or a copy of `home_template`. */
+  private async madeHome(name: string): Promise<string> {
+    const home = this.agentHome(name);
+    if (this.homeTemplate !== null && !existsSync(home)) {
+      mkdirSync(join(home, '..'), { recursive: true, mode: 0o700 });
+      await cp(this.homeTemplate, home, { recursive: true, verbatimSymlinks: true, errorOnExist: false, force: false });
+      chmodSync(home, 0o700);
+    }
+    mkdirSync(home, { recursive: true, mode: 0o700 });
+    return home;
+  }
+
   private agentHome(name: string): string {
     return join(this.config.home, 'agent-homes', folderName(name));
   }
@@ -113,8 +123,7 @@ export class Sandboxes {
     // An agent that started with nothing to confine may come to need it (an MCP server added by a reload).
     if (this.status.mode === 'unused' && this.config.mode === 'required') this.status = { mode: 'required', mechanism: await sandboxMechanism() };
     if (this.status.mode !== 'required') return unconfined(folder ?? this.config.home);
-    const agentHome = this.agentHome(name);
-    mkdirSync(agentHome, { recursive: true, mode: 0o700 });
+    const agentHome = await this.madeHome(name);
     const folderFd = folder === undefined ? null : openFolder(folder);
     if (folderFd !== null && options.pinFolder !== true) closeSync(folderFd);
     const pinned = options.pinFolder === true ? folderFd : null;
@@ -177,19 +186,6 @@ export async function sandboxMechanism(): Promise<string> {
   const probe = await probeSandbox();
   if ('error' in probe) throw new SandboxUnavailable(probe.error);
   return probe.version;
-}
-
-/**
- * A folder of its own (0700) for a sandbox's proxy socket: in the home, or, when the home's path is
- * so long that a socket's path in it would pass the kernel's bound (108 bytes), in the host's tmp.
- */
-function proxyFolder(home: string): string {
-  const inHome = join(home, 'run', randomBytes(6).toString('hex'));
-  if (join(inHome, PROXY_SOCKET).length < UNIX_PATH_MAX) {
-    mkdirSync(inHome, { recursive: true, mode: 0o700 });
-    return inHome;
-  }
-  return mkdtempSync(join(tmpdir(), 'turnhost-proxy-'));
 }
 
 /** bubblewrap (or its bridge) cannot run here: the start fails, saying what to do. */

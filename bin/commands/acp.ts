@@ -2,6 +2,10 @@
 // starts (PROTOCOL.md §7.2). Everything goes to the daemon (started if none runs) through
 // `turnhost/client`, so a turn outlives the editor: the next editor's `session/load` shows it.
 // stdout carries ACP and nothing else; what this process has to say goes to stderr.
+// `session/new` offers the daemon's agents (and an `openai` agent's models) as session config
+// options (AGENT.md §8); the editor may set them until the session's first prompt, when the
+// session is made in turnhost with them (`turnhost acp --agent NAME` fixes the agent).
+import { randomBytes } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
 // The unstable entry: `session/fork` (PROTOCOL.md §2.2) is unstable in ACP v1; the rest is the stable protocol.
 import { agent, ndJsonStream, PROTOCOL_VERSION, RequestError, type AgentContext, type ClientCapabilities, type StopReason } from '@agentclientprotocol/sdk/unstable';
@@ -20,11 +24,23 @@ import {
   clarifyPermission,
   historyUpdates,
   promptText,
+  sessionConfigOptions,
   updateOf,
+  AGENT_OPTION,
+  MODEL_OPTION,
+  type SessionChoice,
 } from '../../agents/acp/editor-mapping.js';
+import { singleAgentName } from '../../agents/catalogue-config.js';
 
 export interface AcpOptions {
   hostArgs: string[];
+  /** `--agent`: every session this editor makes runs with it. */
+  agent?: string;
+}
+
+/** A session `session/new` made that turnhost has not yet: its folder, and what the editor chose. */
+interface Draft extends SessionChoice {
+  cwd: string;
 }
 
 const say = (line: string) => process.stderr.write(`turnhost acp: ${line}\n`);
@@ -38,7 +54,7 @@ export async function acpCommand(homeDir: string, options: AcpOptions): Promise<
   }
   try {
     await waitForHost(() => client.hostStatus());
-    const bridge = new AcpBridge(client);
+    const bridge = new AcpBridge(client, options.agent === undefined ? null : singleAgentName(options.agent));
     const connection = bridge.app.connect(ndJsonStream(Writable.toWeb(process.stdout) as WritableStream<Uint8Array>, Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>));
     bridge.answerQuestionsThrough(connection.client);
     await connection.closed;
@@ -55,6 +71,8 @@ class AcpBridge {
   private editorCapabilities: ClientCapabilities = {};
   /** The turn each session's `session/prompt` waits on: what `session/cancel` stops. */
   private readonly running = new Map<string, string>();
+  /** Sessions made by `session/new` that wait for their first prompt to be made in turnhost. */
+  private readonly drafts = new Map<string, Draft>();
 
   readonly app = agent({ name: 'turnhost' })
     .onRequest('initialize', ({ params }) => {
@@ -66,11 +84,32 @@ class AcpBridge {
       };
     })
     .onRequest('session/new', async ({ params }) => {
-      const created = await this.client.createSession({ cwd: params.cwd });
-      return { sessionId: created.session_id };
+      const catalogue = await this.client.agents();
+      const agent = this.fixedAgent ?? catalogue.default;
+      if (!catalogue.agents.some((listed) => listed.name === agent)) throw RequestError.invalidParams(undefined, `this turnhost has no agent ${agent} (its agents: ${catalogue.agents.map((a) => a.name).join(', ')})`);
+      const sessionId = `s-${randomBytes(6).toString('hex')}`;
+      const draft: Draft = { cwd: params.cwd, agent, model: null };
+      this.drafts.set(sessionId, draft);
+      return { sessionId, configOptions: sessionConfigOptions(catalogue, draft, this.fixedAgent !== null) };
+    })
+    .onRequest('session/set_config_option', async ({ params }) => {
+      const draft = this.drafts.get(params.sessionId);
+      if (draft === undefined) throw RequestError.invalidParams(undefined, `session ${params.sessionId}'s agent and model are fixed once its first prompt ran (a model may be changed with /model where its agent has models)`);
+      const catalogue = await this.client.agents();
+      const value = String(params.value);
+      if (params.configId === AGENT_OPTION && this.fixedAgent === null && catalogue.agents.some((listed) => listed.name === value)) {
+        draft.agent = value;
+        draft.model = null;
+      } else if (params.configId === MODEL_OPTION && (catalogue.agents.find((listed) => listed.name === draft.agent)?.models ?? []).includes(value)) {
+        draft.model = value;
+      } else {
+        throw RequestError.invalidParams(undefined, `${params.configId} cannot be ${value} here`);
+      }
+      return { configOptions: sessionConfigOptions(catalogue, draft, this.fixedAgent !== null) };
     })
     .onRequest('session/load', async ({ params, client: editor }) => {
       const sid = params.sessionId;
+      if (this.drafts.has(sid)) return {};
       await this.client.resumeSession(sid).catch((err: unknown) => {
         throw err instanceof RpcError && err.code === ErrorCodes.sessionNotFound ? RequestError.resourceNotFound(sid) : err;
       });
@@ -91,7 +130,18 @@ class AcpBridge {
       if (turnId !== undefined) await this.client.interrupt(params.sessionId, { turn_id: turnId, keep_queue: true });
     });
 
-  constructor(private readonly client: TurnhostClient) {}
+  constructor(
+    private readonly client: TurnhostClient,
+    private readonly fixedAgent: string | null,
+  ) {}
+
+  /** A draft's first prompt makes it in turnhost, with what the editor chose; the choice is fixed from then on. */
+  private async made(sid: string): Promise<void> {
+    const draft = this.drafts.get(sid);
+    if (draft === undefined) return;
+    await this.client.createSession({ session_id: sid, cwd: draft.cwd, agent: draft.agent, ...(draft.model === null ? {} : { model: draft.model }) });
+    this.drafts.delete(sid);
+  }
 
   /** The agent's questions, asked of the editor as its capabilities allow: a form, permission options, or not at all. */
   answerQuestionsThrough(editor: AgentContext): void {
@@ -108,6 +158,7 @@ class AcpBridge {
 
   /** A prompt runs as its turn (after the turns queued before it); its updates stream until that turn ends. */
   private async prompt(sid: string, text: string, editor: AgentContext): Promise<{ stopReason: StopReason }> {
+    await this.made(sid);
     const events = this.client.events(sid);
     try {
       const submitted = await this.client.submit(sid, text);

@@ -4,6 +4,7 @@
 // what the user types while a turn runs is queued (PROTOCOL.md §2.1) and the queue is shown as it
 // changes; from a pipe, each line waits for the turn before it (a line may answer a question).
 // Ctrl-C stops the running turn (and clears the queue); a second Ctrl-C leaves.
+import { singleAgentName } from '../../agents/catalogue-config.js';
 import { createInterface } from 'node:readline';
 import type { TurnhostClient } from '../../client/turnhost-client.js';
 import type { ApprovalRequest, ClarifyRequest, HandlerContext, SessionEvent } from '../../client/types.js';
@@ -48,10 +49,13 @@ export async function chatCommand(homeDir: string, options: ChatOptions): Promis
     process.stderr.write(`turnhost chat: ${client}\n`);
     return 1;
   }
-  if (options.agent !== undefined) {
-    const running = (await client.hostStatus()).supervisor.agent;
-    if (running !== options.agent) {
-      process.stderr.write(`turnhost chat: the daemon in ${home} runs the ${running} agent, not ${options.agent}; stop it first (turnhost stop --home ${home}), or use another --home\n`);
+  // --agent picks the new session's agent from the running daemon's catalogue (AGENT.md §8).
+  const agent = options.agent === undefined ? undefined : singleAgentName(options.agent);
+  if (agent !== undefined) {
+    const { agents } = await client.agents();
+    if (!agents.some((listed) => listed.name === agent)) {
+      const names = agents.map((listed) => listed.name).join(', ');
+      process.stderr.write(`turnhost chat: the daemon in ${home} has no agent ${agent} (its agents: ${names}); name one of them, add it to the agent config (turnhost agents reload), or use another --home\n`);
       client.close();
       return 1;
     }
@@ -62,7 +66,7 @@ export async function chatCommand(homeDir: string, options: ChatOptions): Promis
   const output: Output = terminal === null ? plainOutput : { reply: (text) => terminal.write(process.stdout, text), note: (text) => terminal.write(process.stderr, text) };
   try {
     await waitForHost(() => client.hostStatus());
-    const sid = await openSession(client, options.session);
+    const sid = await openSession(client, options.session, agent);
     const chat = new Chat(client, sid, input, output);
     if (options.text !== undefined) return await chat.turn(options.text);
     process.stderr.write(`session ${sid} (Ctrl-D to leave)\n`);
@@ -86,7 +90,8 @@ export async function chatCommand(homeDir: string, options: ChatOptions): Promis
   }
 }
 
-async function openSession(client: TurnhostClient, sid: string | undefined): Promise<string> {
+/** The session named (resumed: it keeps its own agent), else a new one, with `agent` when given. */
+async function openSession(client: TurnhostClient, sid: string | undefined, agent: string | undefined): Promise<string> {
   if (sid !== undefined) {
     try {
       return (await client.resumeSession(sid)).session_id;
@@ -94,7 +99,7 @@ async function openSession(client: TurnhostClient, sid: string | undefined): Pro
       // not stored yet: a new session under that id
     }
   }
-  return (await client.createSession(sid === undefined ? {} : { session_id: sid })).session_id;
+  return (await client.createSession({ ...(sid === undefined ? {} : { session_id: sid }), ...(agent === undefined ? {} : { agent }) })).session_id;
 }
 
 /** Turn ids remembered as ended: a turn's end may arrive before the answer to its submit. */

@@ -6,6 +6,27 @@ import { clientConfig, described } from '../../persistence/postgres/connection.j
 import { NEW_CLUSTER_SECRET } from '../../persistence/postgres/schema.js';
 import { storeLocation } from '../../persistence/store-location.js';
 import { SECRET_REFRESH_MS } from '../../actors/daemon/cluster-secret.js';
+import type { ClusterNode } from '../../persistence/reader.js';
+import { withDaemon } from '../daemon-client.js';
+import { printTable } from '../table.js';
+
+/**
+ * `turnhost cluster`: the nodes, as the running daemon's node sees them, each with its catalogue of
+ * agents' digest (AGENT.md §8: each node reads its own agent config; a session taken over by a node
+ * whose catalogue lacks its agent fails its turns there).
+ */
+export async function nodesCommand(home: string, json: boolean): Promise<number> {
+  return withDaemon(home, 'cluster', async (client) => {
+    const status = await client.call<{ cluster?: { node_id: string; nodes: ClusterNode[] } }>('host.status', {});
+    if (status.cluster === undefined) {
+      process.stderr.write(`turnhost cluster: the daemon in ${home} is not a node of a cluster (--node-id on a PostgreSQL store)\n`);
+      return 1;
+    }
+    if (json) process.stdout.write(`${JSON.stringify(status.cluster.nodes)}\n`);
+    else printTable(['NODE', 'URL', 'HEARTBEAT', 'SESSIONS', 'AGENTS'], status.cluster.nodes.map((n) => [n.node_id, n.url ?? '', `${n.heartbeat_age_ms} ms ago`, n.sessions, n.catalogue ?? '']));
+    return 0;
+  });
+}
 
 export async function rotateSecretCommand(store: string | undefined): Promise<number> {
   const location = storeLocation(store, '');

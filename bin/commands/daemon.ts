@@ -25,9 +25,12 @@ import { spawnSupervisor } from '../../actors/daemon/supervisor.js';
 import { TakeoverWatch } from '../../actors/daemon/takeover-watch.js';
 import { ClusterSecret } from '../../actors/daemon/cluster-secret.js';
 import type { GatewayMsg, HostStatus, StopReport, SupervisorMsg } from '../../actors/daemon/supervisor-messages.js';
-import { agentEnvironment, AgentLoadError } from '../../agents/loader.js';
+import { AgentLoadError, checkedCatalogue } from '../../agents/loader.js';
+import { catalogueEnvironment } from '../../agents/catalogue-config.js';
+import { AgentChoices } from '../../actors/daemon/agent-choice.js';
+import { reloadAgents } from '../../actors/daemon/agents-reload.js';
 import { hiddenPlaces, sandboxOnly, type SandboxConfig } from '../../agents/sandbox/sandbox-config.js';
-import { secretsRedactor, type Redactor } from '../../agents/model/key-redaction.js';
+import { ChangingRedactor } from '../../agents/model/key-redaction.js';
 import { ErrorCodes, errorLine, RpcError } from '../../protocol/client-rpc.js';
 import { isRecord } from '../../protocol/fields.js';
 import { AuditLog } from '../../persistence/audit-log.js';
@@ -109,14 +112,17 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const home = ensureHome(options.home);
   enterHome(home);
   const paths = homePaths(home);
-  let agentNames: string[];
-  let redact: Redactor;
+  const source = { home, flag: options.agentConfig, env: process.env };
+  let choices: AgentChoices;
+  let hostNames: Set<string>;
+  let secrets: ChangingRedactor;
   let sandbox: SandboxConfig;
   try {
-    const source = { home, flag: options.agentConfig, env: process.env };
-    const needs = await agentEnvironment(options.agent ?? 'script', source);
-    agentNames = needs.names;
-    redact = secretsRedactor(needs.secrets);
+    const catalogue = (await checkedCatalogue(options.agent, source)).catalogue;
+    const needs = catalogueEnvironment(catalogue);
+    choices = new AgentChoices(catalogue);
+    hostNames = new Set(needs.names);
+    secrets = new ChangingRedactor(needs.secrets);
     sandbox = sandboxOnly(source);
   } catch (err) {
     if (!(err instanceof AgentLoadError)) throw err;
@@ -169,17 +175,17 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       buildSha: buildSha(),
       hostEntry: process.env['TURNHOST_HOST_ENTRY'] ?? cliEntry(),
       hostArgs: () => hostArgs({ ...options, advertise: advertisedUrl(options, edge) }),
-      agent: options.agent ?? 'script',
+      agent: () => choices.config.defaultAgent,
       // The store's URL goes by the environment, not argv: other users of the machine can read argv.
-      hostEnv: { ...hostEnvironment(process.env, agentNames), [STORE_ENV]: location.kind === 'sqlite' ? 'sqlite' : location.url },
+      hostEnv: () => ({ ...hostEnvironment(process.env, [...hostNames]), [STORE_ENV]: location.kind === 'sqlite' ? 'sqlite' : location.url }),
       registryPath: paths.registry,
       probe: realProbe({ graceMs: TERMINATE_GRACE_MS, killWaitMs: TERMINATE_KILL_WAIT_MS }),
       clock: monotonicClock,
       log,
       // Whatever the host's stderr says is quoted, never taken as a record: a model server's text
       // printed by a library there must not pass for a record of the supervisor's.
-      onHostStderr: (line) => logFile.append(quotedLine('host-stderr', redact(line))),
-      onHostLog: (line) => logFile.append(isRecordLine(line) ? redact(line) : quotedLine('host-log', redact(line))),
+      onHostStderr: (line) => logFile.append(quotedLine('host-stderr', secrets.redact(line))),
+      onHostLog: (line) => logFile.append(isRecordLine(line) ? secrets.redact(line) : quotedLine('host-log', secrets.redact(line))),
       onStopped,
       // A node's host may first wait for its own lock, held by a dead earlier start of it (postgres-store.ts).
       helloTimeoutMs: 10 * SECOND_MS + (options.nodeId === undefined ? 0 : nodeLockWaitMs(options.leaseSecs ?? DEFAULT_LEASE_SECS)),
@@ -206,6 +212,8 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     identity: HOME_OWNER,
     workspacesRoot: sandbox.workspacesRoot,
     hiddenPlaces: hiddenPlaces(sandbox),
+    agents: choices,
+    reloadAgents: () => reloadAgents({ spec: options.agent, source, choices, hostNames, secrets, supervisor }),
     people,
     side: side.get,
     access: new SessionAccess(people),
@@ -255,6 +263,13 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const stop = (): void => tell(supervisor, { kind: 'stop', waitSec: DEFAULT_STOP_WAIT_SEC });
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  // SIGHUP reads the agent config again, as `turnhost agents reload` does (AGENT.md §8).
+  process.on('SIGHUP', () => {
+    shared.reloadAgents().then(
+      (view) => log.info({ name: 'agents-reload', default: view.default, digest: view.digest, agents: view.agents.map((a) => a.name) }, 'agent config reloaded (SIGHUP)'),
+      (err: unknown) => log.warn({ name: 'agents-reload', why: (err as Error).message }, 'agent config not reloaded (SIGHUP): the old catalogue stays'),
+    );
+  });
   process.on('uncaughtException', (err) => log.error({ err }, 'uncaught exception'));
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
 

@@ -9,8 +9,12 @@ import { monotonicClock } from '../../actors/clock.js';
 import { startSystem, stopSystem, SECOND_MS } from '../../actors/runtime.js';
 import type { HostServices } from '../../actors/host/services.js';
 import { fullQueueEvents, queueDeltas } from '../../actors/host/queue-events.js';
-import { agentEnvironment, AgentLoadError, loadAgent } from '../../agents/loader.js';
-import { secretsRedactor } from '../../agents/model/key-redaction.js';
+import { AgentLoadError, checkedCatalogue } from '../../agents/loader.js';
+import { EXIT_CONFIG } from '../../agents/loader-error.js';
+import { catalogueEnvironment } from '../../agents/catalogue-config.js';
+import { AgentCatalogue } from '../../agents/catalogue.js';
+import { removeDeadProxies } from '../../agents/sandbox/proxy-folders.js';
+import { ChangingRedactor } from '../../agents/model/key-redaction.js';
 import { DEFAULT_LEASE_SECS, type Store } from '../../persistence/store.js';
 import { openStore, storeLocation } from '../../persistence/store-location.js';
 import { FrameWriter, fdSink } from '../../protocol/frame-writer.js';
@@ -53,7 +57,6 @@ export interface HostCommandOptions {
 
 /** How long a node's lease on a session lasts unless renewed (`--lease-secs`). */
 
-export const EXIT_CONFIG = 78;
 const STDIN_CLOSED_WAIT_SEC = 2;
 const PARENT_CHECK_MS = SECOND_MS;
 const DEFAULT_REQUEST_TIMEOUT_MS = 600 * SECOND_MS;
@@ -65,13 +68,17 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   const heartbeatSecs = resolveHeartbeatSecs(process.env, options.heartbeatSecs);
   const home = ensureHome(options.home);
   enterHome(home);
-  const spec = options.agent ?? 'script';
   const source = { home, flag: options.agentConfig, env: process.env };
-  let agent;
+  let agents: AgentCatalogue;
   let log: Logger;
   try {
-    log = createLogger('host', { ...(options.logFd === undefined ? {} : { fd: options.logFd }), redact: secretsRedactor((await agentEnvironment(spec, source)).secrets) });
-    agent = await loadAgent(spec, { ...source, log });
+    const checked = await checkedCatalogue(options.agent, source);
+    const secrets = new ChangingRedactor(catalogueEnvironment(checked.catalogue).secrets);
+    log = createLogger('host', { ...(options.logFd === undefined ? {} : { fd: options.logFd }), redact: secrets.redact });
+    removeDeadProxies(home);
+    agents = new AgentCatalogue(checked, { log, spec: options.agent, source, onSecrets: (next) => secrets.set(next) }, options.nodeId ?? null);
+    // A file of one agent works as it always has: that agent is made now, and a broken one is refused at start.
+    if (!agents.isCatalogue) await agents.agent(agents.defaultName);
   } catch (err) {
     if (!(err instanceof AgentLoadError)) throw err;
     process.stderr.write(`turnhost host: ${err.message}\n`);
@@ -80,20 +87,20 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   const lock = await acquireHomeLock(home, 'host');
   if (lock === null) {
     process.stderr.write(`turnhost host: another compute host is running for ${home}\n`);
-    await agent.close?.();
+    await agents.close();
     return 1;
   }
-  const tracing = await startTracing({ env: process.env, agentName: agent.name, log, ...(options.otlpEndpoint === undefined ? {} : { endpoint: options.otlpEndpoint }), ...(options.nodeId === undefined ? {} : { nodeId: options.nodeId }) });
+  const tracing = await startTracing({ env: process.env, agentName: agents.defaultName, log, ...(options.otlpEndpoint === undefined ? {} : { endpoint: options.otlpEndpoint }), ...(options.nodeId === undefined ? {} : { nodeId: options.nodeId }) });
   let store: Store;
   let bootId: string;
   try {
     store = await openStore(storeLocation(options.store, homePaths(home).database), {
       ...(options.historyCacheMib === undefined ? {} : { historyCacheMib: options.historyCacheMib }),
-      ...(options.nodeId === undefined ? {} : { node: { id: options.nodeId, leaseSecs: options.leaseSecs ?? DEFAULT_LEASE_SECS, ...(options.advertise ? { url: options.advertise } : {}) } }),
+      ...(options.nodeId === undefined ? {} : { node: { id: options.nodeId, leaseSecs: options.leaseSecs ?? DEFAULT_LEASE_SECS, ...(options.advertise ? { url: options.advertise } : {}), catalogue: () => agents.digest } }),
     });
   } catch (err) {
     process.stderr.write(`turnhost host: cannot open the store: ${(err as Error).message}\n`);
-    await agent.close?.();
+    await agents.close();
     lock.release();
     return 1;
   }
@@ -102,7 +109,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   } catch (err) {
     process.stderr.write(`turnhost host: cannot recover the store ${store.health().store}: ${(err as Error).message}\n`);
     await store.close().catch(() => {});
-    await agent.close?.();
+    await agents.close();
     lock.release();
     return 1;
   }
@@ -121,12 +128,12 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
     heartbeat_secs: heartbeatSecs,
     recovered: await store.retainedSessions(),
     queued: await store.queuedSessions(),
-    sandbox: agent.sandbox ?? { mode: 'unused', mechanism: null },
+    sandbox: agents.sandbox,
   });
   writer.flush();
 
   const queueEvents = options.queueDeltas ? queueDeltas(writer) : fullQueueEvents(writer);
-  const services: HostServices = { store, writer, queueEvents, agent, clock, log, bootId, requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS, webhookEvents: new Set(options.webhookEvents ?? []), tracing: tracing?.host ?? null };
+  const services: HostServices = { store, writer, queueEvents, agents, clock, log, bootId, requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS, webhookEvents: new Set(options.webhookEvents ?? []), tracing: tracing?.host ?? null };
   const system = startSystem();
   const host = startHost(system, services, { workers, heartbeatSecs, ...(options.maxRunningPerPerson === undefined ? {} : { maxRunningPerPerson: options.maxRunningPerPerson }) });
   const shutdown = (reason: ShutdownReason, waitSec: number): void => void host.shutdown(reason, waitSec).catch(() => {});
@@ -142,8 +149,8 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   writer.flush();
   await store.close();
   await tracing?.shutdown(TRACE_FLUSH_MS);
-  // After the flush: ending the agent's MCP servers may take seconds, and nothing waits on it.
-  await agent.close?.().catch((err: unknown) => log.warn({ err }, 'the agent did not close cleanly'));
+  // After the flush: ending the agents' MCP servers and guests may take seconds, and nothing waits on it.
+  await agents.close().catch((err: unknown) => log.warn({ err }, 'the agents did not close cleanly'));
   stopSystem(system);
   lock.release();
   return 0;

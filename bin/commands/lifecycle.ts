@@ -103,6 +103,6 @@ export function sandboxShown(sandbox: SandboxStatus | null): string {
 function clusterRows(cluster: { node_id: string; nodes: ClusterNode[] }): [string, string][] {
   return [
     ['node', cluster.node_id],
-    ...cluster.nodes.map((n): [string, string] => [`node ${n.node_id}`, `${n.url ?? '(no url)'}, heartbeat ${n.heartbeat_age_ms} ms ago, ${n.sessions} session(s)`]),
+    ...cluster.nodes.map((n): [string, string] => [`node ${n.node_id}`, `${n.url ?? '(no url)'}, heartbeat ${n.heartbeat_age_ms} ms ago, ${n.sessions} session(s), agents ${n.catalogue ?? '?'}`]),
   ];
 }

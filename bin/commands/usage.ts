@@ -1,4 +1,4 @@
-// `turnhost usage` (PROTOCOL.md §5.7): the ledger's totals by person, session, model or day, read
+// `turnhost usage` (PROTOCOL.md §5.7): the ledger's totals by person, session, model, agent or day, read
 // from the store itself, so it answers with the daemon down. Everyone's: the CLI runs as the home's owner.
 import { parseDay } from '../../persistence/ledger.js';
 import { USAGE_GROUPS, type UsageGroup, type UsageRow } from '../../protocol/usage.js';
@@ -32,7 +32,7 @@ export async function usageCommand(home: string, options: UsageFlags): Promise<n
 const line =
   (by: UsageGroup) =>
   (row: UsageRow): (string | number)[] => [
-    row.key === '' && by === 'model' ? '(unknown)' : row.key,
+    row.key === '' && (by === 'model' || by === 'agent') ? '(unknown)' : row.key,
     row.turns,
     row.prompt_tokens,
     row.completion_tokens,

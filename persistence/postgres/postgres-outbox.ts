@@ -1,5 +1,5 @@
 // The webhook outbox in PostgreSQL (persistence/outbox.ts), on the side pool.
-import { BACKLOGS_SQL, FAN_OUT_BATCH, LIST_SQL, NEXT_DUE_SQL, READY_SQL, REQUEST_FACTS_SQL, TURN_FACTS_SQL, type DeliveryOutcomes, type DeliveryRow, type EventFacts, type Outbox, type OutboxEvent, type UrlBacklog } from '../outbox.js';
+import { AGENT_FACT_SQL, BACKLOGS_SQL, FAN_OUT_BATCH, LIST_SQL, NEXT_DUE_SQL, READY_SQL, REQUEST_FACTS_SQL, TURN_FACTS_SQL, type DeliveryOutcomes, type DeliveryRow, type EventFacts, type Outbox, type OutboxEvent, type UrlBacklog } from '../outbox.js';
 import type { SideQuery } from './postgres-side.js';
 
 /**
@@ -31,8 +31,9 @@ export class PostgresOutbox implements Outbox {
   }
 
   async facts(event: OutboxEvent): Promise<EventFacts> {
-    if (event.type === 'request.open') return { request: (await this.rows<NonNullable<EventFacts['request']>>(REQUEST_FACTS_SQL, [event.ref])).rows[0] };
-    return { turn: (await this.rows<NonNullable<EventFacts['turn']>>(TURN_FACTS_SQL, [event.ref, event.sid])).rows[0] };
+    const agent = (await this.rows<{ agent: string | null }>(AGENT_FACT_SQL, [event.sid])).rows[0]?.agent ?? null;
+    if (event.type === 'request.open') return { agent, request: (await this.rows<NonNullable<EventFacts['request']>>(REQUEST_FACTS_SQL, [event.ref])).rows[0] };
+    return { agent, turn: (await this.rows<NonNullable<EventFacts['turn']>>(TURN_FACTS_SQL, [event.ref, event.sid])).rows[0] };
   }
 
   async nextDue(url: string): Promise<number | null> {

@@ -130,7 +130,7 @@ export class PostgresReader implements Reader {
 
   async nodes(): Promise<ClusterNode[]> {
     return this.rows<ClusterNode>(
-      `SELECT node_id, url, (extract(epoch FROM now() - heartbeat_at) * 1000)::int AS heartbeat_age_ms, sessions
+      `SELECT node_id, url, (extract(epoch FROM now() - heartbeat_at) * 1000)::int AS heartbeat_age_ms, sessions, catalogue
        FROM nodes ORDER BY node_id`,
     );
   }

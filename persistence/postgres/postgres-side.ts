@@ -55,7 +55,7 @@ async function forkHeld(pool: pg.Pool, request: ForkRequest, now: number): Promi
   try {
     await client.query('BEGIN');
     await client.query(FORK_LOCK_SQL, [request.source]);
-    const made = await client.query<ForkMade>(FORK_SQL, [request.sid, request.sessionKey, request.cwd, now, request.source, request.atTurnId]);
+    const made = await client.query<ForkMade>(FORK_SQL, [request.sid, request.sessionKey, request.cwd, now, request.source, request.atTurnId, request.agent]);
     await client.query('COMMIT');
     return made.rows[0] ?? null;
   } catch (err) {

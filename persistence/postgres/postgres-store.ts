@@ -65,6 +65,8 @@ export interface NodeOptions {
   leaseSecs: number;
   /** Where other nodes reach this one (its HTTP edge), shown in `status`. */
   url?: string;
+  /** Its catalogue of agents' digest (AGENT.md §8), as of each heartbeat: `turnhost cluster` shows each node's. */
+  catalogue?: () => string;
 }
 
 export interface PostgresStoreOptions {
@@ -320,7 +322,7 @@ export class PostgresStore implements Store {
     if (this.node !== undefined) await this.claim(sid, this.node);
     const [rows, queue] = await Promise.all([
       this.read<SessionRowWithCounts>(
-        `SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision, agent_session_id,
+        `SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision, agent_session_id, agent,
                 ${MESSAGE_COUNT_SQL} AS message_count,
                 (SELECT COUNT(*)::int FROM submits WHERE submits.sid = sessions.sid) AS submit_count
          FROM sessions WHERE sid = $1`,
@@ -408,9 +410,9 @@ export class PostgresStore implements Store {
            FROM unnest($3::text[], $4::bigint[]) AS held(sid, epoch)
            WHERE leases.sid = held.sid AND leases.epoch = held.epoch AND leases.node_id = $1
            RETURNING 1)
-         INSERT INTO nodes (node_id, url, heartbeat_at, sessions) VALUES ($1, $5, now(), (SELECT count(*) FROM renewed))
-         ON CONFLICT (node_id) DO UPDATE SET url = EXCLUDED.url, heartbeat_at = EXCLUDED.heartbeat_at, sessions = EXCLUDED.sessions`,
-        [this.node.id, this.node.leaseSecs, sids, sids.map((sid) => this.leases.get(sid)!), this.node.url ?? null],
+         INSERT INTO nodes (node_id, url, heartbeat_at, sessions, catalogue) VALUES ($1, $5, now(), (SELECT count(*) FROM renewed), $6)
+         ON CONFLICT (node_id) DO UPDATE SET url = EXCLUDED.url, heartbeat_at = EXCLUDED.heartbeat_at, sessions = EXCLUDED.sessions, catalogue = EXCLUDED.catalogue`,
+        [this.node.id, this.node.leaseSecs, sids, sids.map((sid) => this.leases.get(sid)!), this.node.url ?? null, this.node.catalogue?.() ?? null],
       );
     } catch (err) {
       // The server is away: the next renewal tries again, and a lease that expires meanwhile is fenced.

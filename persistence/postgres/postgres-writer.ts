@@ -6,9 +6,10 @@ import { StoreWriter, type StatementName, type StatementParams } from '../store-
 
 const SQL: Record<StatementName, string> = {
   upsertSession: `
-    INSERT INTO sessions (sid, session_key, status, history_version, overrides, cwd, boot_id, created_at, updated_at)
-    VALUES ($1, $2, 'active', $4, $5, $6, $7, $8, $8)
+    INSERT INTO sessions (sid, session_key, status, history_version, overrides, cwd, boot_id, created_at, updated_at, agent)
+    VALUES ($1, $2, 'active', $4, $5, $6, $7, $8, $8, $9)
     ON CONFLICT (sid) DO UPDATE SET
+      agent = COALESCE(sessions.agent, EXCLUDED.agent),
       session_key = EXCLUDED.session_key,
       status = CASE WHEN $3::int = 1 THEN 'active' ELSE sessions.status END,
       end_reason = CASE WHEN $3::int = 1 THEN NULL ELSE sessions.end_reason END,

@@ -279,10 +279,12 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE turns ADD COLUMN trace text;
   `,
-  // Workspaces belong to people (persistence/sqlite/schema.ts says why).
+  // Workspaces belong to people, and a session's agent (persistence/sqlite/schema.ts says why).
   `
   ALTER TABLE sessions ADD COLUMN flat_workspace boolean NOT NULL DEFAULT false;
   UPDATE sessions SET flat_workspace = true WHERE cwd IS NULL;
+  ALTER TABLE sessions ADD COLUMN agent text;
+  ALTER TABLE nodes ADD COLUMN catalogue text;
   `,
 ];
 

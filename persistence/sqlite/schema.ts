@@ -249,10 +249,13 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE turns ADD COLUMN trace TEXT;
   `,
   // Workspaces belong to people (AGENT.md §7): a session without a folder of its own works in
-  // `<root>/<owner>/<sid>`; those stored before (flat_workspace = 1) keep `<root>/<sid>`.
+  // `<root>/<owner>/<sid>`; those stored before (flat_workspace = 1) keep `<root>/<sid>`. Several
+  // agents (§8): a session's agent, the catalogue's name, fixed once stored (NULL: stored before,
+  // it takes the default agent at its next save).
   `
   ALTER TABLE sessions ADD COLUMN flat_workspace INTEGER NOT NULL DEFAULT 0;
   UPDATE sessions SET flat_workspace = 1 WHERE cwd IS NULL;
+  ALTER TABLE sessions ADD COLUMN agent TEXT;
   `,
 ];
 

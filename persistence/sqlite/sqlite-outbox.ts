@@ -1,7 +1,7 @@
 // The webhook outbox in a SQLite home (persistence/outbox.ts), as the daemon reads and moves it on
 // the side connection; the host adds rows with its own commits (store-writer.ts).
 import type Database from 'better-sqlite3';
-import { BACKLOGS_SQL, FAN_OUT_BATCH, LIST_SQL, NEXT_DUE_SQL, READY_SQL, REQUEST_FACTS_SQL, TURN_FACTS_SQL, type DeliveryOutcomes, type DeliveryRow, type EventFacts, type Outbox, type OutboxEvent, type UrlBacklog } from '../outbox.js';
+import { AGENT_FACT_SQL, BACKLOGS_SQL, FAN_OUT_BATCH, LIST_SQL, NEXT_DUE_SQL, READY_SQL, REQUEST_FACTS_SQL, TURN_FACTS_SQL, type DeliveryOutcomes, type DeliveryRow, type EventFacts, type Outbox, type OutboxEvent, type UrlBacklog } from '../outbox.js';
 
 /**
  * The oldest events of the outbox, each once per URL (`?` the URLs as JSON) but for the URLs that
@@ -28,6 +28,7 @@ export class SqliteOutbox implements Outbox {
       ready: db.prepare(READY_SQL),
       request: db.prepare(REQUEST_FACTS_SQL),
       turn: db.prepare(TURN_FACTS_SQL),
+      agent: db.prepare(AGENT_FACT_SQL),
       nextDue: db.prepare(NEXT_DUE_SQL),
       delivered: db.prepare('DELETE FROM webhook_deliveries WHERE id IN (SELECT value FROM json_each(?))'),
       retry: db.prepare('UPDATE webhook_deliveries SET attempts = ?, next_at = ?, last_error = ? WHERE id = ?'),
@@ -59,8 +60,9 @@ export class SqliteOutbox implements Outbox {
   }
 
   async facts(event: OutboxEvent): Promise<EventFacts> {
-    if (event.type === 'request.open') return { request: this.statements.request.get({ 1: event.ref }) as EventFacts['request'] };
-    return { turn: this.statements.turn.get({ 1: event.ref, 2: event.sid }) as EventFacts['turn'] };
+    const agent = (this.statements.agent.get({ 1: event.sid }) as { agent: string | null } | undefined)?.agent ?? null;
+    if (event.type === 'request.open') return { agent, request: this.statements.request.get({ 1: event.ref }) as EventFacts['request'] };
+    return { agent, turn: this.statements.turn.get({ 1: event.ref, 2: event.sid }) as EventFacts['turn'] };
   }
 
   async nextDue(url: string): Promise<number | null> {

@@ -23,7 +23,7 @@ export function openSqliteSide(file: string): SideStore {
   migrate(db);
   const fork = db.prepare(FORK_SQL);
   return {
-    fork: async (request, now = Date.now()) => (fork.get({ 1: request.sid, 2: request.sessionKey, 3: request.cwd, 4: now, 5: request.source, 6: request.atTurnId }) as ForkMade | undefined) ?? null,
+    fork: async (request, now = Date.now()) => (fork.get({ 1: request.sid, 2: request.sessionKey, 3: request.cwd, 4: now, 5: request.source, 6: request.atTurnId, 7: request.agent }) as ForkMade | undefined) ?? null,
     people: new SqlitePeople(db),
     schedules: new SqliteSchedules(db),
     outbox: new SqliteOutbox(db),

@@ -81,7 +81,7 @@ export class SqliteStore implements Store {
     // Positions run 0 … n-1 without holes: the last one gives the count from the key, without a scan
     // (a fork's first positions are its parent's: a fork without rows of its own has its prefix).
     this.selectSession = db.prepare(`
-      SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision, agent_session_id,
+      SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision, agent_session_id, agent,
              ${MESSAGE_COUNT_SQL} AS message_count,
              (SELECT COUNT(*) FROM submits WHERE submits.sid = sessions.sid) AS submit_count
       FROM sessions WHERE sid = ?`);

@@ -7,9 +7,10 @@ import { StoreWriter, type StatementName, type StatementParams } from '../store-
 const SQL: Record<StatementName, string> = {
   // `activate` is bound three times (SQLite's `?` cannot repeat a parameter): see bindings below.
   upsertSession: `
-    INSERT INTO sessions (sid, session_key, status, history_version, overrides, cwd, boot_id, created_at, updated_at)
-    VALUES (?, ?, 'active', ?, ?, ?, ?, ?, ?)
+    INSERT INTO sessions (sid, session_key, status, history_version, overrides, cwd, boot_id, created_at, updated_at, agent)
+    VALUES (?, ?, 'active', ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (sid) DO UPDATE SET
+      agent = COALESCE(sessions.agent, excluded.agent),
       session_key = excluded.session_key,
       status = CASE WHEN ? THEN 'active' ELSE status END,
       end_reason = CASE WHEN ? THEN NULL ELSE end_reason END,
@@ -54,8 +55,8 @@ function bindings<N extends StatementName>(statement: N, params: StatementParams
   // The rewind's and the ledger's statements are shared with PostgreSQL: `$n`, bound by number.
   if (statement in REWIND_SQL || statement in LEDGER_SQL) return [Object.fromEntries(params.map((value, i) => [i + 1, value]))];
   if (statement !== 'upsertSession') return params;
-  const [sid, sessionKey, activate, historyVersion, overridesText, cwd, bootId, now] = params as StatementParams['upsertSession'];
-  return [sid, sessionKey, historyVersion, overridesText, cwd, bootId, now, now, activate, activate, activate];
+  const [sid, sessionKey, activate, historyVersion, overridesText, cwd, bootId, now, agent] = params as StatementParams['upsertSession'];
+  return [sid, sessionKey, historyVersion, overridesText, cwd, bootId, now, now, agent, activate, activate, activate];
 }
 
 export class SqliteWriter extends StoreWriter {

@@ -10,6 +10,7 @@ import { startSystem, stopSystem } from '../../actors/runtime.js';
 import type { HostServices } from '../../actors/host/services.js';
 import { fullQueueEvents } from '../../actors/host/queue-events.js';
 import type { Agent } from '../../agents/agent.js';
+import { AgentCatalogue } from '../../agents/catalogue.js';
 import type { SessionSummary } from '../../persistence/reader.js';
 import { SqliteReader } from '../../persistence/sqlite/sqlite-reader.js';
 import { SqliteStore } from '../../persistence/sqlite/sqlite-store.js';
@@ -51,13 +52,14 @@ export async function startInProcessHost(agent: Agent, options: { clock?: Clock;
     },
     () => clock.hostNs(),
   );
+  const log = pino({ level: process.env['TURNHOST_LOG_LEVEL'] ?? 'silent' });
   const services: HostServices = {
     store,
     writer,
     queueEvents: fullQueueEvents(writer),
-    agent,
+    agents: AgentCatalogue.of(agent, log),
     clock,
-    log: pino({ level: process.env['TURNHOST_LOG_LEVEL'] ?? 'silent' }),
+    log,
     bootId: 'inprocess0000000000000000000000a',
     requestTimeoutMs: 600_000,
     tracing: null, webhookEvents: new Set(),

@@ -9,7 +9,8 @@ describe('agents: --agent loading', () => {
     const host = await h.startHost(h.tempDir(), ['--agent', './test/fixtures/streaming-agent.mjs']);
     host.send({ type: 'turn.start', sid: 's1', request_id: 'r1', text: 'stream 2 1' });
     const end = await host.next('turn.end');
-    expect(end['session_info']).to.include({ agent: 'streaming' });
+    // Its name in the catalogue (AGENT.md §8): a module's is its file's base name.
+    expect(end['session_info']).to.include({ agent: 'streaming-agent' });
     expect(end['message_count']).to.equal(4);
   });
 

@@ -15,7 +15,7 @@ async function homeWithBigHistory(h: Harness): Promise<string> {
   const store = SqliteStore.open(join(home, 'turnhost.db'));
   const filler = (i: number) => `${i} ${'word '.repeat(MESSAGE_BYTES / 5)}\n"quoted" ünïcode`;
   await store.commit((w) => {
-    w.saveSession({ sid: 'big', activate: true, sessionKey: 'big', historyVersion: 1, overridesText: '', cwd: null, bootId: 'b' });
+    w.saveSession({ sid: 'big', activate: true, sessionKey: 'big', historyVersion: 1, overridesText: '', cwd: null, bootId: 'b', agent: 'script' });
     w.appendMessages('big', 0, Array.from({ length: 10 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: filler(i) })), 't');
   });
   store.closeNow();

@@ -57,9 +57,11 @@ describe('host: persistence', () => {
     expect(list.map((s) => s['session_id']).sort()).to.deep.equal(['busy', 'done']);
     for (const s of list) {
       expect(Object.keys(s).sort()).to.deep.equal(
-        ['end_reason', 'history_version', 'message_count', 'retained_reason', 'session_id', 'session_key', 'status', 'updated_at'],
+        ['agent', 'end_reason', 'history_version', 'message_count', 'model', 'retained_reason', 'session_id', 'session_key', 'status', 'updated_at'],
       );
       expect(s['status']).to.equal('active');
+      expect(s['agent'], 'its agent, the catalogue\'s name (AGENT.md §8)').to.equal('streaming-agent');
+      expect(s['model']).to.equal(null);
       expect(Date.parse(s['updated_at'] as string)).to.not.be.NaN;
     }
     const history = await h.runCli(['history', 'done', '--home', home, '--json']);

@@ -11,7 +11,7 @@ import { SqliteStore } from '../../persistence/sqlite/sqlite-store.js';
 import { toChatMessage, type MessageRow } from '../../persistence/store.js';
 import type { ChatMessage } from '../../protocol/chat.js';
 
-const session = (sid: string) => ({ sid, activate: true, sessionKey: sid, historyVersion: 1, overridesText: '', cwd: null, bootId: 'boot-1' });
+const session = (sid: string) => ({ sid, activate: true, sessionKey: sid, historyVersion: 1, overridesText: '', cwd: null, bootId: 'boot-1', agent: 'script' });
 const say = (role: string, content: string): ChatMessage => ({ role, content });
 
 describe('history cache (real store, real SQLite file)', () => {

@@ -16,6 +16,7 @@ const row = (sid: string, _messages: number, historyVersion = 1, activate = true
   overridesText: '',
   cwd: null,
   bootId: 'boot-1',
+  agent: 'script',
 });
 
 describe('store', () => {
@@ -40,7 +41,7 @@ describe('store', () => {
     });
     store.closeNow();
     const raw = new Database(file);
-    raw.exec('ALTER TABLE sessions DROP COLUMN flat_workspace; ALTER TABLE turns DROP COLUMN trace; DROP INDEX turns_running_by; DROP TABLE usage_daily; DROP TABLE budgets; ALTER TABLE turns DROP COLUMN cached_tokens; ALTER TABLE turns DROP COLUMN reasoning_tokens');
+    raw.exec('ALTER TABLE sessions DROP COLUMN flat_workspace; ALTER TABLE sessions DROP COLUMN agent; ALTER TABLE turns DROP COLUMN trace; DROP INDEX turns_running_by; DROP TABLE usage_daily; DROP TABLE budgets; ALTER TABLE turns DROP COLUMN cached_tokens; ALTER TABLE turns DROP COLUMN reasoning_tokens');
     for (const column of ['messages.tool_calls', 'messages.tool_call_id', 'turns.model', 'turns.prompt_tokens', 'turns.completion_tokens', 'turns.model_calls']) {
       const [table, name] = column.split('.');
       raw.exec(`ALTER TABLE ${table} DROP COLUMN ${name}`);
@@ -256,7 +257,7 @@ describe('store', () => {
       lostTurns: 1,
       retainedSessions: 1,
       expiredRequests: 1,
-      lost: [{ turnId: 't-run', sid: 'live', by: null, startedAt: 1_000, trace: '0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331--01' }],
+      lost: [{ turnId: 't-run', sid: 'live', agent: 'script', by: null, startedAt: 1_000, trace: '0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331--01' }],
     });
     expect(await store.retainedSessions()).to.deep.equal([{ sid: 'live', session_key: 'key-live', reason: 'crash' }]);
     const turn = store.db.prepare("SELECT status FROM turns WHERE turn_id = 't-run'").get() as { status: string };
