@@ -151,6 +151,7 @@ export class AgentCatalogue {
       return { agent, done: () => this.turnDone(made) };
     } catch (err) {
       this.turnDone(made);
+      this.setup.log.warn({ err, agent: name }, 'an agent of the catalogue could not be made');
       throw new AgentFailure('agent', `agent ${name} could not be made: ${(err as Error).message}`);
     }
   }

@@ -244,10 +244,15 @@ function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
 
 /**
  * What a command that may start a daemon does first: a broken agent config fails here, in one line
- * with exit 78, not later in a background daemon; the store goes to the daemon's environment.
+ * with exit 78, not later in a background daemon; the store goes to the daemon's environment. A
+ * daemon that already runs has its own catalogue: then `--agent` names one of its agents, and the
+ * file is not read here.
  */
 async function beforeDaemonStart(opts: { home?: string; agent?: string; agentConfig?: string; store?: string }): Promise<void> {
-  await agentEnvironment(opts.agent ?? 'script', { home: homeFrom(opts.home), flag: opts.agentConfig, env: process.env });
+  const home = homeFrom(opts.home);
+  const running = await (await import('./daemon-client.js')).connectDaemon(home);
+  running?.close();
+  if (running === null) await agentEnvironment(opts.agent, { home, flag: opts.agentConfig, env: process.env });
   storeForChildren(opts);
 }
 

@@ -453,11 +453,13 @@ function AgentChooser({ catalogue, onChoose }: { catalogue: Catalogue; onChoose(
       <fieldset>
         <legend>Agent</legend>
         {catalogue.agents.map((a) => (
-          <label key={a.name}>
-            <input type="radio" name="agent" value={a.name} checked={a.name === agent} onChange={() => setAgent(a.name)} />
-            <span>{a.label}</span>
-            {a.description !== '' && <small>{a.description}</small>}
-          </label>
+          <div key={a.name} class="choice">
+            <label>
+              <input type="radio" name="agent" value={a.name} checked={a.name === agent} onChange={() => setAgent(a.name)} aria-describedby={`agent-${a.name}`} />
+              <span>{a.label}</span>
+            </label>
+            {a.description !== '' && <small id={`agent-${a.name}`}>{a.description}</small>}
+          </div>
         ))}
       </fieldset>
       <button type="submit" class="primary">

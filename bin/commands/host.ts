@@ -1,5 +1,6 @@
 // `turnhost host`: the compute host on stdin/stdout. Process-level wiring only: options, the
 // database, hello, stdin, signals, the parent guard; the behaviour lives in actors/.
+import { Readable } from 'node:stream';
 import { startTracing, type Tracing } from '../tracing.js';
 import type { WebhookEvent } from '../../persistence/outbox.js';
 import { randomBytes } from 'node:crypto';
@@ -139,6 +140,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   const shutdown = (reason: ShutdownReason, waitSec: number): void => void host.shutdown(reason, waitSec).catch(() => {});
 
   keepRunningOnStrayErrors(log);
+  keepFrameDescriptors();
   readFrames(writer, host.submit, () => shutdown('stdin_closed', STDIN_CLOSED_WAIT_SEC));
   process.on('SIGTERM', () => shutdown('sigterm', DEFAULT_SHUTDOWN_WAIT_SEC));
   process.on('SIGINT', () => shutdown('sigterm', DEFAULT_SHUTDOWN_WAIT_SEC));
@@ -198,6 +200,20 @@ function guardParent(writer: FrameWriter, onOrphan: () => void): () => void {
     onOrphan();
   }, PARENT_CHECK_MS);
   return () => clearInterval(timer);
+}
+
+/**
+ * Descriptors 0 and 1 carry the host's frames, read by readFd and written by the frame writer. An
+ * agent made after the host started reading (AGENT.md §8: at its first use) may load a library
+ * that imports `node:process` as a module (the MCP SDK does): that reads every property of
+ * `process`, and `process.stdin` would open fd 0 a second time (libuv refuses: EEXIST), and
+ * `process.stdout` would make fd 1 non-blocking. They stand in as an input that never has anything
+ * and as stderr, so agent code that prints writes to the log, never into the frames.
+ */
+function keepFrameDescriptors(): void {
+  const nothing = new Readable({ read: () => {} });
+  Object.defineProperty(process, 'stdin', { configurable: true, enumerable: true, get: () => nothing });
+  Object.defineProperty(process, 'stdout', { configurable: true, enumerable: true, get: () => process.stderr });
 }
 
 /** Agent code is user code: a stray throw or rejection is logged, and the host keeps serving. */

@@ -3,13 +3,14 @@
 // driven by playwright-core), found by the roles and names of the table, against the real daemon.
 // A missing browser fails these tests: .ci/run installs it.
 import { expect } from 'chai';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { readToken } from '../../edge/http-token.js';
 import { startDaemon, TestClient } from '../helpers/daemon.js';
 import { guestArgs, guestScene } from '../helpers/guests.js';
 import { Harness } from '../helpers/processes.js';
+import { FakeOpenAI } from '../helpers/fake-openai.js';
 
 const CHROMIUM = '/usr/bin/chromium-headless-shell';
 const WAIT_MS = 15_000;
@@ -156,6 +157,40 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await tool.click();
     expect(await transcript.getByText(/← acp_execute/).count()).to.equal(0);
     await page.close();
+  });
+
+  it('several agents (AGENT.md §8): "New session" offers them, the default chosen; the session shows its agent, and an openai agent\'s a Model picker that sets it', async () => {
+    const fake = await FakeOpenAI.start();
+    try {
+      const dir = h.tempDir('turnhost-page-agents-');
+      const config = join(dir, 'agent.json');
+      writeFileSync(config, JSON.stringify({
+        agents: {
+          quick: { kind: 'script', label: 'Quick', description: 'echoes, for demos' },
+          model: { kind: 'openai', label: 'A model', description: 'for quick questions', model: 'm1', models: ['m1', 'm2'], base_url: fake.baseUrl },
+        },
+      }));
+      const edge = await pageDaemon(h, ['--agent-config', config]);
+      const page = await loggedIn(browser, edge);
+      await page.getByRole('button', { name: 'New session' }).click();
+      const chooser = page.getByRole('form', { name: 'Agent of the new session' });
+      expect(await chooser.getByRole('radio', { name: 'Quick', exact: true }).isChecked(), 'the default chosen').to.equal(true);
+      await chooser.getByText('for quick questions').waitFor();
+      await chooser.getByRole('radio', { name: 'A model', exact: true }).check();
+      await chooser.getByRole('button', { name: 'Create' }).click();
+      await itemCount(page, 'Sessions', 1);
+      await page.getByRole('list', { name: 'Sessions' }).getByText(/A model/).waitFor();
+      const picker = page.getByRole('combobox', { name: 'Model' });
+      expect(await picker.inputValue()).to.equal('m1');
+      await picker.selectOption('m2');
+      await page.getByRole('list', { name: 'Sessions' }).getByText(/A model \(m2\)/).waitFor();
+      await send(page, 'which model?');
+      await page.getByRole('log', { name: 'Transcript' }).locator('.reply').getByText('ok', { exact: true }).waitFor();
+      expect(fake.requests.at(-1)!.body.model).to.equal('m2');
+      await page.close();
+    } finally {
+      await fake.close();
+    }
   });
 
   it('a reply is Markdown: a heading, a list, a table, links that open in a new tab, fenced code with a Copy button that copies it', async () => {
