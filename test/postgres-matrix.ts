@@ -27,6 +27,7 @@ const FILES = [
   'test/integration/branches.test.ts',
   'test/integration/usage-budgets.test.ts',
   'test/integration/traces.test.ts',
+  'test/integration/agent-catalogue.test.ts',
 ];
 /** More than the homes those tests make (about 95). */
 const DATABASES = 130;

@@ -1,0 +1,84 @@
+// The catalogue of agents (AGENT.md §8) as read from a file: each definition over the top level's
+// keys, key by key; validated whole, every problem one line naming the file and the key path; a
+// file without `agents` is the one agent `--agent` names, as before.
+import { expect } from 'chai';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readCatalogue } from '../../agents/catalogue-config.js';
+import { definitionOver, readAgentConfig } from '../../agents/config-file.js';
+
+describe('the catalogue of agents (agents/catalogue-config.ts)', () => {
+  let dir: string;
+  let file: string;
+  const source = () => ({ home: dir, flag: file, env: {} });
+  const write = (config: unknown) => writeFileSync(file, JSON.stringify(config));
+  const problem = async (config: unknown, spec?: string): Promise<string> => {
+    write(config);
+    try {
+      await readCatalogue(spec, source());
+    } catch (err) {
+      return (err as Error).message;
+    }
+    throw new Error('it was accepted');
+  };
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'turnhost-catalogue-'));
+    file = join(dir, 'agent.json');
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('a definition is over the top level key by key: an object key merged, any other replaced', () => {
+    const top = { sandbox: { allow_hosts: ['a.example'], memory_mb: 512 }, approval: { default: 'ask' }, model: 'm0' };
+    expect(definitionOver(top, { sandbox: { allow_hosts: ['b.example'] }, model: 'm1' })).to.deep.equal({
+      sandbox: { allow_hosts: ['b.example'], memory_mb: 512 },
+      approval: { default: 'ask' },
+      model: 'm1',
+    });
+    write({ approval: { default: 'allow' }, agents: { quick: { kind: 'openai', model: 'm1', label: 'Quick', approval: { deny: ['x'] } } } });
+    const read = readAgentConfig({ ...source(), definition: 'quick' });
+    expect(read.raw, 'the catalogue\'s own keys are no agent\'s').to.deep.equal({ approval: { default: 'allow', deny: ['x'] }, model: 'm1' });
+    expect(read.at).to.equal('agents.quick.');
+  });
+
+  it('names each problem by its key path, whole file validated at once', async () => {
+    const at = (what: string) => `${file}: ${what}`;
+    expect(await problem({ agents: { codex: { kind: 'acp', acp: { command: 7 } } } })).to.equal(at('agents.codex.acp.command: expected a string'));
+    expect(await problem({ agents: { quick: { kind: 'openai' } } })).to.equal(at('agents.quick.model: no model given: set "model" in the agent config or $TURNHOST_MODEL'));
+    expect(await problem({ agents: { Bad_Name: { kind: 'script' } } })).to.match(/agents\.Bad_Name: a name is lower-case letters/);
+    expect(await problem({ agents: { quick: {} } })).to.match(/agents\.quick\.kind: missing/);
+    expect(await problem({ agents: { quick: { kind: 'gpt-9' } } })).to.equal(at('agents.quick.kind: unknown agent "gpt-9" (built in: script, openai, acp; or give a path to a module)'));
+    expect(await problem({ agents: { quick: { kind: 'script', models: ['m'] } } })).to.equal(at('agents.quick.models: only an openai agent has models to pick from'));
+    expect(await problem({ agents: { quick: { kind: 'script' } }, default_agent: 'nope' })).to.equal(at('default_agent: nope is not in the catalogue (agents: quick)'));
+    expect(await problem({ agents: { quick: { kind: 'script' } } }, 'other')).to.equal(`${file}: --agent other is not in the catalogue (agents: quick)`);
+    expect(await problem({ agents: { g: { kind: 'acp', acp: { command: 'x' }, sandbox: { workspaces_root: '/srv' } } } })).to.match(/agents\.g\.sandbox\.workspaces_root: give it at the top level/);
+    expect(await problem({ agents: { quick: { kind: 'script', home_template: './none' } } })).to.match(/agents\.quick\.home_template: .*none is not a folder/);
+    expect(await problem({ default_agent: 'quick' })).to.match(/default_agent: names an agent of "agents"/);
+  });
+
+  it('the default is --agent, else default_agent, else the first; relative paths are the file\'s; a file without agents is the one agent --agent names', async () => {
+    mkdirSync(join(dir, 'homes'));
+    write({ agents: { a: { kind: 'script' }, b: { kind: 'script', home_template: './homes' }, c: { kind: './mine.mjs' } }, default_agent: 'b' });
+    writeFileSync(join(dir, 'mine.mjs'), 'export default { name: "mine", runTurn: () => ({ reply: "" }) };');
+    const catalogue = await readCatalogue(undefined, source());
+    expect([catalogue.defaultAgent, [...catalogue.definitions.keys()]]).to.deep.equal(['b', ['b', 'a', 'c']]);
+    expect(catalogue.definitions.get('b')!.homeTemplate).to.equal(join(dir, 'homes'));
+    expect(catalogue.definitions.get('c')!.kind).to.equal(join(dir, 'mine.mjs'));
+    expect((await readCatalogue('c', source())).defaultAgent).to.equal('c');
+    write({});
+    const single = await readCatalogue(join(dir, 'mine.mjs'), source());
+    expect([single.isCatalogue, single.defaultAgent, [...single.definitions.keys()]]).to.deep.equal([false, 'mine', ['mine']]);
+    expect((await readCatalogue(undefined, source())).defaultAgent).to.equal('script');
+  });
+
+  it('a definition\'s digest changes with it and only with it', async () => {
+    write({ agents: { a: { kind: 'script' }, b: { kind: 'openai', model: 'm1' } } });
+    const before = await readCatalogue(undefined, source());
+    write({ agents: { a: { kind: 'script' }, b: { kind: 'openai', model: 'm2' } } });
+    const after = await readCatalogue(undefined, source());
+    expect(after.definitions.get('a')!.digest).to.equal(before.definitions.get('a')!.digest);
+    expect(after.definitions.get('b')!.digest).to.not.equal(before.definitions.get('b')!.digest);
+    expect(after.digest).to.not.equal(before.digest);
+  });
+});
