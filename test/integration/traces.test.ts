@@ -1,5 +1,7 @@
 import { HttpAgent } from '@ag-ui/client';
 import { expect } from 'chai';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { startDaemon } from '../helpers/daemon.js';
 import { httpRequest } from '../helpers/http.js';
 import { guestArgs, guestScene } from '../helpers/guests.js';
@@ -164,6 +166,22 @@ describe('traces: OpenTelemetry spans of turns, model calls, tools and questions
     host.kill('SIGTERM');
     expect((await host.waitExit()).code).to.equal(0);
     expect(host.stderr.match(/tracing: could not export spans/g)).to.have.length(1);
+  });
+
+  it("with several agents (AGENT.md §8), a turn's span is named for its session's agent, the catalogue's name", async () => {
+    const otlp = await receiver();
+    const dir = h.tempDir();
+    writeFileSync(join(dir, 'agent.json'), JSON.stringify({ agents: { quick: { kind: 'script' }, other: { kind: 'script' } } }));
+    const host = await h.startHost(join(dir, 'home'), ['--agent-config', join(dir, 'agent.json'), '--otlp-endpoint', otlp.endpoint], QUICK_EXPORT);
+    host.send({ type: 'session.create', sid: 's-other', request_id: 'c1', agent: 'other' });
+    await host.next('control.ack');
+    expect((await host.turn('s-other', 'r1', 'hello')).type).to.equal('turn.end');
+    expect((await host.turn('s-quick', 'r2', 'hello')).type).to.equal('turn.end');
+    const other = await otlp.span((span) => span.attributes['gen_ai.conversation.id'] === 's-other');
+    const quick = await otlp.span((span) => span.attributes['gen_ai.conversation.id'] === 's-quick');
+    expect([other.name, other.attributes['gen_ai.agent.name']]).to.deep.equal(['invoke_agent other', 'other']);
+    expect([quick.name, quick.attributes['gen_ai.agent.name']], 'a session made by its first turn has the default').to.deep.equal(['invoke_agent quick', 'quick']);
+    host.kill('SIGKILL');
   });
 
   it('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as it is, and wins over OTEL_EXPORTER_OTLP_ENDPOINT', async () => {
