@@ -14,7 +14,7 @@ import { GuestSlots } from './acp/guest-slots.js';
 export { AGENT_NAME };
 
 /** What a host gives every agent it makes, and where its catalogue is read from again at a reload. */
-export interface CatalogueSetup extends Pick<AgentSetup, 'log'> {
+export interface CatalogueSetup extends Pick<AgentSetup, 'log' | 'homes'> {
   /** `--agent`: the one agent of a file without `agents`, or the default of a catalogue. */
   spec: string | undefined;
   source: ConfigSource;
@@ -112,7 +112,7 @@ export class AgentCatalogue {
       digest: 'given',
     };
     const config: CatalogueConfig = { file: '', isCatalogue: false, defaultAgent: agent.name, definitions: new Map([[agent.name, definition]]), maxLiveGuests: 16, digest: 'given' };
-    const catalogue = new AgentCatalogue({ catalogue: config, mechanism: agent.sandbox?.mechanism ?? null }, { log, spec: undefined, source: definition.source }, null);
+    const catalogue = new AgentCatalogue({ catalogue: config, mechanism: agent.sandbox?.mechanism ?? null }, { log, homes: () => null, spec: undefined, source: definition.source }, null);
     catalogue.made.set(agent.name, { definition, agent: Promise.resolve(agent), ready: agent, running: 0, retired: false });
     return catalogue;
   }
@@ -216,7 +216,7 @@ export class AgentCatalogue {
     if (existing !== undefined) return existing;
     const definition = this.config.definitions.get(name);
     if (definition === undefined) throw new AgentMissing(name, this.nodeId);
-    const agent = loadAgent(definition.kind, { log: this.setup.log, ...definition.source, env: this.setup.source.env, slots: this.slots, homeTemplate: definition.homeTemplate });
+    const agent = loadAgent(definition.kind, { log: this.setup.log, homes: this.setup.homes, ...definition.source, env: this.setup.source.env, slots: this.slots, homeTemplate: definition.homeTemplate });
     const made: Made = { definition, agent, ready: null, running: 0, retired: false };
     void agent.then(
       (ready) => {

@@ -7,6 +7,7 @@ import type { BudgetExceeded } from './ledger.js';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { RecoveredSession } from '../protocol/outbound.js';
 import type { HistoryCache } from './history-cache.js';
+import type { HomeSnapshots } from './home-snapshots.js';
 import type { QueuedPrompt, StoreWriter, SubmitRecord } from './store-writer.js';
 
 export type SessionStatus = 'active' | 'finalized' | 'retained';
@@ -113,6 +114,10 @@ export interface StoreHealth {
 }
 
 export interface Store {
+  /** SQLite (one machine) or PostgreSQL (nodes may share it): a guest's home follows its session through the latter (AGENT.md §6). */
+  readonly kind: 'sqlite' | 'postgres';
+  /** A guest's home in the store (persistence/home-snapshots.ts), out of the turns' way. */
+  readonly homes: HomeSnapshots;
   /** The sessions' committed histories, so that a turn reads nothing back (history-cache.ts). */
   readonly history: HistoryCache;
 

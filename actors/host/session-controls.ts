@@ -10,7 +10,7 @@ import { branchId } from '../../persistence/session-line.js';
 import type { ControlRequest, RewindPoint } from './routes.js';
 import { historyMeta, rowSaved, sessionRow, setOverrides, type SessionState } from './session-state.js';
 import type { SessionEnv } from './session-turn.js';
-import { stopPoint } from '../stop-points.js';
+import { stopPoint } from '../../persistence/stop-points.js';
 
 /** Inside a rewind's transaction, its rows moved: where a test kills the host to show the rewind is all or nothing. */
 const STOP_MID_REWIND = stopPoint('rewind-rows-moved');

@@ -10,6 +10,9 @@ import type { GuestLog } from './guest-process.js';
 import { runGuestTurn } from './guest-turn.js';
 import { SessionPool } from './session-pool.js';
 import type { GuestSlots } from './guest-slots.js';
+import { HomeSync } from './home-sync.js';
+import type { HomeSnapshots } from '../../persistence/home-snapshots.js';
+import { join } from 'node:path';
 import type { SandboxStatus } from '../../protocol/outbound.js';
 import { AgentLoadError } from '../loader-error.js';
 import { SandboxUnavailable, Sandboxes } from '../sandbox/sandbox.js';
@@ -18,8 +21,17 @@ import { defaultWorkspace } from '../sandbox/workspaces.js';
 /** What a guest keeps itself: its model, its prompt and its context (AGENT.md §6). */
 const GUEST_OWNED_ROUTES = new Set(['session.compress', 'slash.compress', 'slash.model', 'slash.personality', 'slash.prompt']);
 
+/** The store a guest's home follows its session through (AGENT.md §6), once the host has opened it. */
+export interface HomeStore {
+  snapshots: HomeSnapshots;
+  /** Several nodes may share it (PostgreSQL): `home_sync.mode auto` is on. */
+  shared: boolean;
+}
+
 export interface GuestAgentOptions extends ConfigSource {
   log: GuestLog;
+  /** Null before the host opened its store, and where there is none (a host run in a test's own process). */
+  homes: () => HomeStore | null;
   /** `max_live_guests` (AGENT.md §8): the bound shared by every guest agent of the host. */
   slots: GuestSlots;
   /** A folder each new agent home starts as a copy of; null: it starts empty. */
@@ -34,7 +46,7 @@ export async function createGuestAgent(options: GuestAgentOptions): Promise<Agen
   } catch (err) {
     throw err instanceof SandboxUnavailable ? new AgentLoadError(`${config.file}: ${err.message}`) : err;
   }
-  return new GuestAgent(config, sandboxes, options.log, options.slots);
+  return new GuestAgent(config, sandboxes, options.log, options.slots, homeSyncOf(config, sandboxes, options));
 }
 
 class GuestAgent implements Agent {
@@ -48,8 +60,9 @@ class GuestAgent implements Agent {
     private readonly sandboxes: Sandboxes,
     log: GuestLog,
     slots: GuestSlots,
+    homeSync: () => HomeSync | null,
   ) {
-    this.pool = new SessionPool(config, sandboxes, log, slots);
+    this.pool = new SessionPool(config, sandboxes, log, slots, homeSync);
     this.redact = secretsRedactor(config.secrets);
     this.policy = approvalPolicy(config.approval, Object.keys(config.mcpServers));
   }
@@ -106,6 +119,23 @@ class GuestAgent implements Agent {
     mkdirSync(folder, { recursive: true, mode: 0o700 });
     return realpathSync(folder);
   }
+}
+
+/**
+ * The guest's home in the store (AGENT.md §6), made when the host's store is first asked for: on
+ * with a store several nodes share (`auto`), or as `acp.home_sync.mode` forces it; only for homes
+ * of their own, which a sandbox gives each session (unsandboxed, sessions share one).
+ */
+function homeSyncOf(config: GuestConfig, sandboxes: Sandboxes, options: GuestAgentOptions): () => HomeSync | null {
+  let made: HomeSync | null | undefined;
+  return () => {
+    if (made !== undefined) return made;
+    const store = options.homes();
+    if (store === null) return null;
+    const on = config.homeSync.mode === 'on' || (config.homeSync.mode === 'auto' && store.shared);
+    made = on && sandboxes.status.mode === 'required' ? new HomeSync(store.snapshots, config.homeSync, (sid) => sandboxes.homeOf(sid), join(options.home, 'state', 'homes'), options.log) : null;
+    return made;
+  };
 }
 
 /**

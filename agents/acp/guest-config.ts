@@ -1,6 +1,7 @@
 // The guest agent's configuration (AGENT.md §6): the key `acp` of the agent config, with the
 // approval policy and MCP servers of §1/§2 and the sandbox of §7 from the same file. Validated once at start: a missing
 // or broken `acp` is one line naming the key path, and the process exits 78.
+import type { HomeSyncConfig } from './home-sync.js';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import {
@@ -29,6 +30,13 @@ const guestSchema = z.strictObject({
   idle_secs: z.number().positive().default(600),
   start_timeout_s: z.number().positive().default(60),
   cancel_timeout_s: z.number().positive().default(10),
+  home_sync: z
+    .strictObject({
+      mode: z.enum(['auto', 'on', 'off']).default('auto'),
+      max_mib: z.number().positive().default(256),
+      exclude: z.array(z.string().min(1)).default(['.cache/**', '**/node_modules/**']),
+    })
+    .prefault({}),
 });
 
 // Not strict: the model agent's keys may share the file.
@@ -62,6 +70,8 @@ export interface GuestConfig {
   idleMs: number;
   startTimeoutMs: number;
   cancelTimeoutMs: number;
+  /** The guest's home in the store (AGENT.md §6, home-sync.ts). */
+  homeSync: HomeSyncConfig;
   approval: ApprovalConfig;
   mcpServers: Record<string, McpServerConfig>;
   sandbox: SandboxConfig;
@@ -91,6 +101,7 @@ export function loadGuestConfig(source: ConfigSource): GuestConfig {
     idleMs: guest.idle_secs * 1000,
     startTimeoutMs: guest.start_timeout_s * 1000,
     cancelTimeoutMs: guest.cancel_timeout_s * 1000,
+    homeSync: { mode: guest.home_sync.mode, maxBytes: guest.home_sync.max_mib * 1024 * 1024, exclude: guest.home_sync.exclude },
     approval: file.approval,
     sandbox: resolveSandbox(file.sandbox, { home: source.home, base: config.base, modelUrls: [...(file.base_url === undefined ? [] : [file.base_url]), ...urlsAmong(Object.values(guest.env))] }),
     mcpServers: placeServers(Object.fromEntries(Object.entries(file.mcp_servers).filter(([, server]) => server.enabled)), config.base),

@@ -9,6 +9,7 @@ import type { GuestLog } from './guest-process.js';
 import { LiveSession, type ForkOrigin } from './live-session.js';
 import type { Sandboxes } from '../sandbox/sandbox.js';
 import type { GuestSlots, SlotHolder } from './guest-slots.js';
+import type { HomeSync } from './home-sync.js';
 
 export class SessionPool implements SlotHolder {
   /** In use order: the first is the least recently used. */
@@ -22,6 +23,8 @@ export class SessionPool implements SlotHolder {
     private readonly sandboxes: Sandboxes,
     private readonly log: GuestLog,
     private readonly slots: GuestSlots,
+    /** The guest's home in the store (AGENT.md §6); null when it stays on this machine. */
+    private readonly homeSync: () => HomeSync | null,
   ) {
     this.leaveSlots = slots.join(this);
   }
@@ -47,6 +50,8 @@ export class SessionPool implements SlotHolder {
       session = undefined;
     }
     if (session === undefined) {
+      // Before session/load: a home this node lacks, or holds an older snapshot of, comes from the store.
+      await this.homeSync()?.restore(turn.sid);
       const origin = await this.forkMemory(turn);
       session = await LiveSession.open(this.config, turn, cwd, this.log, await this.sandboxes.open(turn.sid, cwd, { pinFolder: true }), origin);
       this.log.info({ sid: turn.sid, pid: session.process.pid, acp_session: session.sessionId }, 'guest session live');
@@ -73,6 +78,7 @@ export class SessionPool implements SlotHolder {
     }
     session.idleTimer = setTimeout(() => void this.release(session.sid), this.config.idleMs);
     session.idleTimer.unref();
+    this.homeSync()?.turnEnded(session.sid);
     this.releaseOverBound();
   }
 
@@ -88,6 +94,8 @@ export class SessionPool implements SlotHolder {
     this.live.delete(sid);
     await session.end();
     this.log.info({ sid, pid: session.process.pid }, 'guest session released');
+    // What the guest wrote last, after its process ended (in the background: a release may be in a turn's way).
+    this.homeSync()?.released(sid);
   }
 
   async close(): Promise<void> {
@@ -112,6 +120,8 @@ export class SessionPool implements SlotHolder {
     if (turn.agentSessionId !== null) return null;
     const origin = await turn.forkOrigin();
     if (origin === null) return null;
+    // The source's home, on a node that lacks it (or holds an older one), is the store's latest of it.
+    await this.homeSync()?.restore(origin.sid);
     // Nothing copied now (unsandboxed, the home every session shares; or a home already made): nothing to check.
     if (!(await this.sandboxes.seedHome(turn.sid, origin.sid))) return origin;
     if ((await turn.forkOrigin())?.agentSessionId === origin.agentSessionId) return origin;

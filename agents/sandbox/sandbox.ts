@@ -108,6 +108,11 @@ export class Sandboxes {
     return home;
   }
 
+  /** A sandbox's own home (HOME inside), whether it was made yet or not. */
+  homeOf(name: string): string {
+    return this.agentHome(name);
+  }
+
   private agentHome(name: string): string {
     return join(this.config.home, 'agent-homes', folderName(name));
   }

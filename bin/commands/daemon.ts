@@ -41,7 +41,7 @@ import { realProbe } from '../../persistence/proc.js';
 import { describeLocation, openReader, readerOnDemand, sideOnDemand, STORE_ENV, storeLocation, type StoreLocation } from '../../persistence/store-location.js';
 import { buildSha, cliEntry } from '../build-info.js';
 import { onceASecond } from '../log-repeats.js';
-import { stopPoint } from '../../actors/stop-points.js';
+import { stopPoint } from '../../persistence/stop-points.js';
 import { acquireHomeLock } from '../home-lock.js';
 import { enterHome, ensureHome } from '../home.js';
 import { homePaths } from '../../protocol/home-paths.js';

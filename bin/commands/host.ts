@@ -1,5 +1,6 @@
 // `turnhost host`: the compute host on stdin/stdout. Process-level wiring only: options, the
 // database, hello, stdin, signals, the parent guard; the behaviour lives in actors/.
+import type { HomeStore } from '../../agents/acp/guest-agent.js';
 import { Readable } from 'node:stream';
 import { startTracing, type Tracing } from '../tracing.js';
 import type { WebhookEvent } from '../../persistence/outbox.js';
@@ -72,12 +73,15 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   const source = { home, flag: options.agentConfig, env: process.env };
   let agents: AgentCatalogue;
   let log: Logger;
+  let opened: Store | null = null;
   try {
     const checked = await checkedCatalogue(options.agent, source);
     const secrets = new ChangingRedactor(catalogueEnvironment(checked.catalogue).secrets);
     log = createLogger('host', { ...(options.logFd === undefined ? {} : { fd: options.logFd }), redact: secrets.redact });
     removeDeadProxies(home);
-    agents = new AgentCatalogue(checked, { log, spec: options.agent, source, onSecrets: (next) => secrets.set(next) }, options.nodeId ?? null);
+    // A guest's home follows its session through the store (AGENT.md §6), once the store is open.
+    const homes = (): HomeStore | null => (opened === null ? null : { snapshots: opened.homes, shared: opened.kind === 'postgres' });
+    agents = new AgentCatalogue(checked, { log, homes, spec: options.agent, source, onSecrets: (next) => secrets.set(next) }, options.nodeId ?? null);
     // A file of one agent works as it always has: that agent is made now, and a broken one is refused at start.
     if (!agents.isCatalogue) await agents.agent(agents.defaultName);
   } catch (err) {
@@ -99,6 +103,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
       ...(options.historyCacheMib === undefined ? {} : { historyCacheMib: options.historyCacheMib }),
       ...(options.nodeId === undefined ? {} : { node: { id: options.nodeId, leaseSecs: options.leaseSecs ?? DEFAULT_LEASE_SECS, ...(options.advertise ? { url: options.advertise } : {}), catalogue: () => agents.digest } }),
     });
+    opened = store;
   } catch (err) {
     process.stderr.write(`turnhost host: cannot open the store: ${(err as Error).message}\n`);
     await agents.close();

@@ -10,6 +10,7 @@
 // same way. Nothing is half-written: a group is one transaction. A connection lost during COMMIT
 // leaves the outcome unknown to us; the units are failed, and the turn's undoing (owed work)
 // corrects the rows once the server is back.
+import { PostgresHomes } from './postgres-homes.js';
 import pg from 'pg';
 import type { ChatMessage } from '../../protocol/chat.js';
 import type { RecoveredSession, RetainReason } from '../../protocol/outbound.js';
@@ -76,6 +77,8 @@ export interface PostgresStoreOptions {
 
 export class PostgresStore implements Store {
   readonly history: HistoryCache;
+  readonly homes: PostgresHomes;
+  readonly kind = 'postgres';
   private readonly gathering = new GroupGathering(() => this.commitGathered());
   /** Writes owed by groups that failed (a turn's undoing): each committed on its own before the next group. */
   private owed: Work[] = [];
@@ -100,6 +103,7 @@ export class PostgresStore implements Store {
   ) {
     this.client = client;
     this.history = new HistoryCache(historyCacheBytes);
+    this.homes = new PostgresHomes(pool, node?.id ?? null);
     this.watch(client);
     if (node !== undefined) {
       // Three renewals a lease: a renewal lost to a slow moment leaves two more before it expires.

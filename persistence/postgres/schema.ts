@@ -286,6 +286,29 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE sessions ADD COLUMN agent text;
   ALTER TABLE nodes ADD COLUMN catalogue text;
   `,
+  // A guest's home in the store (persistence/sqlite/schema.ts says why).
+  `
+  CREATE TABLE home_contents (
+    sha256 text PRIMARY KEY,
+    bytes  bytea NOT NULL
+  );
+  CREATE TABLE home_snapshots (
+    sid      text PRIMARY KEY,
+    version  bigint NOT NULL,
+    taken_at bigint NOT NULL
+  );
+  CREATE TABLE home_entries (
+    sid    text NOT NULL,
+    path   text NOT NULL,
+    kind   text NOT NULL CHECK (kind IN ('file', 'link', 'dir')),
+    mode   integer NOT NULL,
+    sha256 text,
+    target text,
+    size   bigint NOT NULL,
+    PRIMARY KEY (sid, path)
+  );
+  CREATE INDEX home_entries_by_content ON home_entries (sha256) WHERE sha256 IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

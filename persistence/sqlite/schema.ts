@@ -257,6 +257,30 @@ const MIGRATIONS: readonly string[] = [
   UPDATE sessions SET flat_workspace = 1 WHERE cwd IS NULL;
   ALTER TABLE sessions ADD COLUMN agent TEXT;
   `,
+  // A guest's home in the store (AGENT.md §6; persistence/home-snapshots.ts): each session's latest
+  // snapshot of its agent home, its entries, and their contents kept once by SHA-256.
+  `
+  CREATE TABLE home_contents (
+    sha256 TEXT PRIMARY KEY,
+    bytes  BLOB NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE home_snapshots (
+    sid      TEXT PRIMARY KEY,
+    version  INTEGER NOT NULL,
+    taken_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE home_entries (
+    sid    TEXT NOT NULL,
+    path   TEXT NOT NULL,
+    kind   TEXT NOT NULL CHECK (kind IN ('file', 'link', 'dir')),
+    mode   INTEGER NOT NULL,
+    sha256 TEXT,
+    target TEXT,
+    size   INTEGER NOT NULL,
+    PRIMARY KEY (sid, path)
+  ) WITHOUT ROWID;
+  CREATE INDEX home_entries_by_content ON home_entries (sha256) WHERE sha256 IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -38,6 +38,7 @@ import { FORK_ORIGIN_SQL, lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL
 import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, type SubmitRow } from '../store-writer.js';
 import { GroupGathering } from '../group-gathering.js';
 import { migrate } from './schema.js';
+import { SqliteHomes } from './sqlite-homes.js';
 import { numberedQuery } from './numbered-query.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { syncWalPeriodically, type WalSync } from './wal-sync.js';
@@ -72,9 +73,12 @@ export class SqliteStore implements Store {
   private readonly walSync: WalSync;
 
   readonly history: HistoryCache;
+  readonly homes: SqliteHomes;
+  readonly kind = 'sqlite';
 
   private constructor(readonly db: Database.Database, private readonly file: string, historyCacheBytes: number) {
     this.history = new HistoryCache(historyCacheBytes);
+    this.homes = new SqliteHomes(db);
     this.query = numberedQuery(db);
     this.writer = new SqliteWriter(db);
     this.walSync = syncWalPeriodically(`${file}-wal`);

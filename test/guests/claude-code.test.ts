@@ -12,14 +12,19 @@ import { hostPid, hostReady, startDaemon, TestClient, type Daemon } from '../hel
 import { Editor } from '../helpers/editor.js';
 import { filesUnder } from '../helpers/files.js';
 import { Harness } from '../helpers/processes.js';
+import { nodeArgs } from '../helpers/cluster.js';
+import { postgresForSuite } from '../helpers/postgres.js';
 
 const API_KEY = 'sk-ant-LEAKCANARY-5d2e8a71c4';
 const TURN_MS = 60_000;
+/** A short lease: the node that takes the session over waits seconds, not ten. */
+const LEASE_SECS = 2;
 
 describe('Claude Code as a guest agent (claude-code-acp, a fake Anthropic API)', function () {
   this.timeout(180_000);
   const h = new Harness();
   const scenes: ClaudeScene[] = [];
+  const server = postgresForSuite();
   afterEach(async () => {
     await h.cleanup();
     await Promise.all(scenes.splice(0).map((scene) => scene.fake.close()));
@@ -117,6 +122,36 @@ describe('Claude Code as a guest agent (claude-code-acp, a fake Anthropic API)',
     expect(reply(await run(client, 'which words?'))).to.equal('Hello from Claude');
     const request = scene.fake.conversations.slice(asked).find((body) => conversationText(body).includes('which words?'))!;
     expect(conversationText(request)).to.include('PELICAN').and.include('OTTER');
+  });
+
+  it("a guest's home follows its session (AGENT.md §6): two nodes on PostgreSQL, the one that ran Claude Code killed -9 2 s after its turn, and Claude remembers on the other", async () => {
+    const scene = await claudeScene(h);
+    scenes.push(scene);
+    const url = await server().database();
+    // Each node a home of its own; the session works in one folder both see (Claude Code finds its transcript by the folder's path).
+    const node = (id: string) => startDaemon(h, [...nodeArgs(url, id, LEASE_SECS), ...scene.args, '--listen', '127.0.0.1:0'], { ANTHROPIC_API_KEY: API_KEY }, join(scene.dir, `home-${id}`));
+    const [a, b] = await Promise.all([node('a'), node('b')]);
+    const onA = await TestClient.connect(a);
+    await onA.call('session.create', { session_id: 'cc', cwd: scene.work });
+    await run(onA, 'remember the word PELICAN');
+    await run(onA, 'and the word OTTER');
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    for (const pid of [a.process.pid, await hostPid(onA)]) process.kill(pid, 'SIGKILL');
+    onA.close();
+    await a.process.waitExit();
+    await server().leaseExpired(url, 'cc');
+    const onB = await TestClient.connect(b);
+    try {
+      await onB.call('session.resume', { session_id: 'cc' });
+      const asked = scene.fake.conversations.length;
+      const events = await run(onB, 'which words?');
+      expect(reply(events)).to.equal('Hello from Claude');
+      expect(events.some((e) => e.type === 'status.update' && e.payload['kind'] === 'context'), 'no "starts without its memory"').to.equal(false);
+      const request = scene.fake.conversations.slice(asked).find((body) => conversationText(body).includes('which words?'))!;
+      expect(conversationText(request)).to.include('PELICAN').and.include('OTTER');
+    } finally {
+      onB.close();
+    }
   });
 
   it("a fork at the last turn forks Claude's own session (claude-agent-acp 0.23.1, ACP session/fork) when it works in the source's folder; in a new folder Claude Code cannot find it, and the fork says so", async () => {
