@@ -11,6 +11,8 @@
 //  - the sandbox's cost (AGENT.md §7), in the same rounds: turnhost with `sandbox.mode off` against
 //    sandboxed (making a session live, a turn's p50), and an HTTP request from inside a sandbox
 //    through its proxy against the same request made unconfined and straight.
+//  - a guest's home in the store (AGENT.md §6; bench/guest-homes.ts): a turn with its home synced
+//    and without, the host's CPU to take Claude Code's home after a turn, and its restore.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -27,6 +29,7 @@ import { median, printTable, range, ROOT, round, ROUNDS, withTempDir, writeResul
 import { startDaemon, stopDaemon } from './daemon.js';
 import { backToBack, CallbackTarget, closedLoop, sessionIds } from './driver.js';
 import { RpcDriver } from './rpc-driver.js';
+import { benchGuestHomes, type HomesRun } from './guest-homes.js';
 
 const SESSIONS = 64;
 const WARMUP_MS = 1000;
@@ -308,13 +311,20 @@ export async function benchGuests(): Promise<void> {
       process.stdout.write(`session starts: ${kind}…\n`);
       for (let i = 0; i < START_SAMPLES; i++) starts[kind].push(await withTempDir((dir) => measureStart(guestSpec(kind, dir, fake), dir)));
     }
-    report(turnRounds, starts);
+    const homes = await benchGuestHomes(async (home, cwd) => {
+      const spec = guestSpec('claude', cwd, fake);
+      const guest = DirectGuest.start({ ...spec, env: { ...spec.env, HOME: home } }, cwd);
+      await guest.initialize();
+      await guest.newSession(cwd);
+      return { prompt: (text) => guest.prompt(text), end: () => guest.end() };
+    });
+    report(turnRounds, starts, homes);
   } finally {
     await fake.close();
   }
 }
 
-function report(turnRounds: GuestRound[], starts: Record<Kind, StartRun[]>): void {
+function report(turnRounds: GuestRound[], starts: Record<Kind, StartRun[]>, homes: HomesRun): void {
   type Side = 'direct' | 'turnhost' | 'sandboxed';
   const of = (side: Side, pick: (r: TurnhostRun) => number) => turnRounds.map((r) => pick(r[side] as TurnhostRun));
   const row = (side: Side, label: string) => [
@@ -350,7 +360,7 @@ function report(turnRounds: GuestRound[], starts: Record<Kind, StartRun[]>): voi
       [`an HTTP request's p50 (${GETS} in a row): straight / through the sandbox's proxy, ms`, round(straight, 3), round(proxied, 3), `${signed(proxied - straight)} ms`],
     ],
   );
-  const file = writeResult('guests', { turns: turnRounds, starts });
+  const file = writeResult('guests', { turns: turnRounds, starts, homes });
   process.stdout.write(`wrote ${file}\n`);
 }
 
