@@ -141,6 +141,12 @@ export interface Agent {
   retire?(): void;
   /** Sessions it holds live now (a guest agent's live guest sessions), for `agents.list`. */
   liveSessions?(): number;
+  /**
+   * The session was deleted (PROTOCOL.md §2.3): end what is live for it, and remove what the agent
+   * keeps of it on this machine (a guest's home; the workspace turnhost made for a session that named
+   * no folder, never one a person named). `place`: its folder as stored, and whose workspace it is in.
+   */
+  forget?(sid: string, place: { cwd: string | null; person: string; flat: boolean }): Promise<void>;
   /** How the processes the agent starts are confined (AGENT.md §7); absent: it starts none. */
   readonly sandbox?: SandboxStatus;
 }

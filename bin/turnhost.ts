@@ -395,6 +395,7 @@ program
   .addOption(homeOption())
   .option('--json', 'print one JSON array')
   .option('--status <status>', 'only sessions with this status: active, finalized or retained')
+  .option('--archived', 'archived sessions too')
   .addOption(storeOption())
   .action((opts) => run('sessions', async () => (await import('./commands/sessions.js')).sessionsCommand(homeFrom(opts.home), opts)));
 
@@ -433,6 +434,29 @@ program
   .argument('<id>', 'the session')
   .addOption(homeOption())
   .action((id: string, opts) => run('retry', async () => (await import('./commands/branches.js')).retryCommand(homeFrom(opts.home), id)));
+
+program
+  .command('delete')
+  .description('delete a session for good: its history, queue, shares, schedules, agent home and the workspace turnhost made (PROTOCOL.md §2.3); through the daemon')
+  .argument('<id>', 'the session')
+  .option('--yes', 'do not ask (needed when stdin is not a terminal)')
+  .option('--interrupt', 'end a running turn first (else a running turn refuses the delete)')
+  .addOption(homeOption())
+  .action((id: string, opts) => run('delete', async () => (await import('./commands/session-life.js')).deleteCommand(homeFrom(opts.home), id, opts)));
+
+for (const [mark, description] of [
+  ['archive', 'take a session out of the lists; everything is kept, and a prompt brings it back'],
+  ['unarchive', 'bring an archived session back into the lists'],
+  ['pin', 'keep a session through retention (--retention-days)'],
+  ['unpin', 'let retention take a session again'],
+] as const) {
+  program
+    .command(mark)
+    .description(`${description}; through the daemon`)
+    .argument('<id>', 'the session')
+    .addOption(homeOption())
+    .action((id: string, opts) => run(mark, async () => (await import('./commands/session-life.js')).markCommand(homeFrom(opts.home), id, mark)));
+}
 
 const user = program.command('user').description('the people of this turnhost and their personal tokens (PROTOCOL.md §5.6)');
 user

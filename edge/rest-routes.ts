@@ -46,6 +46,9 @@ const ROUTES: Route[] = [
   // Several agents (AGENT.md §8): those the caller may make a session with.
   route('GET', '/v1/agents', async ({ ctx }) => ok(await method('agents.list', {}, ctx))),
   route('GET', '/v1/sessions/{id}', async ({ ctx, parts }) => ok(await sessionView(parts['id']!, ctx))),
+  // A session's life (PROTOCOL.md §2.3): `?interrupt=true` ends a running turn first.
+  route('DELETE', '/v1/sessions/{id}', async ({ ctx, parts, query }) => ok(await method('session.delete', { session_id: parts['id'], ...(query.get('interrupt') === 'true' ? { interrupt: true } : {}) }, ctx))),
+  route('PATCH', '/v1/sessions/{id}', async ({ ctx, parts, req }) => ok(await markSession(parts['id']!, await readJsonBody(req), ctx))),
   route('GET', '/v1/sessions/{id}/history', async ({ ctx, parts, query }) =>
     ok(await method('session.history', { session_id: parts['id'], ...integerParam(query, 'limit'), ...(query.get('all') === 'true' ? { all: true } : {}) }, ctx)),
   ),
@@ -165,6 +168,21 @@ async function sessionView(sid: string, ctx: ClientContext): Promise<unknown> {
     queue,
     open_requests: peek.open_requests.map(asOpenRequest),
   };
+}
+
+/** `PATCH /v1/sessions/{id}` with `{archived?, pinned?}`: each flag given is one of the §2.3 methods. */
+async function markSession(sid: string, body: UnknownRecord, ctx: ClientContext): Promise<unknown> {
+  const marks: Array<[string, string, string]> = [
+    ['archived', 'session.archive', 'session.unarchive'],
+    ['pinned', 'session.pin', 'session.unpin'],
+  ];
+  const given = marks.filter(([field]) => field in body);
+  if (given.length === 0) throw new RpcError(ErrorCodes.invalidParams, 'invalid params: give archived or pinned');
+  // Checked whole before the first change, so a bad body changes nothing.
+  for (const [field] of given) if (typeof body[field] !== 'boolean') throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${field} must be a boolean`);
+  let result: UnknownRecord = { session_id: sid };
+  for (const [field, on, off] of given) result = { ...result, ...((await method(body[field] ? on : off, { session_id: sid }, ctx)) as UnknownRecord) };
+  return result;
 }
 
 function asOpenRequest(message: unknown): unknown {

@@ -47,8 +47,12 @@ export const HOME_ENTRIES_SQL = 'SELECT path, kind, mode, sha256, target, size F
 export const HOME_UPSERT_ENTRY_SQL = `INSERT INTO home_entries (sid, path, kind, mode, sha256, target, size) VALUES ($1, $2, $3, $4, $5, $6, $7)
   ON CONFLICT (sid, path) DO UPDATE SET kind = excluded.kind, mode = excluded.mode, sha256 = excluded.sha256, target = excluded.target, size = excluded.size`;
 export const HOME_DELETE_ENTRY_SQL = 'DELETE FROM home_entries WHERE sid = $1 AND path = $2';
-/** The version moves from `$2` to `$2 + 1` (a first snapshot from 0): no row changed means another took it first. */
-export const HOME_NEXT_VERSION_SQL = `INSERT INTO home_snapshots (sid, version, taken_at) VALUES ($1, $2 + 1, $3)
+/**
+ * The version moves from `$2` to `$2 + 1` (a first snapshot from 0): no row changed means another
+ * took it first, or the session was deleted (PROTOCOL.md §2.3: a snapshot under way then writes nothing).
+ */
+export const HOME_NEXT_VERSION_SQL = `INSERT INTO home_snapshots (sid, version, taken_at)
+  SELECT $1, $2 + 1, $3 WHERE NOT EXISTS (SELECT 1 FROM deleted_sessions WHERE sid = $1)
   ON CONFLICT (sid) DO UPDATE SET version = excluded.version, taken_at = excluded.taken_at WHERE home_snapshots.version = $2`;
 
 /** What a row holds, as both stores answer (PostgreSQL's bigint as a string). */

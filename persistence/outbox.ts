@@ -9,7 +9,7 @@
 // moved on: delivered (the row goes), tried again later, or failed after a day.
 import { decodeOr } from './codec.js';
 
-export const WEBHOOK_EVENTS = ['turn.end', 'turn.error', 'request.open', 'schedule.fired'] as const;
+export const WEBHOOK_EVENTS = ['turn.end', 'turn.error', 'request.open', 'schedule.fired', 'session.deleted'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /** A webhook's reply is cut here (PROTOCOL.md §8.2): a receiver wants to know, not to read it all. */
@@ -113,6 +113,8 @@ function eventData(row: OutboxEvent, facts: EventFacts): Record<string, unknown>
       return { turn_id: row.ref, message: turn?.error ?? 'the turn failed' };
     case 'request.open':
       return { ...(request?.turn_id ? { turn_id: request.turn_id } : {}), request_id: row.ref, method: request?.method ?? null, question: questionOf(decodeOr<Record<string, unknown>>(request?.params, {})) };
+    case 'session.deleted':
+      return { deleted_by: row.detail };
     case 'schedule.fired': {
       const cmid = row.detail ?? '';
       return { schedule_id: scheduleIdOf(cmid) ?? null, planned_at: cmid.slice(cmid.indexOf(':', 'schedule:'.length) + 1), turn_id: row.ref };
@@ -139,7 +141,8 @@ export const TURN_FACTS_SQL = `SELECT status, error, prompt_tokens, completion_t
   (SELECT content FROM messages m WHERE m.sid = $2 AND m.turn_id = $1 AND m.role = 'assistant' ORDER BY m.seq DESC LIMIT 1) AS reply
   FROM turns WHERE turn_id = $1`;
 export const REQUEST_FACTS_SQL = 'SELECT turn_id, method, params FROM server_requests WHERE id = $1';
-export const AGENT_FACT_SQL = 'SELECT agent FROM sessions WHERE sid = $1';
+/** A session's agent, or a deleted one's, from its tombstone. */
+export const AGENT_FACT_SQL = 'SELECT agent FROM sessions WHERE sid = $1 UNION ALL SELECT agent FROM deleted_sessions WHERE sid = $1';
 
 /** How many events one fan-out moves: a long outage's backlog moves in several writes, none long. */
 export const FAN_OUT_BATCH = 1000;

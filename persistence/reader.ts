@@ -21,6 +21,10 @@ export interface SessionSummary {
   agent: string | null;
   /** Its model when one was chosen for it (`session.create {model}`, `slash.model`); null: its agent's own. */
   model: string | null;
+  /** Out of the lists unless asked (PROTOCOL.md §2.3); a prompt brings it back. */
+  archived: boolean;
+  /** Kept through retention (PROTOCOL.md §2.3). */
+  pinned: boolean;
 }
 
 /** A summary with what a list names the session by (PROTOCOL.md §5.5): its first message, when it is a prompt; and where it was forked from. */
@@ -93,7 +97,7 @@ export const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_ca
 export const SESSION_STATUSES: readonly SessionStatus[] = ['active', 'finalized', 'retained'];
 
 /** A session's columns for its summary; a branch of a session (PROTOCOL.md §2.2) is never one. */
-export const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_reason, history_version, updated_at, forked_from_sid, forked_from_turn, agent, overrides,
+export const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_reason, history_version, updated_at, forked_from_sid, forked_from_turn, agent, overrides, archived_at, pinned,
   ${MESSAGE_COUNT_SQL} AS message_count,
   (SELECT content FROM messages WHERE messages.sid = CASE WHEN COALESCE(sessions.parent_upto, 0) > 0 THEN sessions.parent_sid ELSE sessions.sid END
      AND messages.seq = 0 AND messages.role = 'user') AS first_prompt`;
@@ -112,12 +116,14 @@ export const SUBMITTED_SQL = 'SELECT 1 AS taken FROM submits WHERE sid = $1 AND 
 export const FORKS_SQL = `SELECT sid, forked_from_turn FROM sessions WHERE forked_from_sid = $1 AND ${NOT_A_BRANCH} ORDER BY created_at, sid`;
 
 /** A summary as stored: the sid and the time in their column form. */
-export type SessionRow = Omit<ListedSession, 'session_id' | 'updated_at' | 'forked_from' | 'model'> & {
+export type SessionRow = Omit<ListedSession, 'session_id' | 'updated_at' | 'forked_from' | 'model' | 'archived' | 'pinned'> & {
   sid: string;
   updated_at: number;
   forked_from_sid: string | null;
   forked_from_turn: string | null;
   overrides: string;
+  archived_at: number | string | null;
+  pinned: number;
 };
 
 /** A superseded row as stored. */
@@ -162,7 +168,10 @@ export const SESSION_FOLDERS_SQL = 'SELECT DISTINCT cwd FROM sessions WHERE cwd 
 export interface Reader {
   /** `sqlite <file>`, or the PostgreSQL URL with its password as `***`. */
   readonly description: string;
-  sessions(status?: SessionStatus): Promise<ListedSession[]>;
+  /** The sessions, least recently active first; archived ones only with `archived` (then with the others). */
+  sessions(status?: SessionStatus, archived?: boolean): Promise<ListedSession[]>;
+  /** Whether the session was deleted (PROTOCOL.md §2.3): its id is never used again. */
+  isDeleted(sid: string): Promise<boolean>;
   session(sid: string): Promise<SessionSummary | undefined>;
   /** Sessions with prompts waiting in their queue: how many, and since when (the oldest). */
   queues(): Promise<{ session_id: string; queued: number; oldest: string }[]>;
@@ -270,5 +279,7 @@ export function toSummary(row: SessionRow): SessionSummary {
     updated_at: new Date(row.updated_at).toISOString(),
     agent: row.agent,
     model: decodeOr<{ model?: string }>(row.overrides, {}).model ?? null,
+    archived: row.archived_at !== null,
+    pinned: Number(row.pinned) === 1,
   };
 }

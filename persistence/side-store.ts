@@ -2,6 +2,7 @@
 // forks, people, schedules and the webhook outbox, on one connection of their own (SQLite: WAL lets it write
 // beside the host, each waiting at most its busy timeout for the other; PostgreSQL: a small pool).
 // None of it is on a turn's path. The schema is made when missing: a CLI may come before any host.
+import type { SessionFlags } from './session-flags.js';
 import type { Ledger } from './ledger.js';
 import type { Outbox } from './outbox.js';
 import type { People } from './people.js';
@@ -32,6 +33,8 @@ export interface SideStore {
   schedules: Schedules;
   outbox: Outbox;
   ledger: Ledger;
+  /** Archived and pinned (PROTOCOL.md §2.3), and the retention sweep's lease. */
+  flags: SessionFlags;
   close(): Promise<void>;
 }
 

@@ -1,6 +1,7 @@
 // Every row the host writes is written here, inside a transaction the store opened. What a write
 // means is decided once, here; each store says how a statement runs in its own dialect
 // (sqlite/sqlite-writer.ts runs it at once, postgres/postgres-writer.ts sends it with its group).
+import { DELETE_STEPS } from './session-life.js';
 import type { HistoryCache } from './history-cache.js';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { TurnUsage } from '../protocol/outbound.js';
@@ -99,7 +100,7 @@ function usageParams(report: TurnReport): UsageParams {
 }
 
 /** The statements a writer runs, each with its parameters in the order given. */
-export interface StatementParams {
+export type StatementParams = {
   upsertSession: [sid: string, sessionKey: string, activate: 0 | 1, historyVersion: number, overridesText: string, cwd: string | null, bootId: string, now: number, agent: string];
   touchSession: [historyVersion: number, now: number, sid: string];
   insertMessage: [sid: string, seq: number, role: string, content: string, turnId: string | null, now: number, toolCalls: string | null, toolCallId: string | null];
@@ -135,7 +136,10 @@ export interface StatementParams {
   repointForks: [branch: string, sid: string, keep: number];
   shortenPrefix: [keep: number, sid: string];
   markTurns: [now: number, by: string | null, branch: string];
-}
+  /** A delete (persistence/session-life.ts): its hold, its tombstone, then each of its steps on the session alone. */
+  holdDeletedSession: [sid: string];
+  tombstoneSession: [sid: string, now: number, by: string | null];
+} & { [step in (typeof DELETE_STEPS)[number]]: [sid: string] };
 
 export type StatementName = keyof StatementParams;
 
@@ -307,6 +311,17 @@ export abstract class StoreWriter {
    */
   queueWebhook(sid: string, type: WebhookEvent, ref: string, detail: string | null = null, now = Date.now()): void {
     this.run('insertWebhook', [sid, type, ref, detail, now]);
+  }
+
+  /**
+   * The session is deleted (PROTOCOL.md §2.3): its tombstone, then its history, queue, questions,
+   * schedules, shares, deliveries and home snapshot, but what a fork's line still reads.
+   */
+  deleteSession(sid: string, by: string | null, now = Date.now()): void {
+    this.settle();
+    this.run('holdDeletedSession', [sid]);
+    this.run('tombstoneSession', [sid, now, by]);
+    for (const step of DELETE_STEPS) this.run(step, [sid]);
   }
 
   /** The session's oldest remembered client_message_id is forgotten. */

@@ -8,6 +8,7 @@ import type { ChatMessage } from '../protocol/chat.js';
 import type { RecoveredSession } from '../protocol/outbound.js';
 import type { HistoryCache } from './history-cache.js';
 import type { HomeSnapshots } from './home-snapshots.js';
+import type { Tombstone } from './session-life.js';
 import type { QueuedPrompt, StoreWriter, SubmitRecord } from './store-writer.js';
 
 export type SessionStatus = 'active' | 'finalized' | 'retained';
@@ -149,6 +150,12 @@ export interface Store {
   turnSpan(sid: string, turnId: string | null): Promise<TurnSpan | null>;
   /** Where fork `sid`'s guest may take its memory from: its source's guest session, if the source has not moved since the fork. */
   forkOrigin(sid: string): Promise<ForkOrigin | null>;
+  /** Whether the session was deleted (PROTOCOL.md §2.3): its id is never used again. */
+  isDeleted(sid: string): Promise<boolean>;
+  /** Deleted sessions whose files are still to be removed (a crash came between), or deleted since `since` (ms). */
+  tombstones(since: number): Promise<Tombstone[]>;
+  /** A deleted session's files are gone: its last turns go (FINISH_DELETE_SQL) and its tombstone is marked done. */
+  finishDelete(sid: string): Promise<void>;
   /** Whose workspace the session works in when it names no folder (read when a guest is made live). */
   sessionWorkspace(sid: string): Promise<SessionWorkspace>;
   /** The session's own turns from position `seq` on, in order: what a rewind there supersedes. */

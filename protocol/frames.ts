@@ -70,6 +70,13 @@ export type ReloadMcpFrame = { type: 'reload_mcp'; sid: string; request_id: stri
 export type SessionCreateFrame = { type: 'session.create'; sid: string; request_id: string; cwd?: string; agent?: string; model?: string };
 
 /**
+ * Deletes a session (PROTOCOL.md §2.3), answered by `control.ack` (route `session.delete`) once it
+ * is committed; a running turn refuses it ("session busy") unless `interrupt`, which ends the turn
+ * (and clears the queue) first. `by`: who deletes it, as the daemon vouches.
+ */
+export type SessionDeleteFrame = { type: 'session.delete'; sid: string; request_id: string; interrupt?: boolean; by?: string };
+
+/**
  * The host's catalogue of agents (AGENT.md §8): `list` it, or `reload` it from the file; `env`: the
  * variables its agents need that the host was not started with. Answered by `agents.result` or `agents.error`.
  */
@@ -86,6 +93,7 @@ export type HostInFrame =
   | ControlFrame
   | ReloadMcpFrame
   | SessionCreateFrame
+  | SessionDeleteFrame
   | AgentsFrame
   | QueueFrame
   | ShutdownFrame
@@ -139,6 +147,7 @@ function invalidFrameReply(type: HostInFrame['type'], raw: UnknownRecord, messag
     case 'control':
     case 'reload_mcp':
     case 'session.create':
+    case 'session.delete':
       return { type: 'control.error', sid, request_id, message };
     case 'queue':
       return { type: 'queue.error', sid, request_id, message, code: ErrorCodes.invalidParams };
@@ -165,6 +174,10 @@ const PARSERS: Record<string, (f: Fields) => HostInFrame> = {
     return { type: 'session.create', sid: f.identifier('sid'), request_id: f.identifier('request_id'), ...(cwd ? { cwd } : {}), ...(agent ? { agent } : {}), ...(model ? { model } : {}) };
   },
   agents: parseAgents,
+  'session.delete': (f) => {
+    const by = f.optionalIdentifier('by');
+    return { type: 'session.delete', sid: f.identifier('sid'), request_id: f.identifier('request_id'), ...(f.optionalBoolean('interrupt') === true ? { interrupt: true } : {}), ...(by ? { by } : {}) };
+  },
   shutdown: parseShutdown,
   debug: (f) => ({ type: 'debug', request_id: f.identifier('request_id'), what: f.oneOf('what', DEBUG_TOPICS) }),
 };

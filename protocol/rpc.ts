@@ -34,6 +34,10 @@ export type EventPayloads = {
   'session.queue': QueueView;
   /** A rewind (PROTOCOL.md §2.2): the line now ends after `to_turn_id` (null: empty); the turns it left, in order. */
   'session.rewound': { to_turn_id: string | null; superseded: string[] };
+  /** The session was deleted (PROTOCOL.md §2.3): its last event; its id is never used again. */
+  'session.deleted': { session_id: string; by: string };
+  /** Archived or brought back (PROTOCOL.md §2.3). */
+  'session.archived': { session_id: string; archived: boolean };
 };
 
 export type EventType = keyof EventPayloads;

@@ -28,6 +28,7 @@ const FILES = [
   'test/integration/usage-budgets.test.ts',
   'test/integration/traces.test.ts',
   'test/integration/agent-catalogue.test.ts',
+  'test/integration/session-life.test.ts',
 ];
 /** More than the homes those tests make (about 95). */
 const DATABASES = 130;

@@ -1,6 +1,7 @@
 // The client methods of PROTOCOL.md §2. Each checks its params (naming the bad field), then
 // answers from the database, the gateway or, through the supervisor, the host.
 import { randomBytes } from 'node:crypto';
+import type { SessionFlags } from '../../persistence/session-flags.js';
 import { SESSION_STATUSES, type ClusterNode, type LeaseView, type Reader } from '../../persistence/reader.js';
 import type { SessionStatus } from '../../persistence/store.js';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
@@ -135,6 +136,8 @@ function auditAction(method: string, params: UnknownRecord): string | null {
   switch (method) {
     case 'session.create':
       return 'create';
+    case 'session.delete':
+      return 'delete';
     case 'prompt.submit':
       return params['on_busy'] === 'steer' ? 'steer' : 'submit';
     case 'session.interrupt':
@@ -306,6 +309,22 @@ async function exposedFolders(ctx: ClientContext): Promise<string[]> {
   return folders.filter((folder) => !ctx.hiddenPlaces.some((place) => within(folder, place)));
 }
 
+/**
+ * Archived or pinned, written on the daemon's side connection (never a turn's path); the session's
+ * clients hear an archive as an event.
+ */
+async function markSession(ctx: ClientContext, sid: string, mark: (flags: SessionFlags, sid: string) => Promise<boolean>, result: { archived: boolean } | { pinned: boolean }): Promise<unknown> {
+  await knownSession(ctx, sid);
+  if (!(await mark((await openSide(ctx)).flags, sid))) throw notFound(sid);
+  if ('archived' in result) tell(ctx.gateway, { kind: 'event', sid, type: 'session.archived', payload: { session_id: sid, archived: result.archived } });
+  return { session_id: sid, ...result };
+}
+
+/** A deleted session's id is never used again (PROTOCOL.md §2.3): -32602 "deleted". */
+async function refuseDeletedId(ctx: ClientContext, sid: string): Promise<void> {
+  if ((await (await ctx.reader())?.isDeleted(sid)) === true) throw new RpcError(ErrorCodes.invalidParams, `invalid params: session ${sid} was deleted: its id is not used again`);
+}
+
 /** Whether a name is a stored session's id, other than the one being made: its default folder is its own (AGENT.md §7). */
 function isStoredSession(ctx: ClientContext, made: string): (name: string) => Promise<boolean> {
   return async (name) => name !== made && (await (await ctx.reader())?.session(name)) !== undefined;
@@ -432,6 +451,7 @@ const METHODS: Record<string, Method> = {
   /** The session is stored before the answer: from then on it is listed, resumable and survives a restart. */
   async 'session.create'(p, ctx) {
     const sid = p.optionalIdentifier('session_id') ?? `s-${randomBytes(6).toString('hex')}`;
+    await refuseDeletedId(ctx, sid);
     const choice = ctx.agents.choose(ctx.identity, p.optionalIdentifier('agent'), p.optionalString('model'));
     const asked = p.optionalString('cwd');
     const cwd = asked ? await sessionFolder(asked, ctx.identity, ctx.workspacesRoot, isStoredSession(ctx, sid)) : undefined;
@@ -481,7 +501,7 @@ const METHODS: Record<string, Method> = {
   async 'session.list'(p, ctx) {
     const status = p.has('status') ? p.oneOf('status', SESSION_STATUSES) : undefined;
     const running = new Set((await hostStatus(ctx)).running_sids);
-    const all = (await (await ctx.reader())?.sessions(status)) ?? [];
+    const all = (await (await ctx.reader())?.sessions(status, p.optionalBoolean('archived') === true)) ?? [];
     // A member's list is theirs; each names the member's role in it (an admin's: `admin`, who may do anything).
     const theirs = ctx.identity.admin ? null : new Map((await (await openPeople(ctx)).sessionsOf(ctx.identity.user)).map((row) => [row.sid, row.role]));
     const sessions = theirs === null ? all : all.filter((s) => theirs.has(s.session_id));
@@ -495,11 +515,43 @@ const METHODS: Record<string, Method> = {
         updated_at: s.updated_at,
         agent: s.agent ?? ctx.agents.config.defaultAgent,
         model: s.model,
+        archived: s.archived,
+        pinned: s.pinned,
         title: titleOf(s.first_prompt),
         role: theirs?.get(s.session_id) ?? 'admin',
         ...(s.forked_from === null ? {} : { forked_from: s.forked_from }),
       })),
     };
+  },
+
+  /**
+   * Deletes the session (PROTOCOL.md §2.3): its owner or an admin; 4009 while a turn runs unless
+   * `interrupt`. The host commits it and tells its clients; then its events are replayed no more.
+   */
+  async 'session.delete'(p, ctx) {
+    const sid = p.identifier('session_id');
+    await knownSession(ctx, sid);
+    await callHost(ctx, { op: 'delete', sid, interrupt: p.optionalBoolean('interrupt') === true, by: ctx.identity.user });
+    tell(ctx.gateway, { kind: 'session-deleted', sid });
+    ctx.cwds.delete(sid);
+    ctx.attached.delete(sid);
+    return { session_id: sid, deleted: true };
+  },
+
+  'session.archive'(p, ctx) {
+    return markSession(ctx, p.identifier('session_id'), (flags, sid) => flags.archive(sid, Date.now()), { archived: true });
+  },
+
+  'session.unarchive'(p, ctx) {
+    return markSession(ctx, p.identifier('session_id'), (flags, sid) => flags.archive(sid, null), { archived: false });
+  },
+
+  'session.pin'(p, ctx) {
+    return markSession(ctx, p.identifier('session_id'), (flags, sid) => flags.pin(sid, true), { pinned: true });
+  },
+
+  'session.unpin'(p, ctx) {
+    return markSession(ctx, p.identifier('session_id'), (flags, sid) => flags.pin(sid, false), { pinned: false });
   },
 
   /** The owner (or an admin) lets another user view or drive the session. */
@@ -592,6 +644,7 @@ const METHODS: Record<string, Method> = {
     const reader = await ctx.reader();
     if ((await reader?.session(source)) === undefined) throw notFound(source);
     if ((await reader?.session(sid)) !== undefined) throw new RpcError(ErrorCodes.invalidParams, `invalid params: the session id ${sid} is taken`);
+    await refuseDeletedId(ctx, sid);
     await claimNewSession(ctx, sid);
     const made = await (await openSide(ctx)).fork({ sid, sessionKey: `sk-${randomBytes(6).toString('hex')}`, cwd, source, atTurnId, agent: otherAgent ?? null });
     if (made === null) throw new RpcError(ErrorCodes.invalidParams, atTurnId === null ? `invalid params: session ${source} has no turn that ended to fork at` : `invalid params: turn ${atTurnId} is not in session ${source}'s history`);

@@ -230,6 +230,14 @@ export class EventRings {
   }
 
   /** Drops the kept events of the least recently active sessions (their seq counters stay). */
+  /** A deleted session's ring goes (PROTOCOL.md §2.3): nothing of it is replayed again. */
+  drop(sid: string): void {
+    const ring = this.rings.get(sid);
+    if (ring === undefined) return;
+    this.bytes -= ring.clear();
+    this.rings.delete(sid);
+  }
+
   private evictIdle(current: string): void {
     const leastRecentFirst = [...this.rings].sort(([, a], [, b]) => a.lastActive - b.lastActive);
     for (const [sid, ring] of leastRecentFirst) {

@@ -83,6 +83,12 @@ function handle(state: GatewayState, msg: GatewayMsg): GatewayState {
     case 'request-closed':
       state.requests.delete(msg.requestId);
       return state;
+    case 'session-deleted':
+      state.events.drop(msg.sid);
+      state.attached.delete(msg.sid);
+      state.viewers.delete(msg.sid);
+      for (const [id, request] of state.requests) if (request.sid === msg.sid) state.requests.delete(id);
+      return state;
     case 'request-session':
       tell(msg.replyTo, state.requests.get(msg.requestId)?.sid ?? null);
       return state;

@@ -12,8 +12,9 @@ type Need = 'read' | 'write' | 'share';
 
 // A fork reads its source (PROTOCOL.md §2.2): a viewer who forks gets a session of their own.
 const READS = new Set(['session.resume', 'session.history', 'session.queue.get', 'session.fork', 'session.forks', 'session.usage']);
-const WRITES = new Set(['prompt.submit', 'session.interrupt', 'session.queue.update', 'schedule.create', 'session.rewind', 'session.retry', 'prompt.edit']);
-const SHARES = new Set(['session.share', 'session.unshare']);
+const WRITES = new Set(['prompt.submit', 'session.interrupt', 'session.queue.update', 'schedule.create', 'session.rewind', 'session.retry', 'prompt.edit', 'session.archive', 'session.unarchive', 'session.pin', 'session.unpin']);
+/** The owner's (and an admin's) alone: who may see it, and whether it is kept (PROTOCOL.md §2.3). */
+const SHARES = new Set(['session.share', 'session.unshare', 'session.delete']);
 /** Methods that name a server request: the request's session is checked. */
 export const ANSWERS = new Set(['request.answer', 'clarify.lock']);
 /** The daemon's own levers: admins only. */
@@ -55,7 +56,7 @@ export class SessionAccess {
     const role = await this.roleOf(identity.user, sid);
     if (role === null) throw notFound(sid);
     if (need === 'write' && role === 'viewer') throw forbidden(`${identity.user} may only view session ${sid}`);
-    if (need === 'share' && role !== 'owner') throw forbidden(`only the session's owner or an admin may share session ${sid}`);
+    if (need === 'share' && role !== 'owner') throw forbidden(`only the session's owner or an admin may ${method === 'session.delete' ? 'delete' : 'share'} session ${sid}`);
   }
 
   /** Whether the user may answer the session's server requests (its owner, an editor, an admin). */

@@ -105,6 +105,10 @@ export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<Call
     case 'debug':
       child.send({ type: 'debug', request_id: requestId, what: call.what });
       return waitReply(s, requestId, { replyTo, kind: 'debug', what: `debug ${call.what}`, sid: null, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
+    case 'delete':
+      child.send({ type: 'session.delete', sid: call.sid, request_id: requestId, ...(call.interrupt ? { interrupt: true } : {}), by: call.by });
+      // A delete that interrupts waits for the turn's agent to return: as long as a control may take.
+      return waitReply(s, requestId, { replyTo, kind: 'control', what: 'session.delete', sid: call.sid, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
     case 'agents':
       child.send(call.reload ? { type: 'agents', request_id: requestId, op: 'reload', env: call.env } : { type: 'agents', request_id: requestId, op: 'list' });
       return waitReply(s, requestId, { replyTo, kind: 'agents', what: call.reload ? 'agents reload' : 'agents list', sid: null, timeoutMs: timeouts.controlTimeoutMs }, ctx, wiring);
@@ -158,6 +162,7 @@ export function settleReply(s: SupervisorState, frame: HostFrameIn, wiring: Supe
 function hostError(message: string): RpcError {
   if (message === 'session busy') return new RpcError(ErrorCodes.sessionBusy, message);
   if (message === 'session not found') return new RpcError(ErrorCodes.sessionNotFound, message);
+  if (/^session \S+ was deleted/.test(message)) return new RpcError(ErrorCodes.invalidParams, `invalid params: ${message}`);
   if (message.startsWith('unclassified route')) return new RpcError(ErrorCodes.methodNotFound, message);
   return new RpcError(ErrorCodes.internal, message);
 }

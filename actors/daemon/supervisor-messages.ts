@@ -23,6 +23,7 @@ export type HostCall =
   | { op: 'create'; sid: string; cwd?: string; agent?: string; model?: string }
   | { op: 'respond'; sid: string; params: UnknownRecord }
   | { op: 'debug'; what: string }
+  | { op: 'delete'; sid: string; interrupt: boolean; by: string }
   | { op: 'agents'; reload: false }
   | { op: 'agents'; reload: true; env: Record<string, string> };
 
@@ -108,6 +109,8 @@ export type GatewayMsg =
   | { kind: 'request-closed'; requestId: string }
   | { kind: 'host-ready'; recovered: RecoveredSession[] }
   | { kind: 'turn-ended'; sid: string }
+  /** The session was deleted (its last event, session.deleted, delivered before): its ring and its clients' attachment go. */
+  | { kind: 'session-deleted'; sid: string }
   /** A change of a session's queue, from a host started with --queue-deltas. */
   | { kind: 'queue-delta'; delta: QueueDeltaFrame }
   /** A host said hello: the queues copied from the one before are gone. */

@@ -156,6 +156,7 @@ function onFrame(state: HostState, frame: HostInFrame, ctx: ActorContext<HostMsg
     case 'reload_mcp':
     case 'queue':
     case 'session.create':
+    case 'session.delete':
       tell(shardFor(frame.sid, wiring), { kind: 'frame', frame });
       return;
     case 'control': {

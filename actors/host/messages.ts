@@ -2,7 +2,7 @@
 import type { TurnResult } from '../../agents/agent.js';
 import type { Takeover, Work } from '../../persistence/store.js';
 import type { ChatMessage } from '../../protocol/chat.js';
-import type { ControlFrame, HostInFrame, InterruptFrame, QueueFrame, ReloadMcpFrame, RespondFrame, SessionCreateFrame, TurnStartFrame } from '../../protocol/frames.js';
+import type { ControlFrame, HostInFrame, InterruptFrame, QueueFrame, ReloadMcpFrame, RespondFrame, SessionCreateFrame, SessionDeleteFrame, TurnStartFrame } from '../../protocol/frames.js';
 import type { RetainReason, ShutdownReport, TurnUsage } from '../../protocol/outbound.js';
 import type { CancelReason, ServerRequestMethod } from '../../protocol/rpc.js';
 import type { ControlRequest } from './routes.js';
@@ -55,7 +55,7 @@ export type HostMsg =
   | { kind: 'stats'; replyTo: Ref<HostStats> };
 
 /** Frames that name a session, routed by sid through its shard. */
-export type SessionFrame = TurnStartFrame | InterruptFrame | RespondFrame | ReloadMcpFrame | ControlFrame | QueueFrame | SessionCreateFrame;
+export type SessionFrame = TurnStartFrame | InterruptFrame | RespondFrame | ReloadMcpFrame | ControlFrame | QueueFrame | SessionCreateFrame | SessionDeleteFrame;
 
 /**
  * A turn.start's place in the arrival order, given by the host as the frame arrives: the ticket

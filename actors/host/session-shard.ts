@@ -61,7 +61,8 @@ async function handle(
         else answerFrame(msg.frame, `could not read the session: ${storageProblem(err as Error)}`, 'storage', services);
         return state;
       }
-      if (session === undefined) answerFrame(msg.frame, 'session not found', 'not_found', services);
+      if (session === 'deleted') answerFrame(msg.frame, `session ${msg.frame.sid} was deleted: its id is not used again`, 'deleted', services);
+      else if (session === undefined) answerFrame(msg.frame, 'session not found', 'not_found', services);
       else tell(session, msg);
       return state;
     }
@@ -89,18 +90,22 @@ function handles(state: ShardState, ctx: ActorContext<ShardMsg>): SessionHandle[
   return list;
 }
 
-/** Brings a session to life: from the database when it is known there, new for a turn.start. */
+/**
+ * Brings a session to life: from the database when it is known there, new for a turn.start or a
+ * session.create, but never under the id of a deleted one (PROTOCOL.md §2.3).
+ */
 async function activate(
   state: ShardState,
   frame: SessionFrame,
   ctx: ActorContext<ShardMsg>,
   services: HostServices,
   host: Ref<HostMsg>,
-): Promise<Ref<SessionMsg> | undefined> {
+): Promise<Ref<SessionMsg> | undefined | 'deleted'> {
   const stored = await services.store.loadSession(frame.sid);
-  if (stored === undefined && frame.type !== 'turn.start' && frame.type !== 'session.create') {
+  const creates = frame.type === 'turn.start' || frame.type === 'session.create';
+  if (stored === undefined && (!creates || (await services.store.isDeleted(frame.sid)))) {
     await services.store.release(frame.sid);
-    return undefined;
+    return creates ? 'deleted' : undefined;
   }
   const name = actorName(frame.sid);
   for (const known of state.sids.keys()) if (!ctx.children.has(known)) state.sids.delete(known);
@@ -115,10 +120,10 @@ async function activate(
  * A frame no session can take: the session is unknown (`not_found`), the store could not be read,
  * or another node owns the session (`{owner}`: named in a turn's error, for the daemon's scheduler).
  */
-function answerFrame(frame: SessionFrame, message: string, why: 'not_found' | 'storage' | { owner: string }, services: HostServices): void {
+function answerFrame(frame: SessionFrame, message: string, why: 'not_found' | 'storage' | 'deleted' | { owner: string }, services: HostServices): void {
   const { writer } = services;
   const { sid, request_id } = frame;
-  const code = typeof why === 'string' ? QUEUE_ERROR_CODES[why] : ErrorCodes.sessionBusy;
+  const code = typeof why === 'string' ? QUEUE_ERROR_CODES[why === 'deleted' ? 'not_found' : why] : ErrorCodes.sessionBusy;
   switch (frame.type) {
     case 'interrupt':
       writer.write({ type: 'interrupt.ack', sid, request_id, applied: false });
@@ -129,6 +134,7 @@ function answerFrame(frame: SessionFrame, message: string, why: 'not_found' | 's
     case 'control':
     case 'reload_mcp':
     case 'session.create':
+    case 'session.delete':
       writer.write({ type: 'control.error', sid, request_id, message });
       return;
     case 'queue':
@@ -136,7 +142,7 @@ function answerFrame(frame: SessionFrame, message: string, why: 'not_found' | 's
       return;
     case 'turn.start':
       // Unknown is never the answer: activate() creates a session for a turn.start.
-      writer.write({ type: 'turn.error', sid, request_id, message, ...(typeof why === 'string' ? { reason: 'storage' } : { reason: 'busy', node_id: why.owner }) });
+      writer.write({ type: 'turn.error', sid, request_id, message, ...(why === 'deleted' ? { reason: 'invalid' } : typeof why === 'string' ? { reason: 'storage' } : { reason: 'busy', node_id: why.owner }) });
       return;
   }
 }

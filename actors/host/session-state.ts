@@ -1,6 +1,7 @@
 // A session actor's state. Only the session actor reads or writes it; the running turn's
 // `pending` and `lastEventNs` are the one exception, written by the agent's emit/append
 // callbacks that the session handed to it for exactly that purpose.
+import type { SessionDeleteFrame } from '../../protocol/frames.js';
 import type { TurnSpan } from './turn-tracing.js';
 import type { SessionOverrides } from '../../agents/agent.js';
 import { decodeOr, encode } from '../../persistence/codec.js';
@@ -118,6 +119,8 @@ export interface SessionState {
   agentSessionId: string | null;
   /** The catalogue's name of its agent (AGENT.md §8): fixed for its life; one stored without one takes the default. */
   agentName: string;
+  /** A delete that interrupted the running turn (PROTOCOL.md §2.3): it goes on when the turn has ended. */
+  deleting: SessionDeleteFrame | null;
 }
 
 export function newSessionState(sid: string, stored: StoredSession | undefined, nowMs: number, defaultAgent: string): SessionState {
@@ -148,6 +151,7 @@ export function newSessionState(sid: string, stored: StoredSession | undefined, 
     submitCount: stored?.submitCount ?? 0,
     agentSessionId: stored?.agentSessionId ?? null,
     agentName: stored?.agent ?? defaultAgent,
+    deleting: null,
   };
 }
 

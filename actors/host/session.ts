@@ -14,6 +14,7 @@ import { compressDuringTurn, keepAgentSession, reloadTools, runControl, saveDuri
 import { newSessionState, type SessionState } from './session-state.js';
 import { interrupt, receiveTurnStart, requeue, runQueueOp, startNextQueued } from './session-queue.js';
 import { retain } from './session-lifecycle.js';
+import { deleteSession } from './session-delete.js';
 import {
   ackDrainWaiters,
   beginTurn,
@@ -59,7 +60,8 @@ async function handle(s: SessionState, msg: SessionMsg, env: SessionEnv, ctx: Ac
       return s;
     case 'turn-done':
       await requeue(s, await finishTurn(s, msg.turnId, msg.result, msg.error, env), env);
-      startNextQueued(s, env);
+      if (s.deleting !== null) await deleteSession(s, s.deleting, env);
+      else startNextQueued(s, env);
       return s;
     case 'save-tail':
       tell(msg.replyTo, await saveDuringTurn(s, msg.turnId, env));
@@ -140,6 +142,9 @@ async function onFrame(s: SessionState, msg: FrameMsg, env: SessionEnv): Promise
       return;
     case 'session.create':
       await storeNewSession(s, frame, env);
+      return;
+    case 'session.delete':
+      await deleteSession(s, frame, env);
       return;
     case 'control':
       if (control === undefined) {

@@ -1,6 +1,7 @@
 // `--agent acp` (AGENT.md §6): any Agent Client Protocol agent as a turnhost agent. turnhost is the
 // ACP client; the guest keeps its own context, tools and model, and turnhost keeps the rest.
 import { mkdirSync, realpathSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { AgentFailure, type Agent, type AgentEvent, type TurnContext, type TurnResult } from '../agent.js';
 import { secretsRedactor, type Redactor } from '../model/key-redaction.js';
 import type { ConfigSource } from '../agent-config.js';
@@ -60,7 +61,7 @@ class GuestAgent implements Agent {
     private readonly sandboxes: Sandboxes,
     log: GuestLog,
     slots: GuestSlots,
-    homeSync: () => HomeSync | null,
+    private readonly homeSync: () => HomeSync | null,
   ) {
     this.pool = new SessionPool(config, sandboxes, log, slots, homeSync);
     this.redact = secretsRedactor(config.secrets);
@@ -105,6 +106,19 @@ class GuestAgent implements Agent {
 
   retire(): void {
     this.pool.retire();
+  }
+
+  /**
+   * A deleted session (PROTOCOL.md §2.3): its live guest ends, then its home goes, and the
+   * workspace turnhost made for it when it named no folder (acp.cwd is a person's: it stays).
+   */
+  async forget(sid: string, place: { cwd: string | null; person: string; flat: boolean }): Promise<void> {
+    await this.pool.release(sid);
+    this.homeSync()?.forget(sid);
+    await rm(this.sandboxes.homeOf(sid), { recursive: true, force: true });
+    if (place.cwd === null && this.config.cwd === undefined) {
+      await rm(defaultWorkspace(this.config.sandbox.workspacesRoot, sid, { person: place.person, flat: place.flat }), { recursive: true, force: true });
+    }
   }
 
   liveSessions(): number {

@@ -98,6 +98,17 @@ export class HomeSync {
     void this.sync(sid);
   }
 
+  /** A deleted session: nothing of it is taken again, and what this node noted of it goes. */
+  forget(sid: string): void {
+    const session = this.sessions.get(sid);
+    if (session !== undefined) {
+      if (session.timer !== null) clearTimeout(session.timer);
+      session.timer = null;
+      session.overBound = true;
+    }
+    rmSync(this.markerPath(sid), { force: true });
+  }
+
   /** Resolves once the session's snapshot under way (if any) is done. */
   settled(sid: string): Promise<void> {
     return this.sessions.get(sid)?.chain ?? Promise.resolve();

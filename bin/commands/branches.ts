@@ -1,23 +1,7 @@
 // `turnhost fork`, `rewind` and `retry` (PROTOCOL.md §2.2), through the running daemon: a session's
 // history branches, and nothing is deleted. `turnhost history --all` shows every path.
 import { resolve } from 'node:path';
-import type { RpcClient } from '../../client/rpc-connection.js';
-import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
-import { withDaemon } from '../daemon-client.js';
-import { EXIT_UNKNOWN_SESSION } from './sessions.js';
-
-/** withDaemon, where an unknown session exits 4 as `history` does; any other refusal exits 1 with its message. */
-function onSession(home: string, name: string, body: (client: RpcClient) => Promise<number>): Promise<number> {
-  return withDaemon(home, name, async (client) => {
-    try {
-      return await body(client);
-    } catch (err) {
-      if (!(err instanceof RpcError) || err.code !== ErrorCodes.sessionNotFound) throw err;
-      process.stderr.write(`turnhost ${name}: ${err.message}\n`);
-      return EXIT_UNKNOWN_SESSION;
-    }
-  });
-}
+import { onSession } from './session-life.js';
 
 export async function forkCommand(home: string, sid: string, options: { at?: string; as?: string; cwd?: string; json?: boolean }): Promise<number> {
   const params = {

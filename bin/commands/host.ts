@@ -1,5 +1,8 @@
 // `turnhost host`: the compute host on stdin/stdout. Process-level wiring only: options, the
 // database, hello, stdin, signals, the parent guard; the behaviour lives in actors/.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { removeDeletedFiles } from '../../actors/host/session-delete.js';
 import type { HomeStore } from '../../agents/acp/guest-agent.js';
 import { Readable } from 'node:stream';
 import { startTracing, type Tracing } from '../tracing.js';
@@ -143,6 +146,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   const system = startSystem();
   const host = startHost(system, services, { workers, heartbeatSecs, ...(options.maxRunningPerPerson === undefined ? {} : { maxRunningPerPerson: options.maxRunningPerPerson }) });
   const shutdown = (reason: ShutdownReason, waitSec: number): void => void host.shutdown(reason, waitSec).catch(() => {});
+  void removeFilesOfDeleted(home, services);
 
   keepRunningOnStrayErrors(log);
   keepFrameDescriptors();
@@ -161,6 +165,24 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   stopSystem(system);
   lock.release();
   return 0;
+}
+
+/**
+ * The files of sessions deleted while a crash came between the commit and the files, or since this
+ * home's host last started (deleted on another node, which removed only its own copies): removed in
+ * the background, out of the turns' way (PROTOCOL.md §2.3).
+ */
+async function removeFilesOfDeleted(home: string, services: HostServices): Promise<void> {
+  const mark = join(home, 'state', 'deleted-swept-at');
+  const since = existsSync(mark) ? Number(readFileSync(mark, 'utf8')) || 0 : 0;
+  const now = Date.now();
+  try {
+    for (const tombstone of await services.store.tombstones(since)) await removeDeletedFiles(tombstone, services);
+    mkdirSync(dirname(mark), { recursive: true, mode: 0o700 });
+    writeFileSync(mark, String(now), { mode: 0o600 });
+  } catch (err) {
+    services.log.warn({ err }, "deleted sessions' files could not be looked for: the next start tries again");
+  }
 }
 
 /** Durability rule 5 for what a previous host left, then this boot's row: its id. */

@@ -7,24 +7,29 @@ import { printTable } from '../table.js';
 
 export const EXIT_UNKNOWN_SESSION = 4;
 
-export async function sessionsCommand(home: string, options: { json?: boolean; status?: string; store?: string }): Promise<number> {
+export async function sessionsCommand(home: string, options: { json?: boolean; status?: string; archived?: boolean; store?: string }): Promise<number> {
   if (options.status !== undefined && !(SESSION_STATUSES as readonly string[]).includes(options.status)) {
     process.stderr.write(`turnhost sessions: --status must be one of ${SESSION_STATUSES.join(', ')}\n`);
     return 2;
   }
-  const sessions = await readStore('sessions', home, options.store, (reader) => reader.sessions(options.status as SessionStatus | undefined));
+  const sessions = await readStore('sessions', home, options.store, (reader) => reader.sessions(options.status as SessionStatus | undefined, options.archived === true));
   if (sessions instanceof Error) return 1;
   if (options.json) {
     // PROTOCOL.md §3's keys, and no others: a list's first prompts are the page's, not this format's.
-    const summaries = (sessions ?? []).map(({ first_prompt: _title, forked_from: _fork, ...summary }) => summary);
+    const summaries = (sessions ?? []).map(({ first_prompt: _title, forked_from: _fork, archived: _archived, pinned: _pinned, ...summary }) => summary);
     process.stdout.write(`${JSON.stringify(summaries)}\n`);
     return 0;
   }
   printTable(
-    ['SESSION', 'STATUS', 'REASON', 'MESSAGES', 'VERSION', 'UPDATED'],
-    (sessions ?? []).map((s) => [s.session_id, s.status, s.end_reason ?? s.retained_reason ?? '', s.message_count, s.history_version, s.updated_at]),
+    ['SESSION', 'STATUS', 'REASON', 'MESSAGES', 'VERSION', 'UPDATED', 'MARKS'],
+    (sessions ?? []).map((s) => [s.session_id, s.status, s.end_reason ?? s.retained_reason ?? '', s.message_count, s.history_version, s.updated_at, marksOf(s)]),
   );
   return 0;
+}
+
+/** Archived and pinned (PROTOCOL.md §2.3), as the table shows them. */
+function marksOf(s: { archived: boolean; pinned: boolean }): string {
+  return [s.archived ? 'archived' : '', s.pinned ? 'pinned' : ''].filter((mark) => mark !== '').join(',');
 }
 
 export async function historyCommand(home: string, sid: string, options: { json?: boolean; all?: boolean; store?: string }): Promise<number> {

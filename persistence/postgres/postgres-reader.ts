@@ -1,5 +1,6 @@
 // Read-only access to the sessions in PostgreSQL, for the CLI, the supervisor and the REPL. The
 // queries are the SQLite reader's where the dialects agree; `.sql` runs in a READ ONLY transaction.
+import { TOMBSTONE_SQL } from '../session-life.js';
 import pg from 'pg';
 import {
   FORKS_SQL,
@@ -69,12 +70,16 @@ export class PostgresReader implements Reader {
     }
   }
 
-  async sessions(status?: SessionStatus): Promise<ListedSession[]> {
+  async sessions(status?: SessionStatus, archived = false): Promise<ListedSession[]> {
     const rows = await this.rows<SessionRow>(
-      `SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE ${NOT_A_BRANCH} ${status ? 'AND status = $1' : ''} ORDER BY updated_at, sid`,
+      `SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE ${NOT_A_BRANCH} ${archived ? '' : 'AND archived_at IS NULL'} ${status ? 'AND status = $1' : ''} ORDER BY updated_at, sid`,
       status ? [status] : [],
     );
     return rows.map(toListed);
+  }
+
+  async isDeleted(sid: string): Promise<boolean> {
+    return (await this.rows(TOMBSTONE_SQL, [sid])).length > 0;
   }
 
   async session(sid: string): Promise<SessionSummary | undefined> {

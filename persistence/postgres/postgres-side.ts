@@ -3,6 +3,7 @@
 import pg from 'pg';
 import type { ForkMade, ForkRequest, SideStore } from '../side-store.js';
 import { SqlLedger } from '../ledger.js';
+import { SessionFlags } from '../session-flags.js';
 import { FORK_LOCK_SQL, FORK_SQL } from '../session-line.js';
 import type { StoreLocation } from '../store-location.js';
 import { clientConfig, described, readPool } from './connection.js';
@@ -32,12 +33,14 @@ export async function openPostgresSide(location: Extract<StoreLocation, { kind: 
       throw described(err as Error);
     }
   };
+  const rows = async <R>(text: string, values: readonly unknown[]): Promise<R[]> => (await query(text, [...values])).rows as R[];
   return {
     fork: (request, now = Date.now()) => forkHeld(pool, request, now),
     people: new PostgresPeople(query),
     schedules: new PostgresSchedules(query),
     outbox: new PostgresOutbox(query),
-    ledger: new SqlLedger(async <R>(text: string, values: readonly unknown[]) => (await query(text, [...values])).rows as R[]),
+    ledger: new SqlLedger(rows),
+    flags: new SessionFlags(rows),
     close: () => pool.end(),
   };
 }

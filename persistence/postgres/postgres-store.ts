@@ -11,6 +11,7 @@
 // leaves the outcome unknown to us; the units are failed, and the turn's undoing (owed work)
 // corrects the rows once the server is back.
 import { PostgresHomes } from './postgres-homes.js';
+import { FINISH_DELETE_SQL, TOMBSTONE_SQL, TOMBSTONES_SQL, toTombstone, type Tombstone } from '../session-life.js';
 import pg from 'pg';
 import type { ChatMessage } from '../../protocol/chat.js';
 import type { RecoveredSession, RetainReason } from '../../protocol/outbound.js';
@@ -329,7 +330,7 @@ export class PostgresStore implements Store {
         `SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision, agent_session_id, agent,
                 ${MESSAGE_COUNT_SQL} AS message_count,
                 (SELECT COUNT(*)::int FROM submits WHERE submits.sid = sessions.sid) AS submit_count
-         FROM sessions WHERE sid = $1`,
+         FROM sessions WHERE sid = $1 AND branch_of IS NULL`,
         [sid],
       ),
       this.read<QueuedPrompt>(
@@ -453,6 +454,18 @@ export class PostgresStore implements Store {
 
   async forkOrigin(sid: string): Promise<ForkOrigin | null> {
     return (await this.read<ForkOrigin>(FORK_ORIGIN_SQL, [sid]))[0] ?? null;
+  }
+
+  async isDeleted(sid: string): Promise<boolean> {
+    return (await this.read(TOMBSTONE_SQL, [sid])).length > 0;
+  }
+
+  async tombstones(since: number): Promise<Tombstone[]> {
+    return (await this.read<Parameters<typeof toTombstone>[0]>(TOMBSTONES_SQL, [since])).map(toTombstone);
+  }
+
+  async finishDelete(sid: string): Promise<void> {
+    for (const sql of FINISH_DELETE_SQL) await this.pool.query(sql, [sid]);
   }
 
   async sessionWorkspace(sid: string): Promise<SessionWorkspace> {

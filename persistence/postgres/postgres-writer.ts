@@ -2,6 +2,7 @@
 // are gathered, and the store sends the whole group in one pipelined transaction.
 import { LEDGER_SQL } from '../ledger.js';
 import { REWIND_SQL } from '../session-line.js';
+import { DELETE_SQL } from '../session-life.js';
 import { StoreWriter, type StatementName, type StatementParams } from '../store-writer.js';
 
 const SQL: Record<StatementName, string> = {
@@ -9,14 +10,14 @@ const SQL: Record<StatementName, string> = {
     INSERT INTO sessions (sid, session_key, status, history_version, overrides, cwd, boot_id, created_at, updated_at, agent)
     VALUES ($1, $2, 'active', $4, $5, $6, $7, $8, $8, $9)
     ON CONFLICT (sid) DO UPDATE SET
-      agent = COALESCE(sessions.agent, EXCLUDED.agent),
+      agent = COALESCE(sessions.agent, EXCLUDED.agent), archived_at = NULL,
       session_key = EXCLUDED.session_key,
       status = CASE WHEN $3::int = 1 THEN 'active' ELSE sessions.status END,
       end_reason = CASE WHEN $3::int = 1 THEN NULL ELSE sessions.end_reason END,
       retained_reason = CASE WHEN $3::int = 1 THEN NULL ELSE sessions.retained_reason END,
       history_version = EXCLUDED.history_version,
       overrides = EXCLUDED.overrides, cwd = EXCLUDED.cwd, boot_id = EXCLUDED.boot_id, updated_at = EXCLUDED.updated_at`,
-  touchSession: 'UPDATE sessions SET history_version = $1, updated_at = $2 WHERE sid = $3',
+  touchSession: 'UPDATE sessions SET history_version = $1, updated_at = $2, archived_at = NULL WHERE sid = $3',
   insertMessage: 'INSERT INTO messages (sid, seq, role, content, turn_id, created_at, tool_calls, tool_call_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
   deleteMessagesFrom: 'DELETE FROM messages WHERE sid = $1 AND seq >= $2',
   insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at, by_user, trace) VALUES ($1, $2, $3, 'running', $4, $5, $6, $7)",
@@ -53,6 +54,7 @@ const SQL: Record<StatementName, string> = {
   insertWebhook: 'INSERT INTO webhook_outbox (sid, type, ref, detail, created_at) VALUES ($1, $2, $3, $4, $5)',
   ...REWIND_SQL,
   ...LEDGER_SQL,
+  ...DELETE_SQL,
 };
 
 /** Where a statement's session id is among its parameters: the sessions a transaction writes, for the fence. */
@@ -78,6 +80,7 @@ const SID_PARAM: Partial<Record<StatementName, number>> = {
   moveRows: 1,
   repointForks: 1,
   shortenPrefix: 1,
+  ...(Object.fromEntries(Object.keys(DELETE_SQL).map((name) => [name, 0])) as Record<keyof typeof DELETE_SQL, number>),
 };
 
 export interface PendingStatement {

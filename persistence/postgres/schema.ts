@@ -309,6 +309,26 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX home_entries_by_content ON home_entries (sha256) WHERE sha256 IS NOT NULL;
   `,
+  // A session's life (persistence/sqlite/schema.ts says why).
+  `
+  ALTER TABLE sessions ADD COLUMN archived_at bigint;
+  ALTER TABLE sessions ADD COLUMN pinned integer NOT NULL DEFAULT 0;
+  CREATE TABLE deleted_sessions (
+    sid            text PRIMARY KEY,
+    deleted_at     bigint NOT NULL,
+    by_user        text,
+    agent          text,
+    owner          text,
+    cwd            text,
+    flat_workspace boolean NOT NULL,
+    files_pending  integer NOT NULL
+  );
+  CREATE TABLE sweeps (
+    name   text PRIMARY KEY,
+    holder text NOT NULL,
+    until  bigint NOT NULL
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -281,6 +281,28 @@ const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX home_entries_by_content ON home_entries (sha256) WHERE sha256 IS NOT NULL;
   `,
+  // A session's life (PROTOCOL.md §2.3; persistence/session-life.ts): archived sessions leave the
+  // lists, pinned ones stay through retention, and a deleted session leaves a tombstone (its id is
+  // never used again; its files are removed after the commit, `files_pending` until then).
+  `
+  ALTER TABLE sessions ADD COLUMN archived_at INTEGER;
+  ALTER TABLE sessions ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+  CREATE TABLE deleted_sessions (
+    sid            TEXT PRIMARY KEY,
+    deleted_at     INTEGER NOT NULL,
+    by_user        TEXT,
+    agent          TEXT,
+    owner          TEXT,
+    cwd            TEXT,
+    flat_workspace INTEGER NOT NULL,
+    files_pending  INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE sweeps (
+    name   TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    until  INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,5 +1,6 @@
 // Read-only access to a home's SQLite database, for the CLI and the supervisor. WAL lets these
 // reads run while the host writes.
+import { TOMBSTONE_SQL } from '../session-life.js';
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import {
@@ -53,10 +54,14 @@ export class SqliteReader implements Reader {
     return new SqliteReader(db, `sqlite ${file}`);
   }
 
-  async sessions(status?: SessionStatus): Promise<ListedSession[]> {
-    const sql = `SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE ${NOT_A_BRANCH} ${status ? 'AND status = ?' : ''} ORDER BY updated_at, sid`;
+  async sessions(status?: SessionStatus, archived = false): Promise<ListedSession[]> {
+    const sql = `SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE ${NOT_A_BRANCH} ${archived ? '' : 'AND archived_at IS NULL'} ${status ? 'AND status = ?' : ''} ORDER BY updated_at, sid`;
     const rows = (status ? this.db.prepare(sql).all(status) : this.db.prepare(sql).all()) as SessionRow[];
     return rows.map(toListed);
+  }
+
+  async isDeleted(sid: string): Promise<boolean> {
+    return this.db.prepare(TOMBSTONE_SQL).get({ 1: sid }) !== undefined;
   }
 
   async session(sid: string): Promise<SessionSummary | undefined> {

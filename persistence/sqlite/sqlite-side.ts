@@ -10,6 +10,7 @@ import { SqliteSchedules } from './sqlite-schedules.js';
 import { migrate } from './schema.js';
 import { numberedQuery } from './numbered-query.js';
 import { SqlLedger } from '../ledger.js';
+import { SessionFlags } from '../session-flags.js';
 
 export function openSqliteSide(file: string): SideStore {
   const db = new Database(file);
@@ -28,6 +29,7 @@ export function openSqliteSide(file: string): SideStore {
     schedules: new SqliteSchedules(db),
     outbox: new SqliteOutbox(db),
     ledger: new SqlLedger(numberedQuery(db)),
+    flags: new SessionFlags(numberedQuery(db)),
     close: async () => void db.close(),
   };
 }

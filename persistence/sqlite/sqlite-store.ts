@@ -39,6 +39,7 @@ import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, t
 import { GroupGathering } from '../group-gathering.js';
 import { migrate } from './schema.js';
 import { SqliteHomes } from './sqlite-homes.js';
+import { FINISH_DELETE_SQL, TOMBSTONE_SQL, TOMBSTONES_SQL, toTombstone, type Tombstone } from '../session-life.js';
 import { numberedQuery } from './numbered-query.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { syncWalPeriodically, type WalSync } from './wal-sync.js';
@@ -88,7 +89,7 @@ export class SqliteStore implements Store {
       SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision, agent_session_id, agent,
              ${MESSAGE_COUNT_SQL} AS message_count,
              (SELECT COUNT(*) FROM submits WHERE submits.sid = sessions.sid) AS submit_count
-      FROM sessions WHERE sid = ?`);
+      FROM sessions WHERE sid = ? AND branch_of IS NULL`);
     this.selectMessages = db.prepare(lineMessagesSql('m.role, m.content, m.tool_calls, m.tool_call_id'));
     this.selectTurnSpan = db.prepare(TURN_SPAN_SQL);
     this.selectOwnTurns = db.prepare(OWN_TURNS_FROM_SQL);
@@ -219,6 +220,20 @@ export class SqliteStore implements Store {
 
   async forkOrigin(sid: string): Promise<ForkOrigin | null> {
     return (this.db.prepare(FORK_ORIGIN_SQL).get({ 1: sid }) as ForkOrigin | undefined) ?? null;
+  }
+
+  async isDeleted(sid: string): Promise<boolean> {
+    return this.db.prepare(TOMBSTONE_SQL).get({ 1: sid }) !== undefined;
+  }
+
+  async tombstones(since: number): Promise<Tombstone[]> {
+    return (this.db.prepare(TOMBSTONES_SQL).all({ 1: since }) as Parameters<typeof toTombstone>[0][]).map(toTombstone);
+  }
+
+  async finishDelete(sid: string): Promise<void> {
+    this.db.transaction(() => {
+      for (const sql of FINISH_DELETE_SQL) this.db.prepare(sql).run({ 1: sid });
+    })();
   }
 
   async sessionWorkspace(sid: string): Promise<SessionWorkspace> {

@@ -2,6 +2,7 @@
 import type Database from 'better-sqlite3';
 import { LEDGER_SQL } from '../ledger.js';
 import { REWIND_SQL } from '../session-line.js';
+import { DELETE_SQL } from '../session-life.js';
 import { StoreWriter, type StatementName, type StatementParams } from '../store-writer.js';
 
 const SQL: Record<StatementName, string> = {
@@ -10,14 +11,15 @@ const SQL: Record<StatementName, string> = {
     INSERT INTO sessions (sid, session_key, status, history_version, overrides, cwd, boot_id, created_at, updated_at, agent)
     VALUES (?, ?, 'active', ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (sid) DO UPDATE SET
-      agent = COALESCE(sessions.agent, excluded.agent),
+      agent = COALESCE(sessions.agent, excluded.agent), archived_at = NULL,
       session_key = excluded.session_key,
       status = CASE WHEN ? THEN 'active' ELSE status END,
       end_reason = CASE WHEN ? THEN NULL ELSE end_reason END,
       retained_reason = CASE WHEN ? THEN NULL ELSE retained_reason END,
       history_version = excluded.history_version,
       overrides = excluded.overrides, cwd = excluded.cwd, boot_id = excluded.boot_id, updated_at = excluded.updated_at`,
-  touchSession: 'UPDATE sessions SET history_version = ?, updated_at = ? WHERE sid = ?',
+  // A prompt brings an archived session back (PROTOCOL.md §2.3): its turn writes the row.
+  touchSession: 'UPDATE sessions SET history_version = ?, updated_at = ?, archived_at = NULL WHERE sid = ?',
   insertMessage: 'INSERT INTO messages (sid, seq, role, content, turn_id, created_at, tool_calls, tool_call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   deleteMessagesFrom: 'DELETE FROM messages WHERE sid = ? AND seq >= ?',
   insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at, by_user, trace) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
@@ -49,11 +51,12 @@ const SQL: Record<StatementName, string> = {
   insertWebhook: 'INSERT INTO webhook_outbox (sid, type, ref, detail, created_at) VALUES (?, ?, ?, ?, ?)',
   ...REWIND_SQL,
   ...LEDGER_SQL,
+  ...DELETE_SQL,
 };
 
 function bindings<N extends StatementName>(statement: N, params: StatementParams[N]): readonly unknown[] {
   // The rewind's and the ledger's statements are shared with PostgreSQL: `$n`, bound by number.
-  if (statement in REWIND_SQL || statement in LEDGER_SQL) return [Object.fromEntries(params.map((value, i) => [i + 1, value]))];
+  if (statement in REWIND_SQL || statement in LEDGER_SQL || statement in DELETE_SQL) return [Object.fromEntries(params.map((value, i) => [i + 1, value]))];
   if (statement !== 'upsertSession') return params;
   const [sid, sessionKey, activate, historyVersion, overridesText, cwd, bootId, now, agent] = params as StatementParams['upsertSession'];
   return [sid, sessionKey, historyVersion, overridesText, cwd, bootId, now, now, agent, activate, activate, activate];

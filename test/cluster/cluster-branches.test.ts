@@ -7,16 +7,10 @@ import { expect } from 'chai';
 import { Harness } from '../helpers/processes.js';
 import { postgresForSuite } from '../helpers/postgres.js';
 import { clusterForSuite } from '../helpers/cluster.js';
-import type { TestClient } from '../helpers/daemon.js';
+import { endedTurn, historyOf, type TestClient } from '../helpers/daemon.js';
 
 const LEASE_SECS = 2;
 const HISTORY_AGENT = ['--agent', 'test/fixtures/history-agent.mjs'];
-
-interface Message {
-  role: string;
-  content: string;
-  superseded?: boolean;
-}
 
 describe('branches on several nodes (real daemons, one PostgreSQL)', function () {
   this.timeout(90_000);
@@ -24,14 +18,9 @@ describe('branches on several nodes (real daemons, one PostgreSQL)', function ()
   const server = postgresForSuite();
   const { daemons, clientOf } = clusterForSuite(h, LEASE_SECS);
 
-  async function turn(client: TestClient, sid: string, text: string): Promise<string> {
-    const { turn_id } = await client.call<{ turn_id: string }>('prompt.submit', { session_id: sid, text });
-    await client.nextEvent('turn.end', sid, (e) => e.payload['turn_id'] === turn_id);
-    return turn_id;
-  }
+  const turn = endedTurn;
   async function lines(client: TestClient, sid: string, all = false): Promise<string[]> {
-    const { messages } = await client.call<{ messages: Message[] }>('session.history', { session_id: sid, all });
-    return messages.map((m) => `${m.superseded ? '~' : ''}${m.role}: ${m.content}`);
+    return (await historyOf(client, sid, all)).map((m) => `${m.superseded ? '~' : ''}${m.role}: ${m.content}`);
   }
   async function owner(url: string, sid: string): Promise<string[]> {
     return (await server().query<{ node_id: string }>(url, `SELECT node_id FROM leases WHERE sid = '${sid}'`)).map((r) => r.node_id);

@@ -85,3 +85,34 @@ export class TestClient {
     this.waiters.offer(undefined, 'all');
   }
 }
+
+/** A message of `session.history`, as the branch and life tests read it. */
+export interface HistoryMessage {
+  seq: number;
+  role: string;
+  content: string;
+  turn_id: string | null;
+  superseded?: boolean;
+  superseded_by?: string | null;
+}
+
+/** Submits a prompt and resolves with its turn's id once that turn has ended (turn.end). */
+export async function endedTurn(client: TestClient, sid: string, text: string): Promise<string> {
+  const { turn_id } = await client.call<{ turn_id: string }>('prompt.submit', { session_id: sid, text });
+  await client.nextEvent('turn.end', sid, (e) => e.payload['turn_id'] === turn_id);
+  return turn_id;
+}
+
+export async function historyOf(client: TestClient, sid: string, all = false): Promise<HistoryMessage[]> {
+  return (await client.call<{ messages: HistoryMessage[] }>('session.history', { session_id: sid, all })).messages;
+}
+
+/** The error code a call was refused with; 0 when it was answered. */
+export async function rpcCode(call: Promise<unknown>): Promise<number> {
+  try {
+    await call;
+  } catch (err) {
+    return (err as { code: number }).code;
+  }
+  return 0;
+}

@@ -4,48 +4,26 @@
 // it was given); `history --all`; the fork's line unchanged by a rewind of its source, even into
 // the prefix they share; all of it the same after the daemon restarts.
 import { expect } from 'chai';
-import { hostPid, hostReady, startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
+import { endedTurn, historyOf, hostPid, hostReady, rpcCode, startDaemon, TestClient, type Daemon, type HistoryMessage } from '../helpers/daemon.js';
 import { HttpAgent } from '@ag-ui/client';
 import { connect } from '../../client/index.js';
 import { Editor } from '../helpers/editor.js';
 import { httpRequest } from '../helpers/http.js';
 import { Harness, stoppedWithin } from '../helpers/processes.js';
-import { RpcError } from '../../protocol/client-rpc.js';
 import { storeRows } from '../helpers/test-store.js';
 
 const HISTORY_AGENT = ['--agent', 'test/fixtures/history-agent.mjs'];
 
-interface Message {
-  seq: number;
-  role: string;
-  content: string;
-  turn_id: string | null;
-  superseded?: boolean;
-  superseded_by?: string | null;
-}
 
 describe('branches: fork, rewind, retry, edit (real daemon, real host, SQLite)', function () {
   this.timeout(60_000);
   const h = new Harness();
   afterEach(() => h.cleanup());
 
-  async function turn(client: TestClient, sid: string, text: string): Promise<string> {
-    const { turn_id } = await client.call<{ turn_id: string }>('prompt.submit', { session_id: sid, text });
-    await client.nextEvent('turn.end', sid, (e) => e.payload['turn_id'] === turn_id);
-    return turn_id;
-  }
-  async function history(client: TestClient, sid: string, all = false): Promise<Message[]> {
-    return (await client.call<{ messages: Message[] }>('session.history', { session_id: sid, all })).messages;
-  }
-  const lines = (messages: readonly Message[]) => messages.map((m) => `${m.superseded ? '~' : ''}${m.role}: ${m.content}`);
-  async function code(call: Promise<unknown>): Promise<number> {
-    try {
-      await call;
-    } catch (err) {
-      return (err as RpcError).code;
-    }
-    return 0;
-  }
+  const turn = endedTurn;
+  const history = historyOf;
+  const code = rpcCode;
+  const lines = (messages: readonly HistoryMessage[]) => messages.map((m) => `${m.superseded ? '~' : ''}${m.role}: ${m.content}`);
 
   async function threeTurns(): Promise<{ daemon: Daemon; client: TestClient; turns: string[] }> {
     const daemon = await startDaemon(h, HISTORY_AGENT);
@@ -297,7 +275,7 @@ describe('branches: fork, rewind, retry, edit (real daemon, real host, SQLite)',
     const edited = await rest('POST', `/v1/sessions/d/turns/${String(retried.body['turn_id'])}/edit`, { text: 'one, edited' });
     expect(edited.status).to.equal(202);
     await client.nextEvent('turn.end', 'd', (e) => e.payload['turn_id'] === edited.body['turn_id']);
-    const all = (await rest('GET', '/v1/sessions/d/history?all=true')).body['messages'] as Message[];
+    const all = (await rest('GET', '/v1/sessions/d/history?all=true')).body['messages'] as HistoryMessage[];
     // The retry took the last turn, `one` (the rewind had left it last): every path is there, each
     // just before the place it left the line, or after it when the line no longer reaches there.
     expect(lines(all)).to.deep.equal(['~user: one', '~assistant: one', '~user: one', '~assistant: one', 'user: one, edited', 'assistant: one, edited', '~user: two', '~assistant: two']);
