@@ -134,6 +134,46 @@ function webhookArgs(opts: WebhookFlags): string[] {
   return opts.webhook.flatMap((url) => ['--webhook', url]); // --webhook-events goes with the host's options
 }
 
+/** Retention (PROTOCOL.md §2.3), off by default: on `daemon`, `start` and `web`. */
+function retentionOptions(command: Command): Command {
+  return command
+    .option('--retention-days <n>', 'delete sessions idle longer than this many days (fractions allowed), pinned ones never (default: $TURNHOST_RETENTION_DAYS, else never)', positiveNumber)
+    .option('--archive-after-days <n>', 'archive sessions idle longer than this many days instead (fractions allowed)', positiveNumber)
+    .option('--retention-sweep-secs <s>', 'how often retention looks (default 3600)', positiveNumber);
+}
+
+interface RetentionFlags {
+  retentionDays?: number;
+  archiveAfterDays?: number;
+  retentionSweepSecs?: number;
+}
+
+function positiveNumber(text: string): number {
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isFinite(value) || value <= 0) throw new InvalidArgumentError('must be a positive number');
+  return value;
+}
+
+/** The flags, with $TURNHOST_RETENTION_DAYS when --retention-days is not given. */
+function retentionFrom(opts: RetentionFlags): RetentionFlags {
+  const fromEnv = process.env['TURNHOST_RETENTION_DAYS'];
+  const days = opts.retentionDays ?? (fromEnv ? positiveNumber(fromEnv) : undefined);
+  return {
+    ...(days === undefined ? {} : { retentionDays: days }),
+    ...(opts.archiveAfterDays === undefined ? {} : { archiveAfterDays: opts.archiveAfterDays }),
+    ...(opts.retentionSweepSecs === undefined ? {} : { retentionSweepSecs: opts.retentionSweepSecs }),
+  };
+}
+
+/** The flags as a background daemon's arguments (the environment reaches it by itself). */
+function retentionArgs(opts: RetentionFlags): string[] {
+  return [
+    ...(opts.retentionDays === undefined ? [] : ['--retention-days', String(opts.retentionDays)]),
+    ...(opts.archiveAfterDays === undefined ? [] : ['--archive-after-days', String(opts.archiveAfterDays)]),
+    ...(opts.retentionSweepSecs === undefined ? [] : ['--retention-sweep-secs', String(opts.retentionSweepSecs)]),
+  ];
+}
+
 const loginDaysOption = () => new Option('--login-days <n>', 'how long a page login lasts (default 7)').argParser(positiveInteger);
 
 function collect(value: string, previous: string[]): string[] {
@@ -271,7 +311,7 @@ hostOptions(program.command('host').description('run the compute host on stdin/s
     run('host', async () => (await import('./commands/host.js')).hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, maxRunningPerPerson: opts.maxRunningPerPerson, otlpEndpoint: opts.otlpEndpoint, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib, store: opts.store, nodeId: opts.nodeId, leaseSecs: opts.leaseSecs, advertise: opts.advertise, webhookEvents: opts.webhookEvents })),
   );
 
-webhookOptions(httpOptions(hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)'))))
+retentionOptions(webhookOptions(httpOptions(hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)')))))
   .addOption(homeOption())
   .addOption(maxClientsOption())
   .addOption(maxUnreadOption())
@@ -296,12 +336,13 @@ webhookOptions(httpOptions(hostOptions(program.command('daemon').description('ru
         webhooks: opts.webhook,
         ...(opts.webhook.length === 0 ? {} : { webhookEvents: opts.webhookEvents ?? [...WEBHOOK_EVENTS] }),
         echoLog: true,
+        ...retentionFrom(opts),
         ...(http === undefined ? {} : { http }),
       });
     }),
   );
 
-webhookOptions(httpOptions(hostOptions(program.command('start').description("start the daemon in the background; prints its pid once its host has said hello"))))
+retentionOptions(webhookOptions(httpOptions(hostOptions(program.command('start').description("start the daemon in the background; prints its pid once its host has said hello")))))
   .addOption(homeOption())
   .addOption(maxClientsOption())
   .addOption(maxUnreadOption())
@@ -315,13 +356,14 @@ webhookOptions(httpOptions(hostOptions(program.command('start').description("sta
         ...(opts.maxUnreadMib === undefined ? [] : ['--max-unread-mib', String(opts.maxUnreadMib)]),
         ...httpArgs(opts),
         ...webhookArgs(opts),
+        ...retentionArgs(opts),
       ];
       const { startCommand } = await import('./commands/lifecycle.js');
       return startCommand(homeFrom(opts.home), [...hostArgs(opts), ...daemonArgs]);
     }),
   );
 
-webhookOptions(jwtOptions(hostOptions(program.command('web').description('the page: starts the daemon listening on 127.0.0.1:7433 when none runs, prints the login address'))))
+retentionOptions(webhookOptions(jwtOptions(hostOptions(program.command('web').description('the page: starts the daemon listening on 127.0.0.1:7433 when none runs, prints the login address')))))
   .addOption(homeOption())
   .option('--listen <host:port>', 'where a daemon started here listens (default 127.0.0.1:7433)')
   .option('--open', 'also open a single-use login address in a browser (the token is never on its command line)')
@@ -334,7 +376,7 @@ webhookOptions(jwtOptions(hostOptions(program.command('web').description('the pa
       parseListenAddress(listen);
       const loginDays = opts.loginDays === undefined ? [] : ['--login-days', String(opts.loginDays)];
       jwtFrom(opts);
-      return webCommand(homeFrom(opts.home), { daemonArgs: [...hostArgs(opts), '--listen', listen, ...loginDays, ...jwtArgs(opts), ...webhookArgs(opts)], open: opts.open === true });
+      return webCommand(homeFrom(opts.home), { daemonArgs: [...hostArgs(opts), '--listen', listen, ...loginDays, ...jwtArgs(opts), ...webhookArgs(opts), ...retentionArgs(opts)], open: opts.open === true });
     }),
   );
 

@@ -32,6 +32,7 @@ export class DaemonMetrics implements ClientWatcher {
   private readonly clients: Gauge<'transport'>;
   private readonly droppedClients: Counter<'reason'>;
   private readonly deliveries: Counter<'outcome' | 'url'>;
+  private readonly retention: Counter<'action'>;
   private readonly starts = new Map<string, number>();
 
   constructor(sources: MetricSources) {
@@ -82,6 +83,7 @@ export class DaemonMetrics implements ClientWatcher {
         this.set(((await (await sources.reader())?.queues()) ?? []).reduce((sum, queue) => sum + queue.queued, 0));
       },
     });
+    this.retention = new Counter({ name: 'turnhost_retention_sessions_total', help: 'Sessions the retention sweep deleted or archived (PROTOCOL.md §2.3)', labelNames: ['action'], registers });
     this.deliveries = new Counter({ name: 'turnhost_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome and URL', labelNames: ['outcome', 'url'], registers });
     new Gauge({
       name: 'turnhost_webhook_pending',
@@ -104,6 +106,10 @@ export class DaemonMetrics implements ClientWatcher {
         this.set(await sources.openRequests());
       },
     });
+  }
+
+  retained(action: 'deleted' | 'archived', count: number): void {
+    this.retention.inc({ action }, count);
   }
 
   delivery(outcome: DeliveryOutcome, url: string): void {

@@ -24,10 +24,14 @@ export class SessionFlags {
     return rows.length > 0;
   }
 
-  /** Sessions whose last activity is before `before` (ms), least recently active first; pinned ones never. */
-  async idle(before: number, limit: number): Promise<IdleSession[]> {
+  /**
+   * Sessions whose last activity (their last turn, or a stop that finalized them) is before `before`
+   * (ms), least recently active first; pinned ones never; `archived: false`: those not archived yet.
+   */
+  async idle(before: number, limit: number, which: { archived?: false } = {}): Promise<IdleSession[]> {
     const rows = await this.query<{ sid: string; archived_at: number | string | null }>(
-      'SELECT sid, archived_at FROM sessions WHERE branch_of IS NULL AND pinned = 0 AND updated_at < $1 ORDER BY updated_at, sid LIMIT $2',
+      `SELECT sid, archived_at FROM sessions WHERE branch_of IS NULL AND pinned = 0 AND updated_at < $1${which.archived === false ? ' AND archived_at IS NULL' : ''}
+       ORDER BY updated_at, sid LIMIT $2`,
       [before, limit],
     );
     return rows.map((row) => ({ sid: row.sid, archived: row.archived_at !== null }));

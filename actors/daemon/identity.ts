@@ -12,3 +12,5 @@ export interface Identity {
 
 /** The home's owner: its token, and everyone who can open the home's sockets (its file modes are that boundary). */
 export const HOME_OWNER: Identity = { user: OWNER, admin: true, via: 'home' };
+/** Who the retention sweep deletes and archives as (PROTOCOL.md §2.3): in the audit log, the tombstone and the webhook's `deleted_by`. */
+export const RETENTION: Identity = { user: 'retention', admin: true, via: 'home' };

@@ -7,13 +7,15 @@ import { acceptClient, unixTransport, type ClientLines } from '../../actors/daem
 import { unreadLimits } from '../../actors/daemon/unread-bound.js';
 import { clientContext, invokeMethod, type AuditRecord, type SharedContext } from '../../actors/daemon/client-methods.js';
 import { fireOutcomeOf, Scheduler, type FireOutcome } from '../../actors/daemon/scheduler.js';
+import { Retention, retentionPolicy } from '../../actors/daemon/retention.js';
+import { InnerClient } from '../../actors/daemon/inner-client.js';
 import { shownWebhookUrl, WebhookDelivery } from '../../actors/daemon/webhook-delivery.js';
 import type { Identity } from '../../actors/daemon/identity.js';
 import { OWNER } from '../../persistence/people.js';
 import type { ScheduleRow } from '../../persistence/schedules.js';
 import type { UrlBacklog } from '../../persistence/outbox.js';
 import { watchedWebhookSecret } from '../../persistence/webhook-secret.js';
-import { HOME_OWNER } from '../../actors/daemon/identity.js';
+import { HOME_OWNER, RETENTION } from '../../actors/daemon/identity.js';
 import { SessionAccess } from '../../actors/daemon/session-access.js';
 import type { Cluster } from '../../actors/daemon/peer-links.js';
 import { monotonicClock } from '../../actors/clock.js';
@@ -68,6 +70,10 @@ export interface DaemonOptions extends HostPassOptions {
   http?: HttpOptions;
   /** `--webhook`: where each event of `webhookEvents` is POSTed, signed (PROTOCOL.md §8.2). */
   webhooks?: string[];
+  /** Retention (PROTOCOL.md §2.3): off unless one of the two is given. */
+  retentionDays?: number;
+  archiveAfterDays?: number;
+  retentionSweepSecs?: number;
 }
 
 export interface HttpOptions {
@@ -230,6 +236,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     log,
     submitted: stopPoint('schedule-fire-submitted'),
   });
+  const retention = retentionSweep(options, shared, metrics, log);
   const clients = spawnActor<null, never>(system, 'clients', (state) => state, { log, init: () => null });
   // Every client's output, whatever its door: one cap, and each is ended when the daemon stops.
   const connections = new Set<ClientLines>();
@@ -259,6 +266,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   tell(supervisor, { kind: 'spawn' });
   scheduler.start();
   delivery?.start();
+  retention?.start();
 
   const stop = (): void => tell(supervisor, { kind: 'stop', waitSec: DEFAULT_STOP_WAIT_SEC });
   process.on('SIGTERM', stop);
@@ -276,6 +284,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   await stopped;
   await scheduler.close();
   await delivery?.close();
+  await retention?.close();
   await repl.close();
   await edge?.close();
   await closeServer(server, connections);
@@ -341,6 +350,29 @@ function webhookDelivery(home: string, urls: string[], shared: SharedContext, me
  * A schedule's fire is a prompt as its maker would submit it, through the same method (so a
  * session another node owns is forwarded to it), whether or not anyone is attached.
  */
+/** The retention sweep the options ask for, deleting and archiving as `retention`, an admin; null when off. */
+function retentionSweep(options: DaemonOptions, shared: SharedContext, metrics: DaemonMetrics, log: pino.Logger): { start(): void; close(): Promise<void> } | null {
+  const policy = retentionPolicy(options);
+  if (policy === null) return null;
+  const caller = new InnerClient(shared, RETENTION, log);
+  const sweep = new Retention({
+    policy,
+    side: shared.side,
+    call: (method, params) => caller.call(method, params),
+    holder: options.nodeId ?? `daemon-${process.pid}`,
+    log,
+    swept: (action, count) => metrics.retained(action, count),
+  });
+  log.info({ name: 'retention', deleteAfterDays: options.retentionDays ?? null, archiveAfterDays: options.archiveAfterDays ?? null, sweepSecs: policy.sweepMs / 1000 }, 'retention is on');
+  return {
+    start: () => sweep.start(),
+    close: async () => {
+      await sweep.close();
+      caller.close();
+    },
+  };
+}
+
 async function submitFire(shared: SharedContext, row: ScheduleRow, clientMessageId: string): Promise<FireOutcome> {
   const maker: Identity = { user: row.created_by, admin: row.created_by === OWNER, via: 'home' };
   // Marked attached: nobody is, and the gateway is not to keep an attachment for this call.

@@ -57,12 +57,18 @@ export function guestScene(h: Harness, guest: 'ts' | 'python' = 'ts', flags: str
  * every 50 ms, for at most `ms`.
  */
 export async function logged(home: string, pattern: RegExp, ms = 5_000): Promise<string> {
+  const lines = await loggedWhere(home, (all) => all.some((l) => pattern.test(l)), `a line matching ${pattern}`, ms);
+  return lines.find((l) => pattern.test(l))!;
+}
+
+/** As logged, until the log's lines as a whole meet `met`; resolves with them. */
+export async function loggedWhere(home: string, met: (lines: string[]) => boolean, what: string, ms = 5_000): Promise<string[]> {
   const file = join(home, 'logs', 'turnhost.log');
   const deadline = Date.now() + ms;
   for (;;) {
-    const line = existsSync(file) ? readFileSync(file, 'utf8').split('\n').find((l) => pattern.test(l)) : undefined;
-    if (line !== undefined) return line;
-    if (Date.now() > deadline) throw new Error(`no line matching ${pattern} in ${file} within ${ms} ms`);
+    const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
+    if (met(lines)) return lines;
+    if (Date.now() > deadline) throw new Error(`no ${what} in ${file} within ${ms} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { endedTurn, historyOf, hostPid, hostReady, rpcCode, startDaemon, TestClient, type Daemon, type HistoryMessage } from '../helpers/daemon.js';
-import { guestArgs, guestScene, logged } from '../helpers/guests.js';
+import { guestArgs, guestScene, logged, loggedWhere } from '../helpers/guests.js';
 import { httpRequest } from '../helpers/http.js';
 import { LoopbackServer } from '../helpers/loopback-server.js';
 import { Harness, stoppedWithin } from '../helpers/processes.js';
@@ -245,5 +245,40 @@ describe("a session's life: delete, archive, pin (real daemon, real host)", func
     expect([removed.status, removed.json()]).to.deep.equal([200, { session_id: 'al', deleted: true }]);
     expect((await httpRequest(port, { method: 'DELETE', path: '/v1/sessions/al', headers: as(alice) })).status).to.equal(404);
     client.close();
+  });
+
+  it('retention: sessions idle longer than --retention-days ($TURNHOST_RETENTION_DAYS) are deleted, pinned and running ones kept; --archive-after-days archives instead; logged and counted in /metrics', async () => {
+    // 0.00003 days: 2.6 s idle; a sweep every second.
+    const daemon = await startDaemon(h, ['--retention-sweep-secs', '1', '--listen', '127.0.0.1:0'], { TURNHOST_RETENTION_DAYS: '0.00003' });
+    const client = await TestClient.connect(daemon);
+    for (const sid of ['old1', 'old2', 'pinned', 'busy']) {
+      await client.call('session.create', { session_id: sid });
+      await turn(client, sid, `hello ${sid}`);
+    }
+    await client.call('session.pin', { session_id: 'pinned' });
+    const { turn_id } = await client.call<{ turn_id: string }>('prompt.submit', { session_id: 'busy', text: '/sleep 60' });
+    await client.nextEvent('turn.started', 'busy', (e) => e.payload['turn_id'] === turn_id);
+    for (const sid of ['old1', 'old2']) await client.nextEvent('session.deleted', sid);
+    const deletedBySweeps = (lines: string[]) =>
+      lines.filter((l) => l.includes('"name":"retention-sweep"') && l.includes('"deleted"')).reduce((sum, l) => sum + Number((JSON.parse(l) as { deleted: number }).deleted), 0);
+    await loggedWhere(daemon.home, (lines) => deletedBySweeps(lines) === 2, 'two sessions deleted by sweeps', 20_000);
+    await loggedWhere(daemon.home, (lines) => lines.some((l) => l.includes('"name":"retention-skip"') && l.includes('"sid":"busy"')), 'the busy session skipped', 20_000);
+    expect((await listed(client, { archived: true })).map((s) => s.session_id).sort()).to.deep.equal(['busy', 'pinned']);
+    const audit = readFileSync(join(daemon.home, 'logs', 'audit.log'), 'utf8');
+    expect(audit).to.match(/"user":"retention","action":"delete","session_id":"old1"/);
+    const url = (await client.call<{ http: { url: string } }>('host.status')).http.url;
+    const metrics = await httpRequest(Number(new URL(url).port), { path: '/metrics', headers: { authorization: `Bearer ${readToken(daemon.home)}` } });
+    expect(metrics.text).to.contain('turnhost_retention_sessions_total{action="deleted"} 2');
+    await client.call('session.interrupt', { session_id: 'busy' });
+    client.close();
+
+    const archiving = await startDaemon(h, ['--archive-after-days', '0.00003', '--retention-sweep-secs', '1']);
+    const other = await TestClient.connect(archiving);
+    await other.call('session.create', { session_id: 'quiet' });
+    await turn(other, 'quiet', 'hello');
+    await other.nextEvent('session.archived', 'quiet');
+    expect((await listed(other)).map((s) => s.session_id)).to.deep.equal([]);
+    expect((await listed(other, { archived: true })).map((s) => [s.session_id, s.archived])).to.deep.equal([['quiet', true]]);
+    other.close();
   });
 });
