@@ -500,6 +500,24 @@ for (const [mark, description] of [
     .action((id: string, opts) => run(mark, async () => (await import('./commands/session-life.js')).markCommand(homeFrom(opts.home), id, mark)));
 }
 
+program
+  .command('export')
+  .description("one session as JSON lines: its turns and messages, superseded ones too, with their usage (PROTOCOL.md §2.3); from the store, daemon up or down")
+  .argument('<id>', 'the session')
+  .option('--out <file>', 'write it to this file (default: stdout)')
+  .addOption(homeOption())
+  .addOption(storeOption())
+  .action((id: string, opts) => run('export', async () => (await import('./commands/session-files.js')).exportCommand(homeFrom(opts.home), id, opts)));
+
+program
+  .command('import')
+  .description("a session file made by export, as a new session of this home's owner; the whole file is checked first, then written in one transaction")
+  .argument('<file>', 'the file')
+  .option('--as <id>', "the new session's id (default: made up)")
+  .addOption(homeOption())
+  .addOption(storeOption())
+  .action((file: string, opts) => run('import', async () => (await import('./commands/session-files.js')).importCommand(homeFrom(opts.home), file, opts)));
+
 const user = program.command('user').description('the people of this turnhost and their personal tokens (PROTOCOL.md §5.6)');
 user
   .command('add')

@@ -20,7 +20,7 @@ import { HOME_OWNER } from '../actors/daemon/identity.js';
 import { UserDirectory } from '../actors/daemon/user-directory.js';
 import { JwtVerifier, type JwtOptions } from './jwt-verifier.js';
 import { EventStream } from './event-stream.js';
-import { HttpFailure, notFound, readBody, sendError, sendJson, wrongMethod } from './http-answers.js';
+import { HttpFailure, notFound, readBody, sendError, sendJson, sendLines, wrongMethod } from './http-answers.js';
 import { TokenSource } from './http-token.js';
 import { CredentialWatch } from './credential-watch.js';
 import { agUiRun, MAX_OPEN_RUNS } from './ag-ui.js';
@@ -200,7 +200,8 @@ async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving
   if (match.kind === 'none') throw notFound(url.pathname);
   if (match.kind === 'wrong-method') throw wrongMethod(match.allowed);
   const answer = await match.handle({ req, parts: match.parts, query: url.searchParams, ctx: { ...serving.restClient, identity } });
-  sendJson(res, answer.status, answer.body);
+  if (answer.lines === undefined) sendJson(res, answer.status, answer.body);
+  else sendLines(res, answer.lines.items, answer.lines.fileName);
 }
 
 function refuse(res: ServerResponse, refusal: Refusal): void {

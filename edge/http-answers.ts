@@ -60,6 +60,18 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+/** JSON lines (`application/x-ndjson`) as a file to save: a session's export (PROTOCOL.md §2.3). */
+export function sendLines(res: ServerResponse, items: readonly unknown[], fileName: string): void {
+  const text = items.map((item) => `${JSON.stringify(item)}\n`).join('');
+  res.writeHead(200, {
+    'content-type': 'application/x-ndjson; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'content-disposition': `attachment; filename="${fileName.replace(/[^\w.-]/g, '_')}"`,
+    'cache-control': 'no-store',
+  });
+  res.end(text);
+}
+
 /** Any failure as the error body; what is not a wire error is a 500 with its message. */
 export function sendError(res: ServerResponse, err: unknown): void {
   if (res.headersSent) {

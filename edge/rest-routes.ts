@@ -15,6 +15,8 @@ const ASK_TIMEOUT_MS = 40_000;
 export interface RouteAnswer {
   status: number;
   body: unknown;
+  /** Sent as JSON lines (`application/x-ndjson`), one per item, in place of `body`, under this file name. */
+  lines?: { items: readonly unknown[]; fileName: string };
 }
 
 type Handler = (call: RouteCall) => Promise<RouteAnswer>;
@@ -56,6 +58,10 @@ const ROUTES: Route[] = [
   route('POST', '/v1/sessions/{id}/fork', async ({ ctx, parts, req }) =>
     ok(await method('session.fork', { ...pick(await readJsonBody(req), ['new_session_id', 'at_turn_id', 'cwd', 'agent']), session_id: parts['id'] }, ctx), 201),
   ),
+  route('GET', '/v1/sessions/{id}/export', async ({ ctx, parts }) => {
+    const exported = (await method('session.export', { session_id: parts['id'] }, ctx)) as { lines: unknown[] };
+    return { status: 200, body: null, lines: { items: exported.lines, fileName: `${parts['id']}.jsonl` } };
+  }),
   route('GET', '/v1/sessions/{id}/usage', async ({ ctx, parts }) => ok(await method('session.usage', { session_id: parts['id'] }, ctx))),
   route('GET', '/v1/usage', async ({ ctx, query }) => ok(await method('usage.report', pick(Object.fromEntries(query), ['by', 'since', 'until']), ctx))),
   route('GET', '/v1/sessions/{id}/forks', async ({ ctx, parts }) => ok(await method('session.forks', { session_id: parts['id'] }, ctx))),

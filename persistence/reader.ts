@@ -3,6 +3,7 @@
 import { decodeOr } from './codec.js';
 import { OWNER } from './people.js';
 import type { ToolCall } from '../protocol/chat.js';
+import type { ExportLine } from './session-export.js';
 import type { TurnUsage } from '../protocol/outbound.js';
 import type { SessionStatus } from './store.js';
 import { lineMessagesSql, lineTailSql, MESSAGE_COUNT_SQL } from './session-line.js';
@@ -172,6 +173,8 @@ export interface Reader {
   sessions(status?: SessionStatus, archived?: boolean): Promise<ListedSession[]>;
   /** Whether the session was deleted (PROTOCOL.md §2.3): its id is never used again. */
   isDeleted(sid: string): Promise<boolean>;
+  /** The session as a file's lines (PROTOCOL.md §2.3, session-export.ts); undefined for an unknown session. */
+  exportSession(sid: string): Promise<ExportLine[] | undefined>;
   session(sid: string): Promise<SessionSummary | undefined>;
   /** Sessions with prompts waiting in their queue: how many, and since when (the oldest). */
   queues(): Promise<{ session_id: string; queued: number; oldest: string }[]>;
@@ -255,13 +258,18 @@ export function withSuperseded(live: HistoryEntry[], superseded: readonly Supers
   const branches = new Map<string, HistoryEntry[]>();
   for (const row of superseded) {
     const entry: HistoryEntry = { ...toHistoryEntry(row), superseded: true };
-    if (row.superseded_at !== null) entry.superseded_at = new Date(row.superseded_at).toISOString();
+    if (row.superseded_at !== null) entry.superseded_at = new Date(Number(row.superseded_at)).toISOString();
     if (row.superseded_by !== null || row.superseded_at !== null) entry.superseded_by = row.superseded_by;
     branches.set(row.branch, [...(branches.get(row.branch) ?? []), entry]);
   }
+  return mergeSuperseded(live, [...branches.values()], (entry) => entry.superseded === true);
+}
+
+/** Each path (in the order they were left) just before the first live entry at or past its first position. */
+export function mergeSuperseded<T extends { seq: number }>(live: readonly T[], paths: readonly T[][], isSuperseded: (entry: T) => boolean): T[] {
   const merged = [...live];
-  for (const rows of branches.values()) {
-    const at = merged.findIndex((entry) => entry.superseded !== true && entry.seq >= rows[0]!.seq);
+  for (const rows of paths) {
+    const at = merged.findIndex((entry) => !isSuperseded(entry) && entry.seq >= rows[0]!.seq);
     merged.splice(at === -1 ? merged.length : at, 0, ...rows);
   }
   return merged;

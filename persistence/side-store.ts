@@ -3,6 +3,7 @@
 // beside the host, each waiting at most its busy timeout for the other; PostgreSQL: a small pool).
 // None of it is on a turn's path. The schema is made when missing: a CLI may come before any host.
 import type { SessionFlags } from './session-flags.js';
+import type { ImportMade, ImportPlan, ImportRequest } from './session-export.js';
 import type { Ledger } from './ledger.js';
 import type { Outbox } from './outbox.js';
 import type { People } from './people.js';
@@ -35,6 +36,8 @@ export interface SideStore {
   ledger: Ledger;
   /** Archived and pinned (PROTOCOL.md §2.3), and the retention sweep's lease. */
   flags: SessionFlags;
+  /** A session file (session-export.ts) as a new session, in one transaction; ImportRefused when its id is taken. */
+  importSession(plan: ImportPlan, request: ImportRequest, now?: number): Promise<ImportMade>;
   close(): Promise<void>;
 }
 

@@ -2,6 +2,7 @@
 // answers from the database, the gateway or, through the supervisor, the host.
 import { randomBytes } from 'node:crypto';
 import type { SessionFlags } from '../../persistence/session-flags.js';
+import { EXPORT_FORMAT, ImportError, ImportRefused, parseExport, type ImportPlan } from '../../persistence/session-export.js';
 import { SESSION_STATUSES, type ClusterNode, type LeaseView, type Reader } from '../../persistence/reader.js';
 import type { SessionStatus } from '../../persistence/store.js';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
@@ -138,6 +139,8 @@ function auditAction(method: string, params: UnknownRecord): string | null {
       return 'create';
     case 'session.delete':
       return 'delete';
+    case 'session.import':
+      return 'import';
     case 'prompt.submit':
       return params['on_busy'] === 'steer' ? 'steer' : 'submit';
     case 'session.interrupt':
@@ -318,6 +321,16 @@ async function markSession(ctx: ClientContext, sid: string, mark: (flags: Sessio
   if (!(await mark((await openSide(ctx)).flags, sid))) throw notFound(sid);
   if ('archived' in result) tell(ctx.gateway, { kind: 'event', sid, type: 'session.archived', payload: { session_id: sid, archived: result.archived } });
   return { session_id: sid, ...result };
+}
+
+/** The file checked whole: -32602 naming the first bad line (nothing is imported). */
+function importPlan(data: string): ImportPlan {
+  try {
+    return parseExport(data);
+  } catch (err) {
+    if (err instanceof ImportError) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${err.message}`, { line: err.line });
+    throw err;
+  }
 }
 
 /** A deleted session's id is never used again (PROTOCOL.md §2.3): -32602 "deleted". */
@@ -536,6 +549,36 @@ const METHODS: Record<string, Method> = {
     ctx.cwds.delete(sid);
     ctx.attached.delete(sid);
     return { session_id: sid, deleted: true };
+  },
+
+  /** The session as a file's lines (PROTOCOL.md §2.3): whoever may read it. */
+  async 'session.export'(p, ctx) {
+    const sid = p.identifier('session_id');
+    const lines = await (await ctx.reader())?.exportSession(sid);
+    if (lines === undefined) throw notFound(sid);
+    return { session_id: sid, format: EXPORT_FORMAT, lines };
+  },
+
+  /**
+   * A session file (`data`, its text) as a new session owned by the caller, in one transaction: a
+   * bad line refuses it whole, naming the line. Its agent, when this daemon has it and the caller
+   * may use it; else the caller's default.
+   */
+  async 'session.import'(p, ctx) {
+    const data = p.raw('data');
+    if (typeof data !== 'string') throw new FieldError('data must be a string: the session file\'s text');
+    const sid = p.optionalIdentifier('session_id') ?? `s-${randomBytes(6).toString('hex')}`;
+    await refuseDeletedId(ctx, sid);
+    const plan = importPlan(data);
+    const agent = plan.source.agent === null ? undefined : ctx.agents.config.definitions.get(plan.source.agent);
+    if (agent === undefined || !ctx.agents.mayUse(ctx.identity, agent)) plan.source.agent = ctx.agents.choose(ctx.identity, undefined, undefined).agent;
+    try {
+      const owner = ctx.identity.user === OWNER ? null : ctx.identity.user;
+      return { ...(await (await openSide(ctx)).importSession(plan, { sid, sessionKey: `sk-${randomBytes(6).toString('hex')}`, owner })), agent: plan.source.agent };
+    } catch (err) {
+      if (err instanceof ImportRefused) throw new RpcError(ErrorCodes.invalidParams, `invalid params: ${err.message}`);
+      throw err;
+    }
   },
 
   'session.archive'(p, ctx) {

@@ -39,9 +39,9 @@ export const FORWARDED: unique symbol = Symbol('forwarded');
 /** A peer edge that does not finish its handshake in this time is taken as gone. */
 const CONNECT_TIMEOUT_MS = 5 * SECOND_MS;
 /** Methods that name a session but only read the shared store: answered here, whoever owns it. */
-const READ_HERE = new Set(['session.history', 'session.forks', 'session.usage']);
+const READ_HERE = new Set(['session.history', 'session.forks', 'session.usage', 'session.export']);
 /** Methods on a session that make another here: the new session is this node's (PROTOCOL.md §2.2). */
-const MADE_HERE = new Set(['session.fork']);
+const MADE_HERE = new Set(['session.fork', 'session.import']);
 /** Methods that act on one session besides `session.*` and the control routes (PROTOCOL.md §6.2). */
 const ON_A_SESSION = new Set(['prompt.submit', 'prompt.edit', 'clarify.lock', 'request.answer']);
 

@@ -1,6 +1,7 @@
 // Read-only access to the sessions in PostgreSQL, for the CLI, the supervisor and the REPL. The
 // queries are the SQLite reader's where the dialects agree; `.sql` runs in a READ ONLY transaction.
 import { TOMBSTONE_SQL } from '../session-life.js';
+import { EXPORT_TURN_COLUMNS, readExport, type ExportLine, type ExportTurnRow } from '../session-export.js';
 import pg from 'pg';
 import {
   FORKS_SQL,
@@ -76,6 +77,25 @@ export class PostgresReader implements Reader {
       status ? [status] : [],
     );
     return rows.map(toListed);
+  }
+
+  async exportSession(sid: string): Promise<ExportLine[] | undefined> {
+    // One snapshot: a turn committed meanwhile is in the file whole or not at all.
+    const client = await this.pool.connect().catch((err: Error) => {
+      throw described(err);
+    });
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const rows = async <R>(text: string, values: unknown[]) => (await client.query(text, values)).rows as R[];
+      const lines = await readExport({ rows, turns: (ids) => rows<ExportTurnRow>(`SELECT ${EXPORT_TURN_COLUMNS} FROM turns WHERE turn_id = ANY($1)`, [ids]) }, sid);
+      await client.query('COMMIT');
+      return lines;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw described(err as Error);
+    } finally {
+      client.release();
+    }
   }
 
   async isDeleted(sid: string): Promise<boolean> {

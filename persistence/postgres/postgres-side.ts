@@ -4,6 +4,8 @@ import pg from 'pg';
 import type { ForkMade, ForkRequest, SideStore } from '../side-store.js';
 import { SqlLedger } from '../ledger.js';
 import { SessionFlags } from '../session-flags.js';
+import { IMPORT_CHECK_SQL, IMPORT_COLUMNS, importMade, importRefusal, importRows, ImportRefused, type ImportMade, type ImportPlan, type ImportRequest } from '../session-export.js';
+import { bulkInsert, columnTypes } from './bulk-insert.js';
 import { FORK_LOCK_SQL, FORK_SQL } from '../session-line.js';
 import type { StoreLocation } from '../store-location.js';
 import { clientConfig, described, readPool } from './connection.js';
@@ -41,6 +43,7 @@ export async function openPostgresSide(location: Extract<StoreLocation, { kind: 
     outbox: new PostgresOutbox(query),
     ledger: new SqlLedger(rows),
     flags: new SessionFlags(rows),
+    importSession: (plan, request, now = Date.now()) => importInto(pool, plan, request, now),
     close: () => pool.end(),
   };
 }
@@ -67,6 +70,31 @@ async function forkHeld(pool: pg.Pool, request: ForkRequest, now: number): Promi
     throw described(broken);
   } finally {
     // A connection whose transaction failed is not given back to the pool: its state is unknown.
+    client.release(broken);
+  }
+}
+
+/** One transaction: the checks, then every row in batches; nothing is written when any of it fails. */
+async function importInto(pool: pg.Pool, plan: ImportPlan, request: ImportRequest, now: number): Promise<ImportMade> {
+  const client = await pool.connect().catch((err: Error) => {
+    throw described(err);
+  });
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    if ((await client.query(IMPORT_CHECK_SQL.taken, [request.sid])).rowCount !== 0) throw importRefusal(request.sid);
+    const taken = await client.query('SELECT 1 FROM turns WHERE turn_id = ANY($1) LIMIT 1', [plan.turns.map((turn) => turn.turn_id)]);
+    const renamed = taken.rowCount !== 0;
+    const rows = importRows(plan, request.sid, request.sessionKey, now, renamed);
+    for (const table of ['sessions', 'turns', 'messages'] as const) await bulkInsert(client, table, IMPORT_COLUMNS[table], rows[table], await columnTypes(client, table));
+    if (request.owner !== null) await client.query(IMPORT_CHECK_SQL.owner, [request.sid, request.owner]);
+    await client.query('COMMIT');
+    return importMade(plan, request.sid, renamed);
+  } catch (err) {
+    broken = err as Error;
+    await client.query('ROLLBACK').catch(() => {});
+    throw err instanceof ImportRefused ? err : described(broken);
+  } finally {
     client.release(broken);
   }
 }

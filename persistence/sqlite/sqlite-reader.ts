@@ -1,6 +1,8 @@
 // Read-only access to a home's SQLite database, for the CLI and the supervisor. WAL lets these
 // reads run while the host writes.
 import { TOMBSTONE_SQL } from '../session-life.js';
+import { EXPORT_TURN_COLUMNS, readExport, type ExportLine, type ExportTurnRow } from '../session-export.js';
+import { numberedQuery } from './numbered-query.js';
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import {
@@ -58,6 +60,19 @@ export class SqliteReader implements Reader {
     const sql = `SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE ${NOT_A_BRANCH} ${archived ? '' : 'AND archived_at IS NULL'} ${status ? 'AND status = ?' : ''} ORDER BY updated_at, sid`;
     const rows = (status ? this.db.prepare(sql).all(status) : this.db.prepare(sql).all()) as SessionRow[];
     return rows.map(toListed);
+  }
+
+  async exportSession(sid: string): Promise<ExportLine[] | undefined> {
+    const select = this.db.prepare(`SELECT ${EXPORT_TURN_COLUMNS} FROM turns WHERE turn_id = ?`);
+    // One read transaction: a turn the host commits meanwhile is in the file whole or not at all.
+    // Every statement below runs synchronously: no other caller of this connection comes between.
+    this.db.exec('BEGIN');
+    try {
+      const turns = async (ids: readonly string[]) => ids.map((id) => select.get(id) as ExportTurnRow | undefined).filter((row): row is ExportTurnRow => row !== undefined);
+      return await readExport({ rows: numberedQuery(this.db), turns }, sid);
+    } finally {
+      this.db.exec('COMMIT');
+    }
   }
 
   async isDeleted(sid: string): Promise<boolean> {

@@ -11,6 +11,25 @@ import { migrate } from './schema.js';
 import { numberedQuery } from './numbered-query.js';
 import { SqlLedger } from '../ledger.js';
 import { SessionFlags } from '../session-flags.js';
+import { IMPORT_CHECK_SQL, IMPORT_COLUMNS, importMade, importRefusal, importRows, type ImportMade, type ImportPlan, type ImportRequest } from '../session-export.js';
+
+/** One transaction: the checks, then every row; nothing is written when any of it fails. */
+function importInto(db: Database.Database, plan: ImportPlan, request: ImportRequest, now: number): ImportMade {
+  const bound = (params: unknown[]) => Object.fromEntries(params.map((value, i) => [i + 1, value]));
+  return db.transaction(() => {
+    if (db.prepare(IMPORT_CHECK_SQL.taken).get(bound([request.sid])) !== undefined) throw importRefusal(request.sid);
+    const turnTaken = db.prepare('SELECT 1 FROM turns WHERE turn_id = ?');
+    const renamed = plan.turns.some((turn) => turnTaken.get(turn.turn_id) !== undefined);
+    const rows = importRows(plan, request.sid, request.sessionKey, now, renamed);
+    for (const table of ['sessions', 'turns', 'messages'] as const) {
+      const columns = IMPORT_COLUMNS[table];
+      const insert = db.prepare(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`);
+      for (const row of rows[table]) insert.run(...row);
+    }
+    if (request.owner !== null) db.prepare(IMPORT_CHECK_SQL.owner).run(bound([request.sid, request.owner]));
+    return importMade(plan, request.sid, renamed);
+  }).immediate();
+}
 
 export function openSqliteSide(file: string): SideStore {
   const db = new Database(file);
@@ -30,6 +49,7 @@ export function openSqliteSide(file: string): SideStore {
     outbox: new SqliteOutbox(db),
     ledger: new SqlLedger(numberedQuery(db)),
     flags: new SessionFlags(numberedQuery(db)),
+    importSession: async (plan, request, now = Date.now()) => importInto(db, plan, request, now),
     close: async () => void db.close(),
   };
 }

@@ -4,14 +4,14 @@
 // 4009 and `interrupt`, `session.deleted` to clients and webhooks, a guest's files removed (and
 // again by the next start after a crash between the commit and the files), archive and pin.
 import { expect } from 'chai';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { endedTurn, historyOf, hostPid, hostReady, rpcCode, startDaemon, TestClient, type Daemon, type HistoryMessage } from '../helpers/daemon.js';
 import { guestArgs, guestScene, logged, loggedWhere } from '../helpers/guests.js';
 import { httpRequest } from '../helpers/http.js';
 import { LoopbackServer } from '../helpers/loopback-server.js';
 import { Harness, stoppedWithin } from '../helpers/processes.js';
-import { storeRows } from '../helpers/test-store.js';
+import { storeRows, storeWrite } from '../helpers/test-store.js';
 import { Waiters } from '../helpers/waiters.js';
 import { readToken } from '../../edge/http-token.js';
 import { RpcError } from '../../protocol/client-rpc.js';
@@ -280,5 +280,75 @@ describe("a session's life: delete, archive, pin (real daemon, real host)", func
     expect((await listed(other)).map((s) => s.session_id)).to.deep.equal([]);
     expect((await listed(other, { archived: true })).map((s) => [s.session_id, s.archived])).to.deep.equal([['quiet', true]]);
     other.close();
+  });
+
+  it('export and import: the file holds every turn and message, superseded too, with usage; imported elsewhere its history --all --json is the same; a bad line N or a newer format is refused whole; RPC, REST and CLI', async () => {
+    const daemon = await startDaemon(h, ['--listen', '127.0.0.1:0', ...HISTORY_AGENT]);
+    const client = await TestClient.connect(daemon);
+    await client.call('session.create', { session_id: 'x' });
+    const turns = [];
+    for (const text of ['one', 'two', 'three']) turns.push(await turn(client, 'x', text));
+    await client.call('session.rewind', { session_id: 'x', to_turn_id: turns[0] });
+    await turn(client, 'x', 'after the rewind');
+    await client.call('session.fork', { session_id: 'x', new_session_id: 'xf' });
+    const inFork = await turn(client, 'xf', 'in the fork');
+    await turn(client, 'xf', 'fork two');
+    await client.call('session.rewind', { session_id: 'xf', to_turn_id: inFork });
+    await turn(client, 'xf', 'fork three');
+    // What a model agent reports (the history agent reports nothing): the file carries it.
+    await storeWrite(daemon.home, "UPDATE turns SET model = 'm-1', prompt_tokens = 11, completion_tokens = 7, cached_tokens = 3, model_calls = 1 WHERE turn_id = ?", [inFork]);
+    const cli = (home: string, ...args: string[]) => h.runCli([...args, '--home', home]);
+    const folder = h.tempDir('turnhost-export-');
+    const file = join(folder, 'xf.jsonl');
+    const exported = await cli(daemon.home, 'export', 'xf', '--out', file);
+    expect(exported.code, exported.stderr).to.equal(0);
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, Record<string, unknown>>);
+    expect(lines[0]).to.deep.include({ format: 'turnhost-session/1' });
+    expect(lines[0]!['session']).to.deep.include({ session_id: 'xf', forked_from: { session_id: 'x', turn_id: (await history(client, 'x')).at(-1)!.turn_id } });
+    // x's line up to the fork (two turns), then the fork's: one turn, one superseded, one after.
+    expect(lines.filter((line) => 'message' in line)).to.have.length(10);
+    expect(lines.filter((line) => 'message' in line && line['message']!['branch'] === 1)).to.have.length(2);
+    expect(lines.filter((line) => 'turn' in line)).to.have.length(5);
+
+    // Another home: the same history, turn ids and all.
+    const other = h.tempDir();
+    const imported = await cli(other, 'import', file, '--as', 'copy');
+    expect([imported.code, imported.stdout], imported.stderr).to.deep.equal([0, 'copy: imported 10 message(s), 5 turn(s)\n']);
+    const [source, copy] = await Promise.all([cli(daemon.home, 'history', 'xf', '--all', '--json'), cli(other, 'history', 'copy', '--all', '--json')]);
+    expect(copy.stdout).to.equal(source.stdout);
+    expect(JSON.parse(copy.stdout).find((m: { turn_id: string; role: string }) => m.turn_id === inFork && m.role === 'assistant')).to.deep.include({
+      model: 'm-1',
+      usage: { prompt_tokens: 11, completion_tokens: 7, cached_tokens: 3, calls: 1 },
+    });
+    expect(JSON.parse((await cli(other, 'sessions', '--json')).stdout).map((s: { session_id: string }) => s.session_id)).to.deep.equal(['copy']);
+
+    // A broken line: refused naming it, nothing written.
+    const broken = join(folder, 'broken.jsonl');
+    const text = readFileSync(file, 'utf8').split('\n');
+    text[5] = '{"message": {"seq": "five"}}';
+    writeFileSync(broken, text.join('\n'));
+    const refused = await cli(other, 'import', broken, '--as', 'nope');
+    expect([refused.code, refused.stderr]).to.deep.equal([1, `turnhost import: ${broken}: line 6: seq must be a whole number, 0 or more; nothing imported\n`]);
+    const newer = join(folder, 'newer.jsonl');
+    writeFileSync(newer, readFileSync(file, 'utf8').replace('turnhost-session/1', 'turnhost-session/2'));
+    expect((await cli(other, 'import', newer)).stderr).to.contain('the file is turnhost-session/2, newer than this turnhost reads (turnhost-session/1)');
+    expect((await cli(other, 'import', file, '--as', 'copy')).stderr).to.contain('the session id copy is taken');
+    expect(JSON.parse((await cli(other, 'sessions', '--json')).stdout)).to.have.length(1);
+
+    // Through the daemon: RPC and REST, into the same store (its turn ids are taken: new ones).
+    const rpc = await client.call<{ session_id: string; format: string; lines: unknown[] }>('session.export', { session_id: 'xf' });
+    expect(rpc.lines).to.have.length(lines.length);
+    const data = readFileSync(file, 'utf8');
+    const made = await client.call<{ session_id: string; turn_ids: string; messages: number }>('session.import', { data, session_id: 'again' });
+    expect(made).to.deep.include({ session_id: 'again', turn_ids: 'renamed', messages: 10 });
+    const strip = (messages: HistoryMessage[]) => messages.map(({ turn_id: _id, ...rest }) => rest);
+    expect(strip(await history(client, 'again'))).to.deep.equal(strip(await history(client, 'xf')));
+    const bad = await refusal(client.call('session.import', { data: text.join('\n') }));
+    expect([bad.code, bad.message]).to.deep.equal([-32602, 'invalid params: line 6: seq must be a whole number, 0 or more']);
+    const url = (await client.call<{ http: { url: string } }>('host.status')).http.url;
+    const rest = await httpRequest(Number(new URL(url).port), { path: '/v1/sessions/xf/export', headers: { authorization: `Bearer ${readToken(daemon.home)}` } });
+    expect([rest.status, rest.headers['content-type']]).to.deep.equal([200, 'application/x-ndjson; charset=utf-8']);
+    expect(rest.text.trimEnd().split('\n').slice(1)).to.deep.equal(readFileSync(file, 'utf8').trimEnd().split('\n').slice(1));
+    client.close();
   });
 });
