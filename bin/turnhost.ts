@@ -518,6 +518,16 @@ program
   .addOption(storeOption())
   .action((file: string, opts) => run('import', async () => (await import('./commands/session-files.js')).importCommand(homeFrom(opts.home), file, opts)));
 
+const store = program.command('store').description('the store as a whole (PROTOCOL.md §2.3, §6)');
+store
+  .command('copy')
+  .description('copy every session, branch, turn, usage row, person, share, schedule and webhook state to another store, and check the copy; the daemons of both must be stopped')
+  .requiredOption('--to <sqlite|postgres://…>', "the store to copy to: sqlite (the home's turnhost.db) or a PostgreSQL URL")
+  .option('--from <sqlite|postgres://…>', "the store to copy from (default: the home's: $TURNHOST_STORE, else sqlite)")
+  .option('--resume', 'finish a copy that was cut short: rows already copied are left as they are')
+  .addOption(homeOption())
+  .action((opts) => run('store copy', async () => (await import('./commands/store-copy.js')).storeCopyCommand(homeFrom(opts.home), opts)));
+
 const user = program.command('user').description('the people of this turnhost and their personal tokens (PROTOCOL.md §5.6)');
 user
   .command('add')

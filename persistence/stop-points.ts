@@ -2,10 +2,11 @@
 // too short to hit by timing (the daemon's scheduler between a fire's submit and the schedule's
 // advance; the host inside a rewind's transaction, its rows moved and not yet committed; the host
 // inside a guest home's snapshot, its entries written and not yet committed; the host after a
-// session's delete committed, its files not yet removed).
+// session's delete committed, its files not yet removed; `store copy` with a batch of messages
+// committed and the rest of the store not yet copied).
 // `TURNHOST_STOP_AT=<name>` arms one; unset, a point is nothing at all.
 
-export type StopPointName = 'schedule-fire-submitted' | 'rewind-rows-moved' | 'home-entries-written' | 'session-delete-committed';
+export type StopPointName = 'schedule-fire-submitted' | 'rewind-rows-moved' | 'home-entries-written' | 'session-delete-committed' | 'store-copy-messages-written';
 
 /** A function that stops this process when `name` is the armed point; undefined otherwise. */
 export function stopPoint(name: StopPointName, env: NodeJS.ProcessEnv = process.env): (() => void) | undefined {

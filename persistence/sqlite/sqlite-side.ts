@@ -31,7 +31,8 @@ function importInto(db: Database.Database, plan: ImportPlan, request: ImportRequ
   }).immediate();
 }
 
-export function openSqliteSide(file: string): SideStore {
+/** A connection that writes beside the host's (or, for a store copy, alone), the schema brought up to date. */
+export function openWritingConnection(file: string): Database.Database {
   const db = new Database(file);
   chmodSync(file, 0o600);
   db.pragma('journal_mode = WAL');
@@ -41,6 +42,11 @@ export function openSqliteSide(file: string): SideStore {
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
   migrate(db);
+  return db;
+}
+
+export function openSqliteSide(file: string): SideStore {
+  const db = openWritingConnection(file);
   const fork = db.prepare(FORK_SQL);
   return {
     fork: async (request, now = Date.now()) => (fork.get({ 1: request.sid, 2: request.sessionKey, 3: request.cwd, 4: now, 5: request.source, 6: request.atTurnId, 7: request.agent }) as ForkMade | undefined) ?? null,
