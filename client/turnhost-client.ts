@@ -15,6 +15,7 @@ import type {
   ControlRoute,
   CreateResult,
   ForkResult,
+  ImportResult,
   HistoryMessage,
   HostState,
   HostStatusResult,
@@ -227,8 +228,37 @@ export class TurnhostClient {
     return this.resumeFrom(sessionId, followed, options.after_seq);
   }
 
-  listSessions(params: { status?: SessionStatus } = {}): Promise<{ sessions: SessionSummary[] }> {
+  /** The sessions this caller may see; archived ones only with `archived: true`. */
+  listSessions(params: { status?: SessionStatus; archived?: boolean } = {}): Promise<{ sessions: SessionSummary[] }> {
     return this.call('session.list', params);
+  }
+
+  /**
+   * Deletes the session for good (PROTOCOL.md §2.3): its owner's or an admin's; refused (4009)
+   * while a turn runs unless `interrupt`. Its forks keep their histories.
+   */
+  deleteSession(sessionId: string, options: { interrupt?: boolean } = {}): Promise<{ session_id: string; deleted: true }> {
+    return this.call('session.delete', { session_id: sessionId, ...options });
+  }
+
+  /** Out of the lists (everything kept; a prompt brings it back), or back in. */
+  archiveSession(sessionId: string, archived = true): Promise<{ session_id: string; archived: boolean }> {
+    return this.call(archived ? 'session.archive' : 'session.unarchive', { session_id: sessionId });
+  }
+
+  /** Kept through retention, or not. */
+  pinSession(sessionId: string, pinned = true): Promise<{ session_id: string; pinned: boolean }> {
+    return this.call(pinned ? 'session.pin' : 'session.unpin', { session_id: sessionId });
+  }
+
+  /** The session as the lines of its file (`turnhost-session/1`, PROTOCOL.md §2.3). */
+  exportSession(sessionId: string): Promise<{ session_id: string; format: string; lines: Record<string, unknown>[] }> {
+    return this.call('session.export', { session_id: sessionId });
+  }
+
+  /** A session file's text as a new session of the caller's; refused whole (-32602, naming the line) when a line is bad. */
+  importSession(data: string, options: { session_id?: string } = {}): Promise<ImportResult> {
+    return this.call('session.import', { data, ...options });
   }
 
   /** The agents this caller may make a session with (AGENT.md §8). */

@@ -82,6 +82,19 @@ export interface SessionSummary {
   forked_from?: ForkOrigin;
   agent: string;
   model: string | null;
+  /** A session's life (PROTOCOL.md §2.3): archived ones are listed only with `archived: true`; pinned ones outlive retention. */
+  archived: boolean;
+  pinned: boolean;
+}
+
+/** What `importSession` made (PROTOCOL.md §2.3). */
+export interface ImportResult {
+  session_id: string;
+  messages: number;
+  turns: number;
+  /** `renamed`: the store already held the file's turn ids (it came from this store), so its turns have new ones. */
+  turn_ids: 'kept' | 'renamed';
+  agent: string;
 }
 
 /** One message of `session.history`: the tool fields and the turn's model and usage where present. */

@@ -22,6 +22,9 @@ interface SessionItem {
   /** Its agent (AGENT.md §8) and the model chosen for it (null: its agent's own). */
   agent: string;
   model: string | null;
+  /** A session's life (PROTOCOL.md §2.3): archived ones are listed only when asked; pinned ones outlive retention. */
+  archived: boolean;
+  pinned: boolean;
 }
 
 /** One agent a session may be made with, as `agents.list` shows it (AGENT.md §8). */
@@ -91,6 +94,9 @@ function App() {
   const [connected, setConnected] = useState(false);
   const [sessions, setSessions] = useState<SessionItem[]>([]);
   const [selected, setSelected] = useState<string | null>(sessionStorage.getItem(SELECTED_KEY));
+  const [showArchived, setShowArchived] = useState(false);
+  /** Read by refreshSessions, which the connection's handlers call with the state they were made with. */
+  const showArchivedRef = useRef(false);
   const [history, setHistory] = useState<HistoryEntry[]>([]);
   const [queue, setQueue] = useState<QueueItem[]>([]);
   const [schedules, setSchedules] = useState<ScheduleItem[]>([]);
@@ -137,9 +143,9 @@ function App() {
   );
 
   async function refreshSessions(): Promise<void> {
-    const list = await rpc.call<{ sessions: Omit<SessionItem, 'queued'>[] }>('session.list');
-    // Most recently active first.
-    list.sessions.sort((a, b) => b.updated_at.localeCompare(a.updated_at) || a.session_id.localeCompare(b.session_id));
+    const list = await rpc.call<{ sessions: Omit<SessionItem, 'queued'>[] }>('session.list', { archived: showArchivedRef.current });
+    // Pinned first, then the most recently active.
+    list.sessions.sort((a, b) => Number(b.pinned) - Number(a.pinned) || b.updated_at.localeCompare(a.updated_at) || a.session_id.localeCompare(b.session_id));
     const withQueues = await Promise.all(
       list.sessions.map(async (s) => {
         const q = await rpc.call<{ items: unknown[] }>('session.queue.get', { session_id: s.session_id }).catch(() => ({ items: [] }));
@@ -247,6 +253,12 @@ function App() {
       case 'session.rewound':
         void loadHistory(current.sid);
         break;
+      case 'session.archived':
+        void refreshSessions();
+        break;
+      case 'session.deleted':
+        forget(current.sid);
+        break;
       case 'request.open': {
         // Sent to a viewer, who may not answer: the turn waits on someone who may.
         const asked = (p['params'] as Record<string, unknown> | undefined)?.['question'];
@@ -286,6 +298,14 @@ function App() {
     }, HOST_POLL_MS);
     return () => window.clearInterval(poll);
   }, []);
+
+  /** The session is gone (deleted here or by someone else): out of the list, and out of view. */
+  function forget(sid: string): void {
+    if (view.current?.sid === sid) view.current = null;
+    sessionStorage.removeItem(SELECTED_KEY);
+    setSelected(null);
+    void refreshSessions();
+  }
 
   function choose(sid: string): void {
     sessionStorage.setItem(SELECTED_KEY, sid);
@@ -352,11 +372,27 @@ function App() {
           New session
         </button>
         {choosing && <AgentChooser catalogue={catalogue} onChoose={(agent) => void makeSession(agent)} />}
+        <label class="archived-toggle">
+          <input
+            type="checkbox"
+            checked={showArchived}
+            onChange={(e) => {
+              showArchivedRef.current = (e.target as HTMLInputElement).checked;
+              setShowArchived(showArchivedRef.current);
+              void refreshSessions();
+            }}
+          />
+          Archived too
+        </label>
         <ul aria-label="Sessions">
           {sessions.map((s) => (
             <li key={s.session_id} aria-current={s.session_id === sid ? 'true' : undefined}>
               <button type="button" onClick={() => choose(s.session_id)}>
-                <span class="title">{s.title ?? s.session_id}</span>
+                <span class="title">
+                  {s.pinned && <span aria-label="pinned">📌 </span>}
+                  {s.title ?? s.session_id}
+                  {s.archived && <em> (archived)</em>}
+                </span>
                 <small>
                   {s.session_id} · {agentOf(s.agent)?.label ?? s.agent}
                   {s.model !== null ? ` (${s.model})` : ''} · {s.status} · {s.running ? 'running' : 'idle'} · {s.queued} queued
@@ -387,6 +423,16 @@ function App() {
             actions={actions}
             you={you?.user ?? null}
             canShare={role === 'owner' || role === 'admin'}
+            life={chosen === undefined ? null : { archived: chosen.archived, pinned: chosen.pinned, canMark: role !== 'viewer', canDelete: role === 'owner' || role === 'admin' }}
+            onMark={(mark) => act(async () => {
+              await rpc.call(`session.${mark}`, { session_id: sid });
+              await refreshSessions();
+            })}
+            onDelete={() => act(async () => {
+              if (!window.confirm(`Delete this session, its history and its agent's files? This cannot be undone.`)) return;
+              await rpc.call('session.delete', { session_id: sid });
+              forget(sid);
+            })}
             onShare={(user, role) => act(() => rpc.call('session.share', { session_id: sid, user, role }))}
             lines={[...past.lines, ...liveLines(live, past.replied)]}
             queue={queue}
@@ -469,6 +515,40 @@ function AgentChooser({ catalogue, onChoose }: { catalogue: Catalogue; onChoose(
   );
 }
 
+interface SessionLife {
+  archived: boolean;
+  pinned: boolean;
+  /** An owner, an editor or an admin pins and archives; an owner or an admin deletes. */
+  canMark: boolean;
+  canDelete: boolean;
+}
+
+/** A session's life in its header: pin, archive, export (a file of JSON lines), delete (asked first). */
+function LifeBar({ sid, life, onMark, onDelete }: { sid: string; life: SessionLife; onMark(mark: 'pin' | 'unpin' | 'archive' | 'unarchive'): Promise<void>; onDelete(): Promise<void> }) {
+  return (
+    <p class="life">
+      {life.canMark && (
+        <>
+          <button type="button" class="quiet" aria-pressed={life.pinned} onClick={() => void onMark(life.pinned ? 'unpin' : 'pin')}>
+            {life.pinned ? 'Unpin' : 'Pin'}
+          </button>
+          <button type="button" class="quiet" onClick={() => void onMark(life.archived ? 'unarchive' : 'archive')}>
+            {life.archived ? 'Unarchive' : 'Archive'}
+          </button>
+        </>
+      )}
+      <a class="quiet" href={`/v1/sessions/${encodeURIComponent(sid)}/export`} download={`${sid}.jsonl`}>
+        Export
+      </a>
+      {life.canDelete && (
+        <button type="button" class="quiet danger" onClick={() => void onDelete()}>
+          Delete
+        </button>
+      )}
+    </p>
+  );
+}
+
 /** A session's agent and model in its header; an agent with models offers them (`slash.model`). */
 function AgentLine({ agent, onModel }: { agent: { label: string; model: string | null; models: string[] }; onModel(model: string): Promise<void> }) {
   return (
@@ -506,6 +586,10 @@ interface SessionPaneProps {
   you: string | null;
   canShare: boolean;
   onShare(user: string, role: 'viewer' | 'editor'): Promise<void>;
+  /** Pin, archive, export and delete (PROTOCOL.md §2.3), as the person may. */
+  life: SessionLife | null;
+  onMark(mark: 'pin' | 'unpin' | 'archive' | 'unarchive'): Promise<void>;
+  onDelete(): Promise<void>;
   lines: Line[];
   queue: QueueItem[];
   schedules: ScheduleItem[];
@@ -536,6 +620,7 @@ function SessionPane(props: SessionPaneProps) {
         <LineageLinks lineage={props.lineage} titleOf={props.titleOf} onOpen={props.onOpen} />
         {props.spent !== null && props.spent.turns > 0 && <p class="spent">{spentText(props.spent)}</p>}
         {props.canShare && <ShareForm onShare={props.onShare} />}
+        {props.life !== null && <LifeBar sid={props.sid} life={props.life} onMark={props.onMark} onDelete={props.onDelete} />}
       </div>
       <div role="log" aria-label="Transcript" class="transcript" ref={log} onClick={copyCode}>
         {props.lines.map((line) => (

@@ -74,6 +74,25 @@ describe(`turnhost/client against the real daemon, over its ${transport}`, funct
     await client.interrupt('lib');
   });
 
+  it("a session's life through the library: archive, pin, export, import and delete (PROTOCOL.md §2.3)", async () => {
+    const daemon = await startDaemon(h);
+    const client = await open(daemon.home);
+    await client.createSession({ session_id: 'kept' });
+    for await (const _event of client.turn('kept', 'worth keeping')) continue;
+    expect(await client.archiveSession('kept')).to.deep.equal({ session_id: 'kept', archived: true });
+    expect((await client.listSessions()).sessions).to.deep.equal([]);
+    expect(await client.pinSession('kept')).to.deep.equal({ session_id: 'kept', pinned: true });
+    expect((await client.listSessions({ archived: true })).sessions[0]).to.deep.include({ session_id: 'kept', archived: true, pinned: true });
+    const file = await client.exportSession('kept');
+    const data = file.lines.map((line) => JSON.stringify(line)).join('\n');
+    const imported = await client.importSession(data, { session_id: 'copy' });
+    expect(imported).to.deep.include({ session_id: 'copy', messages: 2, turns: 1, turn_ids: 'renamed' });
+    expect((await client.history('copy')).messages.map((m) => m.content)).to.deep.equal(['worth keeping', 'worth keeping']);
+    expect(await client.deleteSession('kept')).to.deep.equal({ session_id: 'kept', deleted: true });
+    const gone = await client.history('kept').catch((e: unknown) => e);
+    expect(gone).to.include({ code: ErrorCodes.sessionNotFound });
+  });
+
   it('answers clarify and approval questions with its handlers', async () => {
     const daemon = await startDaemon(h);
     const client = await open(daemon.home);

@@ -361,6 +361,53 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await page.close();
   });
 
+  it("a session's life (PROTOCOL.md §2.3): Pin puts it first, Archive takes it out of the list (\"Archived too\" shows it), Export saves its file, Delete asks first and removes it", async () => {
+    const edge = await pageDaemon(h);
+    const page = await loggedIn(browser, edge);
+    const sessions = page.getByRole('list', { name: 'Sessions' }).getByRole('listitem');
+    const transcript = page.getByRole('log', { name: 'Transcript' });
+    await newSession(page);
+    await send(page, 'keep this one');
+    await transcript.locator('.reply').getByText('keep this one', { exact: true }).waitFor();
+    await newSession(page);
+    await send(page, 'a newer one');
+    await transcript.locator('.reply').getByText('a newer one', { exact: true }).waitFor();
+    await sessions.first().getByText('a newer one', { exact: true }).waitFor();
+
+    await sessions.nth(1).getByRole('button').click();
+    await page.getByRole('button', { name: 'Pin' }).click();
+    await sessions.first().getByLabel('pinned').waitFor();
+    expect(await sessions.first().locator('.title').textContent()).to.equal('📌 keep this one');
+
+    const download = page.waitForEvent('download');
+    await page.getByRole('link', { name: 'Export' }).click();
+    const saved = join(h.tempDir('turnhost-download-'), 'session.jsonl');
+    await (await download).saveAs(saved);
+    const lines = readFileSync(saved, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines[0]).to.deep.include({ format: 'turnhost-session/1' });
+    expect(lines.filter((line) => 'message' in line)).to.have.length(2);
+
+    await page.getByRole('button', { name: 'Archive' }).click();
+    await itemCount(page, 'Sessions', 1);
+    await page.getByRole('checkbox', { name: 'Archived too' }).check();
+    await itemCount(page, 'Sessions', 2);
+    await sessions.getByText('(archived)').waitFor();
+    await page.getByRole('checkbox', { name: 'Archived too' }).uncheck();
+    await itemCount(page, 'Sessions', 1);
+
+    await sessions.first().getByRole('button').click();
+    let asked = '';
+    page.once('dialog', (dialog) => {
+      asked = dialog.message();
+      void dialog.accept();
+    });
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await itemCount(page, 'Sessions', 0);
+    await page.getByText('Choose a session, or make a new one.').waitFor();
+    expect(asked).to.contain('cannot be undone');
+    await page.close();
+  });
+
   it("lists the session's schedules, and a fire's count once it fired", async () => {
     const edge = await pageDaemon(h);
     const added = await h.runCli(['schedule', 'add', '--home', edge.home, 'planned', 'hourly check', '--every', '3600']);
