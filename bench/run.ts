@@ -1,4 +1,4 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, guests, page, people, webhooks, branches, ledger, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, guests, page, people, webhooks, branches, ledger, life, or all.
 import { benchAgent } from './agent.js';
 import { benchBranches } from './branches.js';
 import { benchCluster } from './cluster.js';
@@ -7,6 +7,7 @@ import { benchEdge } from './edge.js';
 import { benchGuests } from './guests.js';
 import { benchHost } from './host.js';
 import { benchLedger } from './ledger.js';
+import { benchLife } from './life.js';
 import { benchPage } from './page.js';
 import { benchPeople } from './people.js';
 import { benchProtocols } from './protocols.js';
@@ -33,6 +34,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   webhooks: benchWebhooks,
   branches: benchBranches,
   ledger: benchLedger,
+  life: benchLife,
 };
 
 const names = process.argv.slice(2);
