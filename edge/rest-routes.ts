@@ -43,7 +43,9 @@ const ROUTES: Route[] = [
     if (!ctx.identity.admin) throw new RpcError(ErrorCodes.forbidden, 'forbidden: /v1/status is for admins');
     return ok(await method('host.status', {}, ctx));
   }),
-  route('GET', '/v1/sessions', async ({ ctx, query }) => ok(await method('session.list', query.has('status') ? { status: query.get('status') } : {}, ctx))),
+  route('GET', '/v1/sessions', async ({ ctx, query }) =>
+    ok(await method('session.list', { ...(query.has('status') ? { status: query.get('status') } : {}), ...(query.get('archived') === 'true' ? { archived: true } : {}) }, ctx)),
+  ),
   route('POST', '/v1/sessions', async ({ ctx, req }) => ok(await method('session.create', pick(await readJsonBody(req), ['session_id', 'agent', 'model']), ctx), 201)),
   // Several agents (AGENT.md §8): those the caller may make a session with.
   route('GET', '/v1/agents', async ({ ctx }) => ok(await method('agents.list', {}, ctx))),

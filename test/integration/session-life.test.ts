@@ -230,6 +230,8 @@ describe("a session's life: delete, archive, pin (real daemon, real host)", func
     const auth = { authorization: `Bearer ${readToken(daemon.home)}`, 'content-type': 'application/json' };
     const patched = await httpRequest(port, { method: 'PATCH', path: '/v1/sessions/k', headers: auth, body: { archived: true, pinned: false } });
     expect([patched.status, patched.json()]).to.deep.equal([200, { session_id: 'k', archived: true, pinned: false }]);
+    const listedOverRest = async (query: string) => ((await httpRequest(port, { path: `/v1/sessions${query}`, headers: auth })).json()['sessions'] as Listed[]).map((s) => s.session_id).sort();
+    expect([await listedOverRest(''), await listedOverRest('?archived=true')]).to.deep.equal([['m'], ['k', 'm']]);
     const bad = await httpRequest(port, { method: 'PATCH', path: '/v1/sessions/k', headers: auth, body: { archived: 'yes', pinned: true } });
     expect(bad.status).to.equal(400);
     expect((await listed(client, { archived: true })).find((s) => s.session_id === 'k'), 'a bad body changes nothing').to.deep.include({ archived: true, pinned: false });
