@@ -92,6 +92,9 @@ describe("a session's life: delete, archive, pin (real daemon, real host)", func
     expect(told.payload).to.deep.include({ session_id: 'a' });
     watcher.close();
 
+    // The host is killed -9 right after the delete was acknowledged: it stays deleted, the forks stay whole.
+    process.kill(await hostPid(client), 'SIGKILL');
+    await hostReady(daemon, 2);
     for (const [sid, messages] of Object.entries(kept)) expect(await history(client, sid), sid).to.deep.equal(messages);
     expect(await code(client.call('session.history', { session_id: 'a' }))).to.equal(4004);
     expect((await listed(client, { archived: true })).map((s) => s.session_id).sort()).to.deep.equal(['f', 'ff', 'g']);
@@ -243,6 +246,14 @@ describe("a session's life: delete, archive, pin (real daemon, real host)", func
     expect((await httpRequest(port, { method: 'PUT', path: '/v1/sessions/al/shares/bob', headers: as(alice), body: { role: 'editor' } })).status).to.equal(200);
     expect((await httpRequest(port, { method: 'PATCH', path: '/v1/sessions/al', headers: as(bob), body: { archived: true } })).status, 'an editor archives').to.equal(200);
     expect((await httpRequest(port, { method: 'DELETE', path: '/v1/sessions/al', headers: as(bob) })).status, 'an editor does not delete').to.equal(403);
+    const carol = (await cli('user', 'add', 'carol')).stdout.trim();
+    expect((await httpRequest(port, { method: 'PUT', path: '/v1/sessions/al/shares/carol', headers: as(alice), body: { role: 'viewer' } })).status).to.equal(200);
+    const viewed = await httpRequest(port, { path: '/v1/sessions/al/export', headers: as(carol) });
+    expect(viewed.status, 'a viewer exports').to.equal(200);
+    expect(JSON.parse(viewed.text.split('\n')[0]!)).to.deep.include({ format: 'turnhost-session/1' });
+    expect((await httpRequest(port, { method: 'PATCH', path: '/v1/sessions/al', headers: as(carol), body: { pinned: true } })).status, 'a viewer does not pin').to.equal(403);
+    expect((await httpRequest(port, { method: 'DELETE', path: '/v1/sessions/al', headers: as(carol) })).status, 'a viewer does not delete').to.equal(403);
+    expect((await httpRequest(port, { path: '/v1/sessions/k/export', headers: as(carol) })).status, "nobody's share: not there").to.equal(404);
     const removed = await httpRequest(port, { method: 'DELETE', path: '/v1/sessions/al', headers: as(alice) });
     expect([removed.status, removed.json()]).to.deep.equal([200, { session_id: 'al', deleted: true }]);
     expect((await httpRequest(port, { method: 'DELETE', path: '/v1/sessions/al', headers: as(alice) })).status).to.equal(404);

@@ -84,6 +84,12 @@ describe('turnhost store copy (a real SQLite home, a real PostgreSQL)', function
     const onPostgres = await startDaemon(h, [...HISTORY_AGENT, '--store', url], {}, h.tempDir());
     const client = await TestClient.connect(onPostgres);
     expect(await client.call('session.create', { session_id: 'gone' }).catch((err: { code: number }) => err.code)).to.equal(-32602);
+    // Every session served with its history, as the SQLite home had it.
+    for (const sid of sessions) {
+      const served = (await client.call<{ messages: { seq: number; role: string; content: string; turn_id: string | null }[] }>('session.history', { session_id: sid, all: true })).messages;
+      const stored = JSON.parse((await h.runCli(['history', sid, '--all', '--json', '--home', home, '--store', 'sqlite'])).stdout) as { seq: number; role: string; content: string; turn_id: string | null }[];
+      expect(served.map(({ seq, role, content, turn_id }) => ({ seq, role, content, turn_id })), sid).to.deep.equal(stored.map(({ seq, role, content, turn_id }) => ({ seq, role, content, turn_id })));
+    }
     await endedTurn(client, 'f', 'on postgres');
     const busy = await h.runCli(['store', 'copy', '--from', url, '--to', 'sqlite', '--home', h.tempDir()]);
     expect([busy.code, busy.stderr]).to.deep.equal([1, `turnhost store copy: a turnhost host or node is using ${url.replace(/:[^:@/]+@/, ':***@')}: stop every daemon on it first\n`]);
