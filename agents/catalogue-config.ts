@@ -46,6 +46,8 @@ export interface AgentDefinition {
 
 export interface CatalogueConfig {
   file: string;
+  /** The file's text as validated (null: no file): every definition's source reads this one. */
+  text: string | null;
   /** The file has `agents`; else it is the one agent `--agent` names, as before there were several. */
   isCatalogue: boolean;
   defaultAgent: string;
@@ -54,6 +56,12 @@ export interface CatalogueConfig {
   maxLiveGuests: number;
   /** Of the whole catalogue: `turnhost cluster` shows each node's. */
   digest: string;
+}
+
+/** A catalogue validated whole, with bubblewrap's name and version when an agent of it needs the sandbox. */
+export interface CheckedCatalogue {
+  catalogue: CatalogueConfig;
+  mechanism: string | null;
 }
 
 /** The catalogue's keys of the file, checked by hand: a script agent's host loads no schema library (test: cli). */
@@ -132,10 +140,12 @@ export async function readCatalogue(spec: string | undefined, source: ConfigSour
   const top = parseCatalogue(file);
   const entries = top.agents === undefined ? singleAgent(spec, top, file) : catalogueEntries(spec, top, file);
   const definitions = new Map<string, AgentDefinition>();
-  for (const entry of entries) definitions.set(entry.name, await defineAgent(entry, source, file));
+  const validated: ConfigSource = { ...source, text: file.text };
+  for (const entry of entries) definitions.set(entry.name, await defineAgent(entry, validated, file));
   const defaultAgent = entries[0]!.name;
   return {
     file: file.path,
+    text: file.text,
     isCatalogue: top.agents !== undefined,
     defaultAgent,
     definitions,

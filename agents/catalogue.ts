@@ -5,7 +5,7 @@
 // their turns end, then it is closed once no turn of it runs); the next turn of its sessions makes
 // the new one.
 import { AgentFailure, type Agent } from './agent.js';
-import { AGENT_NAME, catalogueEnvironment, type AgentDefinition, type CatalogueConfig } from './catalogue-config.js';
+import { AGENT_NAME, catalogueEnvironment, type AgentDefinition, type CatalogueConfig, type CheckedCatalogue } from './catalogue-config.js';
 import { checkedCatalogue, loadAgent, type AgentSetup } from './loader.js';
 import type { ConfigSource } from './config-file.js';
 import type { SandboxStatus } from '../protocol/outbound.js';
@@ -68,7 +68,7 @@ export class AgentCatalogue {
 
   /** `checked`: the catalogue the config gives, validated whole (loader.ts, checkedCatalogue). */
   constructor(
-    checked: { catalogue: CatalogueConfig; mechanism: string | null },
+    checked: CheckedCatalogue,
     private setup: CatalogueSetup,
     private readonly nodeId: string | null,
   ) {
@@ -111,7 +111,7 @@ export class AgentCatalogue {
       environment: { names: [], secrets: [] },
       digest: 'given',
     };
-    const config: CatalogueConfig = { file: '', isCatalogue: false, defaultAgent: agent.name, definitions: new Map([[agent.name, definition]]), maxLiveGuests: 16, digest: 'given' };
+    const config: CatalogueConfig = { file: '', text: null, isCatalogue: false, defaultAgent: agent.name, definitions: new Map([[agent.name, definition]]), maxLiveGuests: 16, digest: 'given' };
     const catalogue = new AgentCatalogue({ catalogue: config, mechanism: agent.sandbox?.mechanism ?? null }, { log, homes: () => null, spec: undefined, source: definition.source }, null);
     catalogue.made.set(agent.name, { definition, agent: Promise.resolve(agent), ready: agent, running: 0, retired: false });
     return catalogue;

@@ -14,6 +14,11 @@ export interface ConfigSource {
   env: Readonly<Record<string, string | undefined>>;
   /** The catalogue's agent whose config this is (AGENT.md §8); absent: the file's top level. */
   definition?: string | undefined;
+  /**
+   * The file's text as the catalogue was validated from it (null: no file): an agent made later
+   * reads this, not the file as it is by then, which may have changed without a reload.
+   */
+  text?: string | null | undefined;
 }
 
 /** The file's JSON, where it was read from, and the folder its relative paths are read from. */
@@ -24,6 +29,8 @@ export interface ConfigText {
   /** False when no file was read (the default file is absent). */
   found: boolean;
   base: string;
+  /** The text `raw` was parsed from; null when no file was read. */
+  text: string | null;
   /** Where the keys of `raw` lie in the file: `agents.<name>.` for a catalogue's agent, else empty. */
   at: string;
 }
@@ -54,10 +61,10 @@ export function readAgentConfig(source: ConfigSource): ConfigText {
 /** The file as written, every key of it. */
 export function readWholeFile(source: ConfigSource): ConfigText {
   const { path, required } = configFile(source);
-  const text = readConfigText(path, required);
-  if (text === null) return { path, raw: {}, found: false, base: source.home, at: '' };
+  const text = source.text !== undefined ? source.text : readConfigText(path, required);
+  if (text === null) return { path, raw: {}, found: false, base: source.home, text, at: '' };
   try {
-    return { path, raw: JSON.parse(text), found: true, base: dirname(path), at: '' };
+    return { path, raw: JSON.parse(text), found: true, base: dirname(path), text, at: '' };
   } catch (err) {
     throw new AgentLoadError(`${path}: not JSON: ${(err as Error).message}`);
   }

@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { isAgent, type Agent } from './agent.js';
 import { AgentLoadError } from './loader-error.js';
 import type { ConfigSource } from './config-file.js';
-import { catalogueEnvironment, readCatalogue, type AgentEnvironment, type CatalogueConfig } from './catalogue-config.js';
+import { catalogueEnvironment, readCatalogue, type AgentEnvironment, type CheckedCatalogue } from './catalogue-config.js';
 import type { GuestAgentOptions } from './acp/guest-agent.js';
 import { scriptAgent } from './script.js';
 
@@ -65,7 +65,7 @@ export async function loadAgent(spec: string, setup: AgentSetup, cwd = process.c
  * (AgentLoadError, exit 78) before any host runs. An agent that starts processes needs its sandbox
  * (AGENT.md §7): a machine that cannot make one is refused here too.
  */
-export async function checkedCatalogue(spec: string | undefined, source: ConfigSource): Promise<{ catalogue: CatalogueConfig; mechanism: string | null }> {
+export async function checkedCatalogue(spec: string | undefined, source: ConfigSource): Promise<CheckedCatalogue> {
   const catalogue = await readCatalogue(spec, source);
   const sandboxed = [...catalogue.definitions.values()].some((d) => d.sandbox.startsProcesses && d.sandbox.mode === 'required');
   return { catalogue, mechanism: sandboxed ? await sandboxRuns(catalogue.file) : null };

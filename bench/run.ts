@@ -1,5 +1,6 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, queue, edge, store, cluster, protocols, guests, page, people, webhooks, branches, ledger, life, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, agents, queue, edge, store, cluster, protocols, guests, page, people, webhooks, branches, ledger, life, or all.
 import { benchAgent } from './agent.js';
+import { benchAgents } from './agents.js';
 import { benchBranches } from './branches.js';
 import { benchCluster } from './cluster.js';
 import { benchDaemon } from './daemon.js';
@@ -23,6 +24,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   daemon: benchDaemon,
   recovery: benchRecovery,
   agent: benchAgent,
+  agents: benchAgents,
   queue: benchQueue,
   edge: benchEdge,
   store: benchStore,

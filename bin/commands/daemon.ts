@@ -28,6 +28,7 @@ import { TakeoverWatch } from '../../actors/daemon/takeover-watch.js';
 import { ClusterSecret } from '../../actors/daemon/cluster-secret.js';
 import type { GatewayMsg, HostStatus, StopReport, SupervisorMsg } from '../../actors/daemon/supervisor-messages.js';
 import { AgentLoadError, checkedCatalogue } from '../../agents/loader.js';
+import { catalogueHandoff } from '../../agents/catalogue-handoff.js';
 import { catalogueEnvironment } from '../../agents/catalogue-config.js';
 import { AgentChoices } from '../../actors/daemon/agent-choice.js';
 import { reloadAgents } from '../../actors/daemon/agents-reload.js';
@@ -124,9 +125,9 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   let secrets: ChangingRedactor;
   let sandbox: SandboxConfig;
   try {
-    const catalogue = (await checkedCatalogue(options.agent, source)).catalogue;
-    const needs = catalogueEnvironment(catalogue);
-    choices = new AgentChoices(catalogue);
+    const checked = await checkedCatalogue(options.agent, source);
+    const needs = catalogueEnvironment(checked.catalogue);
+    choices = new AgentChoices(checked);
     hostNames = new Set(needs.names);
     secrets = new ChangingRedactor(needs.secrets);
     sandbox = sandboxOnly(source);
@@ -183,7 +184,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       hostArgs: () => hostArgs({ ...options, advertise: advertisedUrl(options, edge) }),
       agent: () => choices.config.defaultAgent,
       // The store's URL goes by the environment, not argv: other users of the machine can read argv.
-      hostEnv: () => ({ ...hostEnvironment(process.env, [...hostNames]), [STORE_ENV]: location.kind === 'sqlite' ? 'sqlite' : location.url }),
+      hostEnv: () => ({ ...hostEnvironment(process.env, [...hostNames]), [STORE_ENV]: location.kind === 'sqlite' ? 'sqlite' : location.url, ...catalogueHandoff(choices.checked) }),
       registryPath: paths.registry,
       probe: realProbe({ graceMs: TERMINATE_GRACE_MS, killWaitMs: TERMINATE_KILL_WAIT_MS }),
       clock: monotonicClock,

@@ -15,6 +15,7 @@ import { startSystem, stopSystem, SECOND_MS } from '../../actors/runtime.js';
 import type { HostServices } from '../../actors/host/services.js';
 import { fullQueueEvents, queueDeltas } from '../../actors/host/queue-events.js';
 import { AgentLoadError, checkedCatalogue } from '../../agents/loader.js';
+import { handedCatalogue } from '../../agents/catalogue-handoff.js';
 import { EXIT_CONFIG } from '../../agents/loader-error.js';
 import { catalogueEnvironment } from '../../agents/catalogue-config.js';
 import { AgentCatalogue } from '../../agents/catalogue.js';
@@ -78,7 +79,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   let log: Logger;
   let opened: Store | null = null;
   try {
-    const checked = await checkedCatalogue(options.agent, source);
+    const checked = handedCatalogue(process.env, source) ?? (await checkedCatalogue(options.agent, source));
     const secrets = new ChangingRedactor(catalogueEnvironment(checked.catalogue).secrets);
     log = createLogger('host', { ...(options.logFd === undefined ? {} : { fd: options.logFd }), redact: secrets.redact });
     removeDeadProxies(home);

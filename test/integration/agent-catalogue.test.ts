@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, type TurnhostClient } from '../../client/index.js';
-import { startDaemon, type Daemon } from '../helpers/daemon.js';
+import { hostReady, startDaemon, type Daemon } from '../helpers/daemon.js';
 import { Editor } from '../helpers/editor.js';
 import { FakeOpenAI } from '../helpers/fake-openai.js';
 import { PYTHON_GUEST } from '../helpers/guests.js';
@@ -212,6 +212,16 @@ describe('several agents on one daemon, chosen per session (AGENT.md §8; real p
     process.kill(s.daemon.process.pid, 'SIGHUP');
     await s.daemon.process.logged(/"name":"agents-reload".*agent config reloaded \(SIGHUP\)/, 10_000);
     expect((await s.admin.agents()).agents.map((a) => a.name)).to.include('later');
+  });
+
+  it('a host restarted after a crash serves the catalogue its daemon validated, not a file broken since (catalogue-handoff.ts)', async () => {
+    const s = await scene();
+    await s.admin.createSession({ session_id: 'g', agent: 'guest-a' });
+    s.writeConfig({ agents: { quick: { kind: 'script' }, codex: { kind: 'acp', acp: { command: 7 } } } });
+    process.kill((await s.admin.hostStatus()).host.pid!, 'SIGKILL');
+    await hostReady(s.daemon, 2);
+    expect((await s.admin.agents()).agents.map((a) => a.name)).to.deep.equal(['quick', 'model', 'guest-a', 'guest-b', 'secret']);
+    expect(await turn(s.admin, 'g', 'after the crash')).to.deep.equal({ reply: 'python guest: after the crash' });
   });
 
   it('every door chooses: chat --agent, POST /v1/sessions, AG-UI /v1/ag-ui/{agent}, and turnhost acp\'s session config options (fixed at the first prompt)', async () => {

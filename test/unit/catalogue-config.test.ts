@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readCatalogue } from '../../agents/catalogue-config.js';
+import { CATALOGUE_ENV, catalogueHandoff, handedCatalogue } from '../../agents/catalogue-handoff.js';
 import { definitionOver, readAgentConfig } from '../../agents/config-file.js';
 
 describe('the catalogue of agents (agents/catalogue-config.ts)', () => {
@@ -80,5 +81,24 @@ describe('the catalogue of agents (agents/catalogue-config.ts)', () => {
     expect(after.definitions.get('a')!.digest).to.equal(before.definitions.get('a')!.digest);
     expect(after.definitions.get('b')!.digest).to.not.equal(before.definitions.get('b')!.digest);
     expect(after.digest).to.not.equal(before.digest);
+  });
+
+  it('the catalogue a daemon hands its host reads as validated, the file\'s text included; the variable is gone once read; too large, nothing is handed', async () => {
+    write({ approval: { default: 'allow' }, agents: { quick: { kind: 'script', label: 'Quick' }, model: { kind: 'openai', model: 'm1', models: ['m1', 'm2'] } } });
+    const checked = { catalogue: await readCatalogue(undefined, source()), mechanism: null };
+    const env: NodeJS.ProcessEnv = { ...catalogueHandoff(checked) };
+    write({ agents: { other: { kind: 'script' } } });
+    const hostSource = { home: dir, flag: file, env: { HOST: 'its own' } };
+    const handed = handedCatalogue(env, hostSource)!;
+    expect(env[CATALOGUE_ENV], 'nothing the host starts sees it').to.equal(undefined);
+    expect(handed.catalogue).to.deep.equal({
+      ...checked.catalogue,
+      definitions: new Map([...checked.catalogue.definitions].map(([name, d]) => [name, { ...d, source: { ...hostSource, text: checked.catalogue.text, definition: name } }])),
+    });
+    expect(readAgentConfig(handed.catalogue.definitions.get('model')!.source).raw, 'an agent made later reads the file as validated').to.deep.equal({ approval: { default: 'allow' }, model: 'm1' });
+    expect(handedCatalogue({}, hostSource)).to.equal(null);
+
+    write({ agents: Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`agent-${i}`, { kind: 'script', description: 'x'.repeat(200) }])) });
+    expect(catalogueHandoff({ catalogue: await readCatalogue(undefined, source()), mechanism: null })).to.deep.equal({});
   });
 });

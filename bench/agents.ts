@@ -1,0 +1,167 @@
+// `npm run bench -- agents`: what a catalogue of agents costs (AGENT.md §8).
+//  - A catalogue of 10 agents of which one is used, against a single-agent daemon (the script
+//    agent, no config), in paired rounds: start to the host's hello, a turn's p50 of one session
+//    back to back, and the RSS of the daemon and the host after those turns. Target: nothing
+//    measurable (within the rounds' own spread).
+//  - A session's first turn with an agent not yet made (the model agent, against a fake
+//    OpenAI-compatible server on 127.0.0.1), less the first turn of a second session of the same
+//    agent once made: what making it cost in the daemon. The floor is making that agent alone, in
+//    a fresh process, from the same file by the same loader (bench/floors/make-agent.mjs).
+import { execFile } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { FakeOpenAI } from '../test/helpers/fake-openai.js';
+import { PYTHON_GUEST } from '../test/helpers/guests.js';
+import { median, printTable, range, ROOT, round, verdict, withTempDir, writeResult } from './common.js';
+import { startDaemon, stopDaemon } from './daemon.js';
+import { backToBack } from './driver.js';
+import { RpcDriver } from './rpc-driver.js';
+
+const ROUNDS = 5;
+const WARMUP_TURNS = 200;
+const TURNS = 1000;
+const CATALOGUE_SIZE = 10;
+
+interface DaemonRun {
+  helloMs: number;
+  turnP50Ms: number;
+  rssMiB: { daemon: number; host: number };
+}
+
+interface FirstTurnRun {
+  /** The first turn of a session whose agent the host had not made yet. */
+  unmadeMs: number;
+  /** The first turn of another session of that agent, made by then. */
+  madeMs: number;
+  /** Making the agent alone, in a fresh process. */
+  aloneMs: number;
+}
+
+/** Ten agents: the one used (`quick`, the default) and three of each kind, never used. */
+function catalogue(baseUrl: string): object {
+  const agents: Record<string, object> = { quick: { kind: 'script', label: 'Quick' } };
+  for (let i = 1; i <= 3; i++) {
+    agents[`model-${i}`] = { kind: 'openai', label: `Model ${i}`, model: 'm1', models: ['m1', 'm2'], base_url: baseUrl };
+    agents[`guest-${i}`] = { kind: 'acp', acp: { command: 'python3', args: [PYTHON_GUEST] } };
+    agents[`script-${i}`] = { kind: 'script', members: false };
+  }
+  return { default_agent: 'quick', agents };
+}
+
+function rssMiB(pid: number): number {
+  const kib = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!;
+  return Number(kib) / 1024;
+}
+
+async function runDaemon(home: string, args: readonly string[]): Promise<DaemonRun> {
+  const started = performance.now();
+  const daemon = await startDaemon(home, args);
+  const helloMs = performance.now() - started;
+  const driver = await RpcDriver.open(join(home, 'turnhost.sock'));
+  try {
+    await driver.createSessions(['one']);
+    const latency = await backToBack(driver, 'one', WARMUP_TURNS, TURNS);
+    const rss = { daemon: rssMiB(daemon.pid!), host: rssMiB(await driver.hostPid()) };
+    return { helloMs, turnP50Ms: latency.p50Ms, rssMiB: rss };
+  } finally {
+    driver.close();
+    await stopDaemon(daemon);
+  }
+}
+
+async function firstTurnMs(driver: RpcDriver, sid: string, agent: string): Promise<number> {
+  await driver.call('session.create', { session_id: sid, agent });
+  return (await backToBack(driver, sid, 0, 1)).p50Ms;
+}
+
+async function firstTurns(home: string, config: string): Promise<FirstTurnRun> {
+  const daemon = await startDaemon(home, ['--agent-config', config]);
+  const driver = await RpcDriver.open(join(home, 'turnhost.sock'));
+  try {
+    const unmadeMs = await firstTurnMs(driver, 'first', 'model-1');
+    const madeMs = await firstTurnMs(driver, 'second', 'model-1');
+    const { stdout } = await promisify(execFile)(process.execPath, [join(ROOT, 'bench', 'floors', 'make-agent.mjs'), config, home, 'model-1', 'openai'], { timeout: 60_000 });
+    return { unmadeMs, madeMs, aloneMs: Number(stdout.trim()) };
+  } finally {
+    driver.close();
+    await stopDaemon(daemon);
+  }
+}
+
+function summary(runs: readonly DaemonRun[]) {
+  return {
+    helloMs: median(runs.map((r) => r.helloMs)),
+    turnP50Ms: median(runs.map((r) => r.turnP50Ms)),
+    daemonRssMiB: median(runs.map((r) => r.rssMiB.daemon)),
+    hostRssMiB: median(runs.map((r) => r.rssMiB.host)),
+  };
+}
+
+/**
+ * "Nothing measurable": the catalogue's median no higher than the single agent's slowest (or
+ * largest) round, give or take `tolerance` (RSS moves by a few hundred KiB from one start to the next).
+ */
+function withinSpread(value: number, floor: readonly number[], tolerance = 0): boolean {
+  return value <= Math.max(...floor) + tolerance;
+}
+
+/** The RSS's tolerance, MiB. */
+const RSS_NOISE_MIB = 1;
+
+export async function benchAgents(): Promise<void> {
+  const fake = await FakeOpenAI.start();
+  fake.keepRequests = false;
+  const single: DaemonRun[] = [];
+  const many: DaemonRun[] = [];
+  const first: FirstTurnRun[] = [];
+  try {
+    for (let n = 1; n <= ROUNDS; n++) {
+      process.stdout.write(`round ${n} of ${ROUNDS}: a single-agent daemon, one with a catalogue of ${CATALOGUE_SIZE}, then a first turn with an agent not yet made…\n`);
+      await withTempDir(async (dir) => {
+        const config = join(dir, 'agents.json');
+        writeFileSync(config, JSON.stringify(catalogue(fake.baseUrl)));
+        single.push(await runDaemon(join(dir, 'single'), []));
+        many.push(await runDaemon(join(dir, 'many'), ['--agent-config', config]));
+        first.push(await firstTurns(join(dir, 'first'), config));
+      });
+    }
+  } finally {
+    await fake.close();
+  }
+  const one = summary(single);
+  const ten = summary(many);
+  const spread = (runs: readonly DaemonRun[], of: (r: DaemonRun) => number, digits: number) => range(runs.map(of), digits);
+  printTable(
+    `a catalogue of ${CATALOGUE_SIZE} agents, one used, against a single-agent daemon (median of ${ROUNDS} paired rounds; a turn's p50 over ${TURNS} turns back to back)`,
+    ['daemon', 'start to hello ms', 'range', "a turn's p50 ms", 'range', 'RSS daemon MiB', 'RSS host MiB'],
+    [
+      ['single agent (script)', round(one.helloMs), spread(single, (r) => r.helloMs, 0), round(one.turnP50Ms, 3), spread(single, (r) => r.turnP50Ms, 3), round(one.daemonRssMiB, 1), round(one.hostRssMiB, 1)],
+      [`catalogue of ${CATALOGUE_SIZE}`, round(ten.helloMs), spread(many, (r) => r.helloMs, 0), round(ten.turnP50Ms, 3), spread(many, (r) => r.turnP50Ms, 3), round(ten.daemonRssMiB, 1), round(ten.hostRssMiB, 1)],
+    ],
+  );
+  const costs = first.map((r) => r.unmadeMs - r.madeMs);
+  const making = { unmadeMs: median(first.map((r) => r.unmadeMs)), madeMs: median(first.map((r) => r.madeMs)), costMs: median(costs), aloneMs: median(first.map((r) => r.aloneMs)) };
+  printTable(
+    `a session's first turn with an agent not yet made (the model agent; median of ${ROUNDS} rounds)`,
+    ['what', 'ms', 'range'],
+    [
+      ['first turn, the agent not yet made', round(making.unmadeMs, 1), range(first.map((r) => r.unmadeMs), 1)],
+      ['first turn of another session, the agent made', round(making.madeMs, 1), range(first.map((r) => r.madeMs), 1)],
+      ['the difference: making it in the daemon', round(making.costMs, 1), range(costs, 1)],
+      ['the floor: making it alone, in a fresh process', round(making.aloneMs, 1), range(first.map((r) => r.aloneMs), 1)],
+    ],
+  );
+  // Making it in the daemon may not cost more than making it alone; the host's first turn also
+  // pays its own first HTTP connection to the model, a few ms on 127.0.0.1.
+  const targets = {
+    startToHello: { value: round(ten.helloMs), target: `<= ${round(Math.max(...single.map((r) => r.helloMs)))} (the single agent's slowest round)`, met: withinSpread(ten.helloMs, single.map((r) => r.helloMs)) },
+    turnP50Ms: { value: round(ten.turnP50Ms, 3), target: `<= ${round(Math.max(...single.map((r) => r.turnP50Ms)), 3)}`, met: withinSpread(ten.turnP50Ms, single.map((r) => r.turnP50Ms)) },
+    hostRssMiB: { value: round(ten.hostRssMiB, 1), target: `<= ${round(Math.max(...single.map((r) => r.rssMiB.host)) + RSS_NOISE_MIB, 1)}`, met: withinSpread(ten.hostRssMiB, single.map((r) => r.rssMiB.host), RSS_NOISE_MIB) },
+    daemonRssMiB: { value: round(ten.daemonRssMiB, 1), target: `<= ${round(Math.max(...single.map((r) => r.rssMiB.daemon)) + RSS_NOISE_MIB, 1)}`, met: withinSpread(ten.daemonRssMiB, single.map((r) => r.rssMiB.daemon), RSS_NOISE_MIB) },
+    makingMs: { value: round(making.costMs, 1), target: `<= ${round(making.aloneMs * 1.25 + 5, 1)} (alone × 1.25 + 5 ms)`, met: making.costMs <= making.aloneMs * 1.25 + 5 },
+  };
+  printTable('targets', ['measure', 'value', 'target', 'verdict'], Object.entries(targets).map(([k, t]) => [k, t.value, t.target, verdict(t.met)]));
+  const file = writeResult('agents', { rounds: ROUNDS, catalogueSize: CATALOGUE_SIZE, turns: TURNS, single: one, catalogue: ten, making, runs: { single, catalogue: many, firstTurns: first }, targets });
+  process.stdout.write(`\nwrote ${file}\n`);
+}
