@@ -24,6 +24,8 @@ export interface CliScene {
   work: string;
   /** Where the sessions' sandboxes keep their homes. */
   agentHomes: string;
+  /** The agent config the scene wrote: `acp` and `sandbox` for this CLI. */
+  config: string;
   args: string[];
   /** The live processes of this scene's guests, found by their HOME. */
   processes(): number[];
@@ -83,6 +85,7 @@ export async function cliScene(h: Harness, kind: CliKind, top: Record<string, un
     home,
     work,
     agentHomes,
+    config,
     args: ['--agent', 'acp', '--agent-config', config],
     processes: () => processesWhere('environ', (environ) => environ.split('\0').some((entry) => entry.startsWith(`HOME=${agentHomes}/`))).filter((pid) => !isZombie(pid)),
     async gone(pids, ms) {
