@@ -52,8 +52,11 @@ export interface CatalogueConfig {
   isCatalogue: boolean;
   defaultAgent: string;
   definitions: ReadonlyMap<string, AgentDefinition>;
-  /** Guest sessions live at once across every guest agent. */
-  maxLiveGuests: number;
+  /**
+   * Guest sessions live at once across every guest agent; null in a file without `agents` that
+   * does not give it: its one agent's `acp.max_live_sessions` bounds it alone, as before catalogues.
+   */
+  maxLiveGuests: number | null;
   /** Of the whole catalogue: `turnhost cluster` shows each node's. */
   digest: string;
 }
@@ -68,7 +71,7 @@ export interface CheckedCatalogue {
 interface CatalogueFile {
   agents?: Record<string, DefinitionFile>;
   default_agent?: string;
-  max_live_guests: number;
+  max_live_guests?: number;
   home_template?: string;
 }
 
@@ -84,7 +87,9 @@ interface DefinitionFile {
 function parseCatalogue(file: ConfigText): CatalogueFile {
   const raw = isPlainObject(file.raw) ? file.raw : {};
   const problem = (key: string, what: string): AgentLoadError => configProblem(file, key, what);
-  const top: CatalogueFile = { max_live_guests: optionalOf(raw, 'max_live_guests', isPositiveInteger, 'expected a positive integer', problem) ?? DEFAULT_MAX_LIVE_GUESTS };
+  const top: CatalogueFile = {};
+  const maxLiveGuests = optionalOf(raw, 'max_live_guests', isPositiveInteger, 'expected a positive integer', problem);
+  if (maxLiveGuests !== undefined) top.max_live_guests = maxLiveGuests;
   const template = optionalOf(raw, 'home_template', isText, 'expected a string', problem);
   if (template !== undefined) top.home_template = template;
   const chosen = optionalOf(raw, 'default_agent', isText, 'expected a string', problem);
@@ -143,14 +148,15 @@ export async function readCatalogue(spec: string | undefined, source: ConfigSour
   const validated: ConfigSource = { ...source, text: file.text };
   for (const entry of entries) definitions.set(entry.name, await defineAgent(entry, validated, file));
   const defaultAgent = entries[0]!.name;
+  const maxLiveGuests = top.max_live_guests ?? (top.agents === undefined ? null : DEFAULT_MAX_LIVE_GUESTS);
   return {
     file: file.path,
     text: file.text,
     isCatalogue: top.agents !== undefined,
     defaultAgent,
     definitions,
-    maxLiveGuests: top.max_live_guests,
-    digest: digestOf({ defaultAgent, agents: [...definitions.values()].map((d) => [d.name, d.digest]), maxLiveGuests: top.max_live_guests }),
+    maxLiveGuests,
+    digest: digestOf({ defaultAgent, agents: [...definitions.values()].map((d) => [d.name, d.digest]), maxLiveGuests }),
   };
 }
 

@@ -14,7 +14,8 @@ export interface SlotHolder {
 export class GuestSlots {
   private readonly holders = new Set<SlotHolder>();
 
-  constructor(public max: number) {}
+  /** `max`: null, no bound across agents (a file of one agent: its own `max_live_sessions` bounds it). */
+  constructor(public max: number | null) {}
 
   /** A pool counts against the bound until the returned function is called. */
   join(holder: SlotHolder): () => void {
@@ -23,6 +24,7 @@ export class GuestSlots {
   }
 
   releaseOverBound(): void {
+    if (this.max === null) return;
     let over = [...this.holders].reduce((sum, holder) => sum + holder.liveCount, 0) - this.max;
     while (over > 0) {
       let oldest: { holder: SlotHolder; sid: string; usedAt: number } | null = null;

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { readCatalogue } from '../../agents/catalogue-config.js';
 import { CATALOGUE_ENV, catalogueHandoff, handedCatalogue } from '../../agents/catalogue-handoff.js';
 import { definitionOver, readAgentConfig } from '../../agents/config-file.js';
+import { GuestSlots } from '../../agents/acp/guest-slots.js';
 
 describe('the catalogue of agents (agents/catalogue-config.ts)', () => {
   let dir: string;
@@ -71,6 +72,28 @@ describe('the catalogue of agents (agents/catalogue-config.ts)', () => {
     const single = await readCatalogue(join(dir, 'mine.mjs'), source());
     expect([single.isCatalogue, single.defaultAgent, [...single.definitions.keys()]]).to.deep.equal([false, 'mine', ['mine']]);
     expect((await readCatalogue(undefined, source())).defaultAgent).to.equal('script');
+  });
+
+  it('max_live_guests: 16 across a catalogue\'s agents unless given; a file of one agent is bound by its own max_live_sessions alone, as before catalogues', async () => {
+    write({ agents: { a: { kind: 'script' } } });
+    expect((await readCatalogue(undefined, source())).maxLiveGuests).to.equal(16);
+    write({ max_live_guests: 40, agents: { a: { kind: 'script' } } });
+    expect((await readCatalogue(undefined, source())).maxLiveGuests).to.equal(40);
+    write({ acp: { command: 'true', max_live_sessions: 66 }, sandbox: { mode: 'off' } });
+    expect((await readCatalogue('acp', source())).maxLiveGuests).to.equal(null);
+    write({ max_live_guests: 4, acp: { command: 'true' }, sandbox: { mode: 'off' } });
+    expect((await readCatalogue('acp', source())).maxLiveGuests).to.equal(4);
+
+    const released: string[] = [];
+    const pool = (n: number) => ({ liveCount: n, oldestIdle: () => ({ sid: `s${released.length}`, usedAt: released.length }), release: async (sid: string) => void released.push(sid) });
+    const unbound = new GuestSlots(null);
+    unbound.join(pool(66));
+    unbound.releaseOverBound();
+    expect(released).to.deep.equal([]);
+    const bound = new GuestSlots(16);
+    bound.join(pool(18));
+    bound.releaseOverBound();
+    expect(released).to.have.length(2);
   });
 
   it('a definition\'s digest changes with it and only with it', async () => {
