@@ -161,9 +161,12 @@ class ModelAgent implements Agent {
     return `unknown personality "${name}" (${known.length > 0 ? `known: ${known.join(', ')}` : 'none configured in the agent config'})`;
   }
 
-  /** Re-reads the config, restarts every MCP server and counts their tools (the reload.mcp result). */
+  /**
+   * Re-reads the config, restarts every MCP server and counts their tools (the reload.mcp result).
+   * The file as it is now: not the text the catalogue was validated from, which made this agent.
+   */
   async reloadTools(): Promise<unknown> {
-    const next = loadModelConfig(this.source);
+    const next = loadModelConfig({ ...this.source, text: undefined });
     this.configure(next);
     this.toldFailures.clear();
     return { status: 'ok', servers: await this.mcp.reload(next.mcp_servers) };
