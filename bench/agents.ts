@@ -8,12 +8,12 @@
 //    agent once made: what making it cost in the daemon. The floor is making that agent alone, in
 //    a fresh process, from the same file by the same loader (bench/floors/make-agent.mjs).
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { FakeOpenAI } from '../test/helpers/fake-openai.js';
 import { PYTHON_GUEST } from '../test/helpers/guests.js';
-import { median, printTable, range, ROOT, round, verdict, withTempDir, writeResult } from './common.js';
+import { median, printTable, range, ROOT, round, rssMiB, verdict, withTempDir, writeResult } from './common.js';
 import { startDaemon, stopDaemon } from './daemon.js';
 import { backToBack } from './driver.js';
 import { RpcDriver } from './rpc-driver.js';
@@ -21,7 +21,9 @@ import { RpcDriver } from './rpc-driver.js';
 const ROUNDS = 5;
 const WARMUP_TURNS = 200;
 const TURNS = 1000;
-const CATALOGUE_SIZE = 10;
+/** Besides the agent used: this many of each kind (model, guest, script), never used. */
+const UNUSED_PER_KIND = 3;
+const CATALOGUE_SIZE = 1 + 3 * UNUSED_PER_KIND;
 
 interface DaemonRun {
   helloMs: number;
@@ -38,20 +40,15 @@ interface FirstTurnRun {
   aloneMs: number;
 }
 
-/** Ten agents: the one used (`quick`, the default) and three of each kind, never used. */
+/** The agent used (`quick`, the default) and UNUSED_PER_KIND of each kind. */
 function catalogue(baseUrl: string): object {
   const agents: Record<string, object> = { quick: { kind: 'script', label: 'Quick' } };
-  for (let i = 1; i <= 3; i++) {
+  for (let i = 1; i <= UNUSED_PER_KIND; i++) {
     agents[`model-${i}`] = { kind: 'openai', label: `Model ${i}`, model: 'm1', models: ['m1', 'm2'], base_url: baseUrl };
     agents[`guest-${i}`] = { kind: 'acp', acp: { command: 'python3', args: [PYTHON_GUEST] } };
     agents[`script-${i}`] = { kind: 'script', members: false };
   }
   return { default_agent: 'quick', agents };
-}
-
-function rssMiB(pid: number): number {
-  const kib = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!;
-  return Number(kib) / 1024;
 }
 
 async function runDaemon(home: string, args: readonly string[]): Promise<DaemonRun> {
@@ -62,7 +59,8 @@ async function runDaemon(home: string, args: readonly string[]): Promise<DaemonR
   try {
     await driver.createSessions(['one']);
     const latency = await backToBack(driver, 'one', WARMUP_TURNS, TURNS);
-    const rss = { daemon: rssMiB(daemon.pid!), host: rssMiB(await driver.hostPid()) };
+    // Both run: a reading is there.
+    const rss = { daemon: rssMiB(daemon.pid!)!, host: rssMiB(await driver.hostPid())! };
     return { helloMs, turnP50Ms: latency.p50Ms, rssMiB: rss };
   } finally {
     driver.close();

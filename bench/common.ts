@@ -1,6 +1,6 @@
 // Shared by the benchmarks: paths, temp folders, results files, tables.
 import { cpus } from 'node:os';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,4 +54,15 @@ export function median(values: readonly number[]): number {
 /** "lowest–highest", rounded: the spread of a measure over rounds. */
 export function range(values: readonly number[], digits = 0): string {
   return `${round(Math.min(...values), digits)}–${round(Math.max(...values), digits)}`;
+}
+
+/** A process's resident memory (VmRSS), MiB; null when it is gone or unknown. */
+export function rssMiB(pid: number | null): number | null {
+  if (pid === null) return null;
+  try {
+    const kib = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kib === undefined ? null : Number(kib) / 1024;
+  } catch {
+    return null;
+  }
 }

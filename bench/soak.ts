@@ -10,7 +10,7 @@
 // cache is in use, and the sessions' histories together outgrow a small `--history-cache-mib`; the
 // run reports them next to the cache's bound. Writes bench/results/soak.json.
 import { spawn } from 'node:child_process';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { connect as connectSocket, type Socket } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -18,7 +18,7 @@ import { connect, type TurnhostClient } from '../client/index.js';
 import { DEFAULT_HISTORY_CACHE_MIB } from '../persistence/store.js';
 import { FakeOpenAI, type ChatBody } from '../test/helpers/fake-openai.js';
 import { seededRandom } from '../test/helpers/random.js';
-import { CLI, median, printTable, round, verdict, withTempDir, writeResult } from './common.js';
+import { CLI, median, printTable, round, rssMiB, verdict, withTempDir, writeResult } from './common.js';
 
 const SESSIONS = 64;
 const RESUME_EVERY_MS = 10_000;
@@ -57,16 +57,6 @@ async function modelAgentHome(home: string): Promise<FakeOpenAI> {
   fake.fallback = (body) => (body.stream === true ? { text: reply, usage: { prompt_tokens: promptTokens(body), completion_tokens: reply.length } } : { summary: reply.join('') });
   writeFileSync(join(home, 'agent.json'), JSON.stringify({ model: 'soak-model', base_url: fake.baseUrl, context_tokens: 32_000 }));
   return fake;
-}
-
-function rssMb(pid: number | null): number | null {
-  if (pid === null) return null;
-  try {
-    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
-    return line ? Number(line.split(/\s+/)[1]) / 1024 : null;
-  } catch {
-    return null;
-  }
 }
 
 function medianKnown(values: (number | null)[]): number | null {
@@ -215,7 +205,7 @@ export async function soak(): Promise<void> {
     const sampleTimer = setInterval(() => {
       walMax = Math.max(walMax, sizeOf(join(home, 'turnhost.db-wal')));
       void main.hostStatus().then(
-        (status) => readings.push({ daemonMb: rssMb(daemon.pid ?? null), hostMb: rssMb(status.host.pid) }),
+        (status) => readings.push({ daemonMb: rssMiB(daemon.pid ?? null), hostMb: rssMiB(status.host.pid) }),
         () => {},
       );
       const minute = Math.floor((performance.now() - started) / 60_000);
