@@ -61,6 +61,11 @@ export interface CatalogueConfig {
   digest: string;
 }
 
+/** Whether an agent starts processes in a `required` sandbox (AGENT.md §7): then the sandbox is tried at start. */
+export function needsSandbox(definitions: Iterable<Pick<AgentDefinition, 'sandbox'>>): boolean {
+  return [...definitions].some((d) => d.sandbox.startsProcesses && d.sandbox.mode === 'required');
+}
+
 /** A catalogue validated whole, with bubblewrap's name and version when an agent of it needs the sandbox. */
 export interface CheckedCatalogue {
   catalogue: CatalogueConfig;

@@ -2,8 +2,11 @@
 // the host what it found, the file's text as validated included. A host it starts, after a crash
 // too, serves that catalogue until a reload, whatever the file says by then, and says hello without
 // validating it again: validating an `openai` or `acp` definition loads the schema library (about
-// 70 ms and 13 MiB here) and probes bubblewrap. A host started alone, or given a catalogue too large
-// for an environment variable, validates the file itself, as before.
+// 70 ms and 13 MiB here). The sandbox's try goes with it once the daemon has made it: a host
+// started after a crash or a reload gets bubblewrap's version, the first host null (the daemon
+// tries the sandbox while that host starts, and shows the version itself: daemon.ts). A host
+// started alone, or given a catalogue too large for an environment variable, validates the file
+// and tries the sandbox itself, as before.
 import type { AgentDefinition, CatalogueConfig, CheckedCatalogue } from './catalogue-config.js';
 import type { ConfigSource } from './config-file.js';
 

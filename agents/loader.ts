@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { isAgent, type Agent } from './agent.js';
 import { AgentLoadError } from './loader-error.js';
 import type { ConfigSource } from './config-file.js';
-import { catalogueEnvironment, readCatalogue, type AgentEnvironment, type CheckedCatalogue } from './catalogue-config.js';
+import { needsSandbox, readCatalogue, type CheckedCatalogue } from './catalogue-config.js';
 import type { GuestAgentOptions } from './acp/guest-agent.js';
 import { scriptAgent } from './script.js';
 
@@ -60,28 +60,14 @@ export async function loadAgent(spec: string, setup: AgentSetup, cwd = process.c
 }
 
 /**
- * The catalogue the config gives (AGENT.md §8), validated whole, with what its agents need from
- * the environment; reading it validates it, so a daemon or `start` refuses a broken one
- * (AgentLoadError, exit 78) before any host runs. An agent that starts processes needs its sandbox
- * (AGENT.md §7): a machine that cannot make one is refused here too.
+ * The catalogue the config gives (AGENT.md §8), validated whole, and the sandbox tried when an
+ * agent of it starts processes (AGENT.md §7): `start`, a reload, and a host started alone refuse a
+ * broken config, or a machine that cannot make the sandbox, with AgentLoadError (exit 78). A daemon
+ * validates the file alone (readCatalogue), and tries the sandbox as its first host starts
+ * (bin/commands/daemon.ts).
  */
 export async function checkedCatalogue(spec: string | undefined, source: ConfigSource): Promise<CheckedCatalogue> {
   const catalogue = await readCatalogue(spec, source);
-  const sandboxed = [...catalogue.definitions.values()].some((d) => d.sandbox.startsProcesses && d.sandbox.mode === 'required');
-  return { catalogue, mechanism: sandboxed ? await sandboxRuns(catalogue.file) : null };
-}
-
-/** What every agent of the catalogue needs from the environment (AGENT.md §1, §6). */
-export async function agentEnvironment(spec: string | undefined, source: ConfigSource): Promise<AgentEnvironment> {
-  return catalogueEnvironment((await checkedCatalogue(spec, source)).catalogue);
-}
-
-/** bubblewrap's name and version. */
-async function sandboxRuns(file: string): Promise<string> {
-  const { sandboxMechanism, SandboxUnavailable } = await import('./sandbox/sandbox.js');
-  try {
-    return await sandboxMechanism();
-  } catch (err) {
-    throw err instanceof SandboxUnavailable ? new AgentLoadError(`${file}: ${err.message}`) : err;
-  }
+  if (!needsSandbox(catalogue.definitions.values())) return { catalogue, mechanism: null };
+  return { catalogue, mechanism: await (await import('./sandbox/sandbox-try.js')).triedSandbox(catalogue.file) };
 }

@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { cliEntry } from './build-info.js';
 import { homePaths } from '../protocol/home-paths.js';
 import { RpcClient } from '../client/rpc-connection.js';
@@ -11,6 +12,8 @@ export const EXIT_NOT_RUNNING = 3;
 
 const START_TIMEOUT_MS = 15_000;
 const POLL_MS = 50;
+/** A daemon that closed its socket to end itself is gone within this. */
+const EXIT_WAIT_MS = 5_000;
 
 /** A client of the home's daemon, or null when none answers there. */
 /** Runs `body` with a client of the running daemon; says so (exit 3) when none runs. */
@@ -68,19 +71,21 @@ export async function launchDaemon(home: string, hostArgs: string[]): Promise<La
   const child = spawn(process.execPath, [cliEntry(), 'daemon', '--home', home, ...hostArgs], { detached: true, cwd: home, stdio: ['ignore', 'ignore', early] });
   closeSync(early);
   let exitCode: number | null = null;
-  child.once('exit', (code) => (exitCode = code ?? -1));
+  const exited = new Promise<number>((resolve) => child.once('exit', (code) => resolve((exitCode = code ?? -1))));
   child.unref();
+  // Why it exited is its last line on stderr, which went to the log (an unreachable store, a held
+  // lock, a bad option, a first host that could not load its agent).
+  const refused = (code: number): Launch => {
+    const said = lastSaid(paths.log, logStart);
+    return {
+      ok: false,
+      alreadyRunning: said !== null && /a daemon is already running/.test(said),
+      message: said === null ? `the daemon exited with code ${code}; see ${paths.log}` : `the daemon exited: ${said}`,
+    };
+  };
   const deadline = performance.now() + START_TIMEOUT_MS;
   while (performance.now() < deadline) {
-    if (exitCode !== null) {
-      // Why it exited is its last line on stderr, which went to the log (an unreachable store, a held lock, a bad option).
-      const said = lastSaid(paths.log, logStart);
-      return {
-        ok: false,
-        alreadyRunning: said !== null && /a daemon is already running/.test(said),
-        message: said === null ? `the daemon exited with code ${exitCode}; see ${paths.log}` : `the daemon exited: ${said}`,
-      };
-    }
+    if (exitCode !== null) return refused(exitCode);
     const client = await connectDaemon(home);
     if (client) {
       try {
@@ -88,6 +93,8 @@ export async function launchDaemon(home: string, hostArgs: string[]): Promise<La
         await waitForHost(() => client.call<HostState>('host.status', {}, START_TIMEOUT_MS), Math.max(0, deadline - performance.now()));
         return { ok: true, pid: status.supervisor.pid };
       } catch (err) {
+        // The daemon ended itself (its first host refused): it is gone, or nearly.
+        if (client.isClosed) return refused(await Promise.race([exited, sleep(EXIT_WAIT_MS, -1)]));
         // Nothing half-started stays behind: the daemon of a host that cannot run is stopped.
         await client.call('daemon.shutdown', { wait: 0 }, START_TIMEOUT_MS).catch(() => {});
         return { ok: false, alreadyRunning: false, message: (err as Error).message };

@@ -7,7 +7,7 @@
 import './daemon-heap.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { resolve } from 'node:path';
-import { agentEnvironment, AgentLoadError, resolveAgentSpec } from '../agents/loader.js';
+import { AgentLoadError, checkedCatalogue, resolveAgentSpec } from '../agents/loader.js';
 import type { HttpOptions } from './commands/daemon.js';
 import type { JwtOptions } from '../edge/jwt-verifier.js';
 import { parseListenAddress } from '../edge/listen-address.js';
@@ -292,7 +292,7 @@ async function beforeDaemonStart(opts: { home?: string; agent?: string; agentCon
   const home = homeFrom(opts.home);
   const running = await (await import('./daemon-client.js')).connectDaemon(home);
   running?.close();
-  if (running === null) await agentEnvironment(opts.agent, { home, flag: opts.agentConfig, env: process.env });
+  if (running === null) await checkedCatalogue(opts.agent, { home, flag: opts.agentConfig, env: process.env });
   storeForChildren(opts);
 }
 

@@ -95,6 +95,8 @@ export class RpcClient {
   }
 
   call<T>(method: string, params: Record<string, unknown> = {}, timeoutMs = DEFAULT_CALL_TIMEOUT_MS): Promise<T> {
+    // A call after the close would wait out its whole bound: the close already failed the pending ones.
+    if (this.channel.isClosed) return Promise.reject(new Error('the daemon closed the connection'));
     const id = ++this.nextId;
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {

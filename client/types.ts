@@ -150,6 +150,8 @@ export interface HostStatusResult {
   store: { url: string; reachable: boolean; problem?: string };
   /** On a node of several (PROTOCOL.md §6.2): this node's id and every node's URL, heartbeat age and session count. */
   cluster?: { node_id: string; nodes: { node_id: string; url: string | null; heartbeat_age_ms: number; sessions: number }[] };
+  /** How the agents' processes are confined (AGENT.md §7); null before the host's first hello. `exposed`: folders given to sessions outside every hidden place. */
+  sandbox: { mode: 'required' | 'off' | 'unused'; mechanism: string | null; exposed?: string[] } | null;
   /** Who this client is (PROTOCOL.md §5.6): the home's owner on the unix socket. */
   you: { user: string; admin: boolean };
 }

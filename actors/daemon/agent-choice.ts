@@ -29,6 +29,11 @@ export class AgentChoices {
     this.current = next;
   }
 
+  /** The sandbox's try answered (daemon.ts tries it as its first host starts): bubblewrap's name and version. */
+  sandboxTried(mechanism: string): void {
+    this.current = { ...this.current, mechanism };
+  }
+
   /** Whether `identity` may make a session with the agent. */
   mayUse(identity: Identity, agent: Pick<AgentDefinition, 'members'> | Pick<AgentListing, 'members'>): boolean {
     return identity.admin || agent.members;

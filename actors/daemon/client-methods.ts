@@ -795,7 +795,7 @@ const METHODS: Record<string, Method> = {
     return {
       supervisor: status.supervisor,
       host: status.host,
-      sandbox: status.sandbox === null || status.sandbox.mode !== 'required' ? status.sandbox : { ...status.sandbox, exposed: await exposedFolders(ctx) },
+      sandbox: status.sandbox === null || status.sandbox.mode !== 'required' ? status.sandbox : { ...status.sandbox, mechanism: status.sandbox.mechanism ?? ctx.agents.checked.mechanism, exposed: await exposedFolders(ctx) },
       store,
       ...(ctx.nodeId === null ? {} : { cluster: { node_id: ctx.nodeId, nodes: await clusterNodes(ctx) } }),
       sessions: { active: counts.active, running: status.running_sids.length, retained: counts.retained, finalized: counts.finalized },

@@ -413,10 +413,12 @@ function onExit(s: SupervisorState, code: number | null, signal: NodeJS.Signals 
   config.log.error({ code, signal, cause: message }, 'compute host exited');
   if (code === EXIT_CONFIG) {
     // The agent or its config cannot be loaded: every respawn would fail the same way.
+    const first = s.phase === 'starting';
     s.phase = 'failed';
     failEverything(s, message, 'crash', wiring);
-    config.log.error('the host cannot load its agent; not respawning (fix it, then host.restart)');
+    config.log.error(first ? 'the first host cannot load its agent; the daemon stops' : 'the host cannot load its agent; not respawning (fix it, then host.restart)');
     releaseParkedCalls(s, ctx, wiring);
+    if (first) config.onFirstHostRefused(lastWords ?? message);
     return;
   }
   const decision = afterCrash(s.restarts, config.clock.nowMs());

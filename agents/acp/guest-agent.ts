@@ -16,7 +16,8 @@ import type { HomeSnapshots } from '../../persistence/home-snapshots.js';
 import { join } from 'node:path';
 import type { SandboxStatus } from '../../protocol/outbound.js';
 import { AgentLoadError } from '../loader-error.js';
-import { SandboxUnavailable, Sandboxes } from '../sandbox/sandbox.js';
+import { SandboxUnavailable } from '../sandbox/sandbox-try.js';
+import { Sandboxes } from '../sandbox/sandbox.js';
 import { defaultWorkspace } from '../sandbox/workspaces.js';
 
 /** What a guest keeps itself: its model, its prompt and its context (AGENT.md §6). */

@@ -14,7 +14,8 @@ import { endChat, startChat } from '../genai-spans.js';
 import { offeredTools, runToolCalls, type ToolSet } from './tools.js';
 import type { Usage } from './streamed-reply.js';
 import { AgentLoadError } from '../loader-error.js';
-import { SandboxUnavailable, Sandboxes } from '../sandbox/sandbox.js';
+import { SandboxUnavailable } from '../sandbox/sandbox-try.js';
+import { Sandboxes } from '../sandbox/sandbox.js';
 import type { SandboxStatus } from '../../protocol/outbound.js';
 
 /** A turn that begins while a server is still starting waits this long for its tools (AGENT.md §2). */

@@ -7,16 +7,14 @@
 // sandbox's folder and its own home read-write, each at its own path.
 // Inside, a small bridge (socat) listens on 127.0.0.1 and carries each connection to the
 // session's proxy through a unix socket bound in: the network namespace has nothing else.
-import { execFile } from 'node:child_process';
 import { hiddenPlaces, sealedPlaces, type SandboxConfig } from './sandbox-config.js';
 import { PROXY_SOCKET } from './proxy-folders.js';
+import { NAMESPACES, WALLS } from './sandbox-try.js';
 
 /** Where the proxy's folder appears inside (under /run, which is the sandbox's own). */
 export const INSIDE_PROXY_DIR = '/run/turnhost-proxy';
 /** The proxy's port on the sandbox's own loopback. */
 export const INSIDE_PROXY_PORT = 3128;
-/** How long the start's try of the sandbox may take (AGENT.md §7). */
-const PROBE_TIMEOUT_MS = 5000;
 
 /** The fd the sandbox's folder is passed on, in bubblewrap's process, when it is bound by its open fd. */
 export const FOLDER_FD = 3;
@@ -37,9 +35,6 @@ export interface SandboxPlaces {
   /** The folder of its proxy's socket, on the host. */
   proxyDir: string;
 }
-
-const NAMESPACES = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net'];
-const WALLS = ['--cap-drop', 'ALL', '--disable-userns', '--die-with-parent', '--new-session'];
 
 /**
  * Starts the bridge in the background, bounds open files (the shell's `ulimit` is inherited),
@@ -86,23 +81,4 @@ export function bwrapArgs(config: SandboxConfig, places: SandboxPlaces, command:
 /** Whether `path` is `parent` or lies below it. */
 export function within(path: string, parent: string): boolean {
   return path === parent || path.startsWith(parent.endsWith('/') ? parent : `${parent}/`);
-}
-
-/**
- * The start's one try (AGENT.md §7): `true` inside walls like a session's, and the bridge's
- * program, within 5 s. Null when it works; else bubblewrap's (or the shell's) first line of error.
- */
-export async function probeSandbox(): Promise<{ version: string } | { error: string }> {
-  const run = (file: string, argv: string[]) =>
-    new Promise<{ ok: boolean; out: string }>((resolve) =>
-      execFile(file, argv, { timeout: PROBE_TIMEOUT_MS, encoding: 'utf8' }, (err, stdout, stderr) => {
-        const text = `${stderr}\n${stdout}\n${err?.message ?? ''}`.split('\n').find((line) => line.trim() !== '') ?? '';
-        resolve({ ok: err === null, out: err === null ? stdout : text.trim() });
-      }),
-    );
-  const walls = [...NAMESPACES, ...WALLS, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--', '/bin/sh', '-c', 'command -v socat >/dev/null || { echo "socat: not found" >&2; exit 127; }'];
-  const tried = await run('bwrap', walls);
-  if (!tried.ok) return { error: tried.out };
-  const version = await run('bwrap', ['--version']);
-  return { version: version.ok ? version.out.trim() : 'bubblewrap' };
 }

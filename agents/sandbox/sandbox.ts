@@ -7,7 +7,8 @@ import { cp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SandboxStatus } from '../../protocol/outbound.js';
 import { AgentFailure } from '../agent.js';
-import { bwrapArgs, INSIDE_PROXY_PORT, probeSandbox, within } from './bubblewrap.js';
+import { bwrapArgs, INSIDE_PROXY_PORT, within } from './bubblewrap.js';
+import { sandboxMechanism } from './sandbox-try.js';
 import { PROXY_SOCKET, proxyFolder } from './proxy-folders.js';
 import { EgressProxy, type ProxyLog } from './egress-proxy.js';
 import { hiddenPlaces, sealedPlaces, type SandboxConfig } from './sandbox-config.js';
@@ -184,20 +185,6 @@ function hiddenMessage(path: string, config: SandboxConfig): string {
         ? 'it lies in a place of sandbox.hidden'
         : 'add its folder to sandbox.read_only';
   return `${path} is hidden by the sandbox (AGENT.md §7): ${why}`;
-}
-
-/** bubblewrap's name and version when it runs here as a sandbox needs; SandboxUnavailable otherwise (AGENT.md §7). */
-export async function sandboxMechanism(): Promise<string> {
-  const probe = await probeSandbox();
-  if ('error' in probe) throw new SandboxUnavailable(probe.error);
-  return probe.version;
-}
-
-/** bubblewrap (or its bridge) cannot run here: the start fails, saying what to do. */
-export class SandboxUnavailable extends Error {
-  constructor(readonly firstLine: string) {
-    super(`sandbox: bubblewrap cannot run the agent's processes here: ${firstLine}; install bubblewrap and socat (Debian: apt install bubblewrap socat), or set sandbox.mode "off" in the agent config (AGENT.md §7)`);
-  }
 }
 
 /**

@@ -27,9 +27,10 @@ import { spawnSupervisor } from '../../actors/daemon/supervisor.js';
 import { TakeoverWatch } from '../../actors/daemon/takeover-watch.js';
 import { ClusterSecret } from '../../actors/daemon/cluster-secret.js';
 import type { GatewayMsg, HostStatus, StopReport, SupervisorMsg } from '../../actors/daemon/supervisor-messages.js';
-import { AgentLoadError, checkedCatalogue } from '../../agents/loader.js';
+import { AgentLoadError } from '../../agents/loader.js';
+import { EXIT_CONFIG } from '../../agents/loader-error.js';
 import { catalogueHandoff } from '../../agents/catalogue-handoff.js';
-import { catalogueEnvironment } from '../../agents/catalogue-config.js';
+import { catalogueEnvironment, needsSandbox, readCatalogue } from '../../agents/catalogue-config.js';
 import { AgentChoices } from '../../actors/daemon/agent-choice.js';
 import { reloadAgents } from '../../actors/daemon/agents-reload.js';
 import { hiddenPlaces, sandboxOnly, type SandboxConfig } from '../../agents/sandbox/sandbox-config.js';
@@ -125,9 +126,10 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   let secrets: ChangingRedactor;
   let sandbox: SandboxConfig;
   try {
-    const checked = await checkedCatalogue(options.agent, source);
-    const needs = catalogueEnvironment(checked.catalogue);
-    choices = new AgentChoices(checked);
+    // Validated now; the sandbox is tried once the first host is on its way (trySandbox).
+    const catalogue = await readCatalogue(options.agent, source);
+    const needs = catalogueEnvironment(catalogue);
+    choices = new AgentChoices({ catalogue, mechanism: null });
     hostNames = new Set(needs.names);
     secrets = new ChangingRedactor(needs.secrets);
     sandbox = sandboxOnly(source);
@@ -162,6 +164,14 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   // We hold the lock, so a socket file left here is stale.
   rmSync(paths.socket, { force: true });
 
+  let exitCode = 0;
+  // Its first host could not load its agent, or the sandbox its agents need cannot be made here
+  // (AGENT.md §7): a daemon that can serve no agent ends as a config error does, exit 78.
+  const refuseStart = (why: string): void => {
+    process.stderr.write(`turnhost daemon: ${why}\n`);
+    exitCode = EXIT_CONFIG;
+    stop();
+  };
   let onStopped: (report: StopReport) => void = () => {};
   const stopped = new Promise<StopReport>((resolve) => (onStopped = resolve));
   const system = startSystem();
@@ -194,6 +204,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       onHostStderr: (line) => logFile.append(quotedLine('host-stderr', secrets.redact(line))),
       onHostLog: (line) => logFile.append(isRecordLine(line) ? secrets.redact(line) : quotedLine('host-log', secrets.redact(line))),
       onStopped,
+      onFirstHostRefused: (why) => refuseStart(why),
       // A node's host may first wait for its own lock, held by a dead earlier start of it (postgres-store.ts).
       helloTimeoutMs: 10 * SECOND_MS + (options.nodeId === undefined ? 0 : nodeLockWaitMs(options.leaseSecs ?? DEFAULT_LEASE_SECS)),
       controlTimeoutMs: 30 * SECOND_MS,
@@ -265,6 +276,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   }
   log.info({ home, socket: paths.socket, ...(edge === null ? {} : { http: edge.url }) }, 'daemon listening');
   tell(supervisor, { kind: 'spawn' });
+  trySandbox(choices, refuseStart);
   scheduler.start();
   delivery?.start();
   retention?.start();
@@ -298,7 +310,25 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   lock.release();
   log.info('daemon exiting');
   logFile.close();
-  return 0;
+  return exitCode;
+}
+
+/**
+ * The sandbox's try (AGENT.md §7) when an agent of the catalogue needs it, made as the first host
+ * starts: this process only waits then. Made earlier, among the daemon's own start, the try (a
+ * process) cost 20 to 30 ms of start to hello on 2 cores (agents/sandbox/sandbox-try.ts). Until it
+ * answers, which is long before that host's hello, host.status has no mechanism to show; a machine
+ * that cannot make the sandbox ends the daemon before its host served anything.
+ */
+function trySandbox(choices: AgentChoices, refuse: (why: string) => void): void {
+  const { catalogue } = choices.checked;
+  if (!needsSandbox(catalogue.definitions.values())) return;
+  import('../../agents/sandbox/sandbox-try.js')
+    .then(({ triedSandbox }) => triedSandbox(catalogue.file))
+    .then(
+      (mechanism) => choices.sandboxTried(mechanism),
+      (err: unknown) => refuse((err as Error).message),
+    );
 }
 
 /**

@@ -158,6 +158,10 @@ describe('several agents on one daemon, chosen per session (AGENT.md §8; real p
       if ('error' in ended) throw new Error(ended.error);
       return ended.reply.replace(`ran ${command}: `, '');
     };
+    // No guest is made yet: the daemon tried the sandbox as its host started, and shows what it found.
+    const status = await s.admin.hostStatus();
+    expect(status.sandbox).to.deep.include({ mode: 'required' });
+    expect(status.sandbox?.mechanism).to.match(/^bubblewrap \d+\.\d+/);
     await s.admin.createSession({ session_id: 'a1', agent: 'guest-a' });
     await s.admin.createSession({ session_id: 'b1', agent: 'guest-b' });
     expect(await run('a1', 'env | cut -d= -f1 | grep ^KEY_ | sort')).to.equal('KEY_A');

@@ -101,6 +101,7 @@ async function rig(): Promise<Rig> {
       onHostStderr: () => {},
       onHostLog: () => {},
       onStopped: () => {},
+      onFirstHostRefused: () => {},
       helloTimeoutMs: 10_000,
       controlTimeoutMs: CONTROL_TIMEOUT_MS,
       respondTimeoutMs: 15_000,
