@@ -55,6 +55,8 @@ export interface ClientContext {
   hiddenPlaces: readonly string[];
   /** The catalogue of agents (AGENT.md §8): which a new session may be made with, and by whom. */
   agents: AgentChoices;
+  /** bubblewrap's name and version as the daemon's own try found it (daemon.ts), once that try answered; null when no agent needs it. */
+  sandboxMechanism(): Promise<string | null>;
   /** Reads the agent config again, and the host with it; throws -32602 with the exit-78 line when it does not validate. */
   reloadAgents(): Promise<CatalogueView>;
   /** The store's users and shares, opened on first use. */
@@ -795,7 +797,7 @@ const METHODS: Record<string, Method> = {
     return {
       supervisor: status.supervisor,
       host: status.host,
-      sandbox: status.sandbox === null || status.sandbox.mode !== 'required' ? status.sandbox : { ...status.sandbox, mechanism: status.sandbox.mechanism ?? ctx.agents.checked.mechanism, exposed: await exposedFolders(ctx) },
+      sandbox: status.sandbox === null || status.sandbox.mode !== 'required' ? status.sandbox : { ...status.sandbox, mechanism: status.sandbox.mechanism ?? (await ctx.sandboxMechanism()), exposed: await exposedFolders(ctx) },
       store,
       ...(ctx.nodeId === null ? {} : { cluster: { node_id: ctx.nodeId, nodes: await clusterNodes(ctx) } }),
       sessions: { active: counts.active, running: status.running_sids.length, retained: counts.retained, finalized: counts.finalized },

@@ -30,6 +30,8 @@ export interface SupervisorConfig {
   onHostLog(line: string): void;
   /** Once stopped: the daemon may close its sockets and exit. */
   onStopped(report: StopReport): void;
+  /** The daemon's first host said hello: what its start leaves for after that runs now. */
+  onFirstHello(): void;
   /** The daemon's first host could not load its agent (exit 78: a config, or a machine without the sandbox it needs): the daemon cannot serve. `why`: the host's last line. */
   onFirstHostRefused(why: string): void;
   helloTimeoutMs: number;

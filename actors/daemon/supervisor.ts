@@ -328,6 +328,7 @@ function acceptHello(s: SupervisorState, hello: HelloFrame, ctx: ActorContext<Su
     return;
   }
   s.hello = hello;
+  const first = s.phase === 'starting';
   if (s.phase !== 'stopping') s.phase = 'running';
   s.heartbeatMs = hello.heartbeat_secs * SECOND_MS;
   s.lastFrameMs = config.clock.nowMs();
@@ -346,6 +347,7 @@ function acceptHello(s: SupervisorState, hello: HelloFrame, ctx: ActorContext<Su
   if (s.phase === 'stopping') child.send({ type: 'shutdown', request_id: 'daemon-stop', wait: 0 });
   holdOrResumeQueues(s, hello.queued ?? []);
   releaseParkedCalls(s, ctx, wiring);
+  if (first) config.onFirstHello();
 }
 
 /**

@@ -126,7 +126,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   let secrets: ChangingRedactor;
   let sandbox: SandboxConfig;
   try {
-    // Validated now; the sandbox is tried once the first host is on its way (trySandbox).
+    // Validated now; the sandbox is tried once the first host said hello (trySandbox).
     const catalogue = await readCatalogue(options.agent, source);
     const needs = catalogueEnvironment(catalogue);
     choices = new AgentChoices({ catalogue, mechanism: null });
@@ -165,6 +165,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   rmSync(paths.socket, { force: true });
 
   let exitCode = 0;
+  let sandboxTried: Promise<void> = Promise.resolve();
   // Its first host could not load its agent, or the sandbox its agents need cannot be made here
   // (AGENT.md §7): a daemon that can serve no agent ends as a config error does, exit 78.
   const refuseStart = (why: string): void => {
@@ -204,6 +205,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       onHostStderr: (line) => logFile.append(quotedLine('host-stderr', secrets.redact(line))),
       onHostLog: (line) => logFile.append(isRecordLine(line) ? secrets.redact(line) : quotedLine('host-log', secrets.redact(line))),
       onStopped,
+      onFirstHello: () => (sandboxTried = trySandbox(choices, refuseStart)),
       onFirstHostRefused: (why) => refuseStart(why),
       // A node's host may first wait for its own lock, held by a dead earlier start of it (postgres-store.ts).
       helloTimeoutMs: 10 * SECOND_MS + (options.nodeId === undefined ? 0 : nodeLockWaitMs(options.leaseSecs ?? DEFAULT_LEASE_SECS)),
@@ -231,6 +233,10 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     workspacesRoot: sandbox.workspacesRoot,
     hiddenPlaces: hiddenPlaces(sandbox),
     agents: choices,
+    sandboxMechanism: async () => {
+      await sandboxTried;
+      return choices.checked.mechanism;
+    },
     reloadAgents: () => reloadAgents({ spec: options.agent, source, choices, hostNames, secrets, supervisor }),
     people,
     side: side.get,
@@ -276,7 +282,6 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   }
   log.info({ home, socket: paths.socket, ...(edge === null ? {} : { http: edge.url }) }, 'daemon listening');
   tell(supervisor, { kind: 'spawn' });
-  trySandbox(choices, refuseStart);
   scheduler.start();
   delivery?.start();
   retention?.start();
@@ -314,16 +319,18 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
 }
 
 /**
- * The sandbox's try (AGENT.md §7) when an agent of the catalogue needs it, made as the first host
- * starts: this process only waits then. Made earlier, among the daemon's own start, the try (a
- * process) cost 20 to 30 ms of start to hello on 2 cores (agents/sandbox/sandbox-try.ts). Until it
- * answers, which is long before that host's hello, host.status has no mechanism to show; a machine
- * that cannot make the sandbox ends the daemon before its host served anything.
+ * The sandbox's try (AGENT.md §7) when an agent of the catalogue needs it, made once the first host
+ * said hello; it settles when the try answered. Among the daemon's own start the try (a process)
+ * cost 20 to 30 ms of start to hello on 2 cores, and 10 to 15 ms while the host started: the
+ * fork and bwrap's namespaces take CPU from whatever else runs (agents/sandbox/sandbox-try.ts).
+ * host.status waits for it to show bubblewrap's version; a machine that cannot make the sandbox
+ * ends the daemon with exit 78 moments after the hello (`start` tries it before it starts one).
+ * An agent made before it answered is no less safe: each agent tries its sandbox as it is made.
  */
-function trySandbox(choices: AgentChoices, refuse: (why: string) => void): void {
+function trySandbox(choices: AgentChoices, refuse: (why: string) => void): Promise<void> {
   const { catalogue } = choices.checked;
-  if (!needsSandbox(catalogue.definitions.values())) return;
-  import('../../agents/sandbox/sandbox-try.js')
+  if (!needsSandbox(catalogue.definitions.values())) return Promise.resolve();
+  return import('../../agents/sandbox/sandbox-try.js')
     .then(({ triedSandbox }) => triedSandbox(catalogue.file))
     .then(
       (mechanism) => choices.sandboxTried(mechanism),

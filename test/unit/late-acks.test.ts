@@ -101,6 +101,7 @@ async function rig(): Promise<Rig> {
       onHostStderr: () => {},
       onHostLog: () => {},
       onStopped: () => {},
+      onFirstHello: () => {},
       onFirstHostRefused: () => {},
       helloTimeoutMs: 10_000,
       controlTimeoutMs: CONTROL_TIMEOUT_MS,
