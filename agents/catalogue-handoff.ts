@@ -4,7 +4,7 @@
 // validating it again: validating an `openai` or `acp` definition loads the schema library (about
 // 70 ms and 13 MiB here). The sandbox's try goes with it once the daemon has made it: a host
 // started after a crash or a reload gets bubblewrap's version, the first host null (the daemon
-// tries the sandbox while that host starts, and shows the version itself: daemon.ts). A host
+// tries the sandbox once that host said hello, and shows the version itself: daemon.ts). A host
 // started alone, or given a catalogue too large for an environment variable, validates the file
 // and tries the sandbox itself, as before.
 import type { AgentDefinition, CatalogueConfig, CheckedCatalogue } from './catalogue-config.js';

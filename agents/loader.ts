@@ -63,7 +63,7 @@ export async function loadAgent(spec: string, setup: AgentSetup, cwd = process.c
  * The catalogue the config gives (AGENT.md §8), validated whole, and the sandbox tried when an
  * agent of it starts processes (AGENT.md §7): `start`, a reload, and a host started alone refuse a
  * broken config, or a machine that cannot make the sandbox, with AgentLoadError (exit 78). A daemon
- * validates the file alone (readCatalogue), and tries the sandbox as its first host starts
+ * validates the file alone (readCatalogue), and tries the sandbox once its first host said hello
  * (bin/commands/daemon.ts).
  */
 export async function checkedCatalogue(spec: string | undefined, source: ConfigSource): Promise<CheckedCatalogue> {

@@ -29,7 +29,7 @@ export class AgentChoices {
     this.current = next;
   }
 
-  /** The sandbox's try answered (daemon.ts tries it as its first host starts): bubblewrap's name and version. */
+  /** The sandbox's try answered (daemon.ts tries it once its first host said hello): bubblewrap's name and version. */
   sandboxTried(mechanism: string): void {
     this.current = { ...this.current, mechanism };
   }

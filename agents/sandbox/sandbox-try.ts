@@ -1,7 +1,7 @@
 // The start's one try of the sandbox (AGENT.md §7), and the walls every sandbox is made with.
 // A spawn costs the process that makes it: its first one some 10 ms of its main thread here, and
 // each forks the whole process. Measured on 2 cores, a try made among a daemon's own start cost 20
-// to 30 ms of start to hello; a daemon therefore makes it while its first host starts (daemon.ts).
+// to 30 ms of start to hello; a daemon therefore makes it once its first host said hello (daemon.ts).
 import { execFile } from 'node:child_process';
 import { AgentLoadError } from '../loader-error.js';
 
