@@ -167,7 +167,8 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   let exitCode = 0;
   let sandboxTried: Promise<void> = Promise.resolve();
   // Its first host could not load its agent, or the sandbox its agents need cannot be made here
-  // (AGENT.md §7): a daemon that can serve no agent ends as a config error does, exit 78.
+  // (AGENT.md §7): a daemon that can serve no agent ends as a config error does, exit 78. Called
+  // by the supervisor once the host ran, so after `stop` below exists.
   const refuseStart = (why: string): void => {
     process.stderr.write(`turnhost daemon: ${why}\n`);
     exitCode = EXIT_CONFIG;
