@@ -15,8 +15,7 @@ import { HomeSync } from './home-sync.js';
 import type { HomeSnapshots } from '../../persistence/home-snapshots.js';
 import { join } from 'node:path';
 import type { SandboxStatus } from '../../protocol/outbound.js';
-import { AgentLoadError } from '../loader-error.js';
-import { SandboxUnavailable } from '../sandbox/sandbox-try.js';
+import { asConfigError } from '../sandbox/sandbox-try.js';
 import { Sandboxes } from '../sandbox/sandbox.js';
 import { defaultWorkspace } from '../sandbox/workspaces.js';
 
@@ -46,7 +45,7 @@ export async function createGuestAgent(options: GuestAgentOptions): Promise<Agen
   try {
     sandboxes = await Sandboxes.start(config.sandbox, options.log, { homeTemplate: options.homeTemplate });
   } catch (err) {
-    throw err instanceof SandboxUnavailable ? new AgentLoadError(`${config.file}: ${err.message}`) : err;
+    throw asConfigError(err, config.file);
   }
   return new GuestAgent(config, sandboxes, options.log, options.slots, homeSyncOf(config, sandboxes, options));
 }

@@ -13,8 +13,7 @@ import { ContextTooLong, CutReply, ModelApi, type ModelReply, type StreamHandler
 import { endChat, startChat } from '../genai-spans.js';
 import { offeredTools, runToolCalls, type ToolSet } from './tools.js';
 import type { Usage } from './streamed-reply.js';
-import { AgentLoadError } from '../loader-error.js';
-import { SandboxUnavailable } from '../sandbox/sandbox-try.js';
+import { asConfigError } from '../sandbox/sandbox-try.js';
 import { Sandboxes } from '../sandbox/sandbox.js';
 import type { SandboxStatus } from '../../protocol/outbound.js';
 
@@ -36,7 +35,7 @@ export async function createModelAgent(options: ModelAgentOptions): Promise<Agen
   try {
     sandboxes = await Sandboxes.start(config.sandbox, options.log, { needed, homeTemplate: options.homeTemplate ?? null });
   } catch (err) {
-    throw err instanceof SandboxUnavailable ? new AgentLoadError(`${config.file ?? 'agent.json'}: ${err.message}`) : err;
+    throw asConfigError(err, config.file ?? 'agent.json');
   }
   return new ModelAgent(options, config, sandboxes);
 }

@@ -42,6 +42,11 @@ export async function triedSandbox(file: string): Promise<string> {
   try {
     return await sandboxMechanism();
   } catch (err) {
-    throw err instanceof SandboxUnavailable ? new AgentLoadError(`${file}: ${err.message}`) : err;
+    throw asConfigError(err, file);
   }
+}
+
+/** What to throw for `err` met while making the sandbox of the config `file`'s agents: SandboxUnavailable as a config error naming the file. */
+export function asConfigError(err: unknown, file: string): unknown {
+  return err instanceof SandboxUnavailable ? new AgentLoadError(`${file}: ${err.message}`) : err;
 }

@@ -207,7 +207,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       onHostLog: (line) => logFile.append(isRecordLine(line) ? secrets.redact(line) : quotedLine('host-log', secrets.redact(line))),
       onStopped,
       onFirstHello: () => (sandboxTried = trySandbox(choices, refuseStart)),
-      onFirstHostRefused: (why) => refuseStart(why),
+      onFirstHostRefused: refuseStart,
       // A node's host may first wait for its own lock, held by a dead earlier start of it (postgres-store.ts).
       helloTimeoutMs: 10 * SECOND_MS + (options.nodeId === undefined ? 0 : nodeLockWaitMs(options.leaseSecs ?? DEFAULT_LEASE_SECS)),
       controlTimeoutMs: 30 * SECOND_MS,

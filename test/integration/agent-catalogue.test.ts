@@ -158,7 +158,7 @@ describe('several agents on one daemon, chosen per session (AGENT.md §8; real p
       if ('error' in ended) throw new Error(ended.error);
       return ended.reply.replace(`ran ${command}: `, '');
     };
-    // No guest is made yet: the daemon tried the sandbox as its host started, and shows what it found.
+    // No guest is made yet: the daemon tried the sandbox after its host's hello, and shows what it found.
     const status = await s.admin.hostStatus();
     expect(status.sandbox).to.deep.include({ mode: 'required' });
     expect(status.sandbox?.mechanism).to.match(/^bubblewrap \d+\.\d+/);

@@ -248,7 +248,7 @@ describe('the sandbox against a member who runs any command (real daemon, the Py
     const refused = await h.runCli(['start', '--home', join(dir, 'acp'), '--agent', 'acp', '--agent-config', join(dir, 'agent.json')], without);
     expect(refused.code).to.equal(78);
     expect(refused.stderr).to.match(/sandbox: bubblewrap cannot run the agent's processes here: .*ENOENT; install bubblewrap and socat \(Debian: apt install bubblewrap socat\), or set sandbox.mode "off"/);
-    // The daemon run by hand (systemd): it tries the sandbox as its host starts, and ends.
+    // The daemon run by hand (systemd): it tries the sandbox once its host said hello, and ends.
     writeFileSync(join(dir, 'catalogue.json'), JSON.stringify({ agents: { quick: { kind: 'script' }, guest: { kind: 'acp', acp: { command: 'python3', args: [PYTHON_GUEST] } } } }));
     const daemon = await h.runCli(['daemon', '--home', join(dir, 'catalogue'), '--agent-config', join(dir, 'catalogue.json')], without);
     expect(daemon.code, daemon.stderr).to.equal(78);
