@@ -306,9 +306,10 @@ hostOptions(program.command('host').description('run the compute host on stdin/s
   .addOption(homeOption())
   .addOption(new Option('--queue-deltas', 'send queue.delta frames instead of session.queue events (for the daemon)').hideHelp())
   .addOption(new Option('--log-fd <fd>', 'write log records to this open descriptor instead of stderr (for the daemon)').argParser(positiveInteger).hideHelp())
+  .addOption(new Option('--catalogue-fd <fd>', 'read the agent catalogue the daemon validated from this open descriptor (for the daemon)').argParser(positiveInteger).hideHelp())
   .addOption(new Option('--webhook-events <list>', 'write these webhook events to the outbox (for the daemon)').argParser(webhookEvents).hideHelp())
   .action((opts) =>
-    run('host', async () => (await import('./commands/host.js')).hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, maxRunningPerPerson: opts.maxRunningPerPerson, otlpEndpoint: opts.otlpEndpoint, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, historyCacheMib: opts.historyCacheMib, store: opts.store, nodeId: opts.nodeId, leaseSecs: opts.leaseSecs, advertise: opts.advertise, webhookEvents: opts.webhookEvents })),
+    run('host', async () => (await import('./commands/host.js')).hostCommand({ home: homeFrom(opts.home), agent: opts.agent, agentConfig: opts.agentConfig, workers: opts.workers, maxRunningPerPerson: opts.maxRunningPerPerson, otlpEndpoint: opts.otlpEndpoint, heartbeatSecs: opts.heartbeatSecs, queueDeltas: opts.queueDeltas, logFd: opts.logFd, catalogueFd: opts.catalogueFd, historyCacheMib: opts.historyCacheMib, store: opts.store, nodeId: opts.nodeId, leaseSecs: opts.leaseSecs, advertise: opts.advertise, webhookEvents: opts.webhookEvents })),
   );
 
 retentionOptions(webhookOptions(httpOptions(hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)')))))

@@ -2,8 +2,8 @@
 // by the daemon and then by its host, each in its own process. A file that does not validate is
 // refused with the line a start would exit 78 with, and both keep the old catalogue; a valid one
 // is the catalogue of new sessions at once. The host gets the values of the variables its new
-// agents need that it was not started with (a new guest's `pass_env`), and a host the daemon
-// starts later gets them in its environment.
+// agents need that it was not handed at its start (a new guest's `pass_env`), and a host the
+// daemon starts later is handed them with its catalogue (catalogue-handoff.ts).
 import { catalogueEnvironment } from '../../agents/catalogue-config.js';
 import type { CatalogueView } from '../../agents/catalogue.js';
 import type { ConfigSource } from '../../agents/config-file.js';
@@ -13,6 +13,7 @@ import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
 import type { Ref } from '../runtime.js';
 import type { AgentChoices } from './agent-choice.js';
 import { askHost } from './client-methods.js';
+import { variableValues } from './host-child.js';
 import type { SupervisorMsg } from './supervisor-messages.js';
 
 export interface AgentsReload {
@@ -35,11 +36,7 @@ export async function reloadAgents(reload: AgentsReload): Promise<CatalogueView>
     throw err;
   }
   const needs = catalogueEnvironment(next.catalogue);
-  const env: Record<string, string> = {};
-  for (const name of needs.names) {
-    const value = reload.source.env[name];
-    if (!reload.hostNames.has(name) && value !== undefined) env[name] = value;
-  }
+  const env = variableValues(reload.source.env, needs.names.filter((name) => !reload.hostNames.has(name)));
   const view = (await askHost(reload.supervisor, { op: 'agents', reload: true, env })) as CatalogueView;
   for (const name of needs.names) reload.hostNames.add(name);
   reload.choices.set(next);

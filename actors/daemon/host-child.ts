@@ -2,6 +2,8 @@
 // an allowlisted environment, frames read line by line from its stdout, its stderr lines kept
 // for the log, and signals sent to the whole group (an agent's own children included).
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Writable } from 'node:stream';
+import { HOST_CATALOGUE_FD } from '../../agents/catalogue-handoff.js';
 import { LineReader } from '../../protocol/line-reader.js';
 import { tickWrites } from '../../protocol/tick-writes.js';
 import { readStartTime } from '../../persistence/proc.js';
@@ -16,15 +18,24 @@ const EXTRA_NAMES = 'TURNHOST_AGENT_ENV';
 /** How long a dead host's remaining output is waited for before its exit is reported. */
 const LAST_WORDS_WAIT_MS = 1000;
 
-/** `agentNames`: what the agent needs besides (the model agent's key variable, say). */
-export function hostEnvironment(env: NodeJS.ProcessEnv, agentNames: readonly string[] = []): NodeJS.ProcessEnv {
-  const extra = [...(env[EXTRA_NAMES] ?? '').split(/\s+/).filter((n) => n !== ''), ...agentNames];
+export function hostEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const extra = (env[EXTRA_NAMES] ?? '').split(/\s+/).filter((n) => n !== '');
   const passed: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
     if (PASSED_NAMES.includes(name) || extra.includes(name) || PASSED_PREFIXES.some((p) => name.startsWith(p))) passed[name] = value;
   }
   return passed;
+}
+
+/** The values `env` has of `names`: what the host's agents need, handed to it beside its environment (catalogue-handoff.ts). */
+export function variableValues(env: NodeJS.ProcessEnv, names: Iterable<string>): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const name of names) {
+    const value = env[name];
+    if (value !== undefined) values[name] = value;
+  }
+  return values;
 }
 
 /** What the supervisor needs of a host process (HostChild; a test may give a stand-in). */
@@ -114,9 +125,19 @@ export class HostChild implements HostHandle {
     child.once('error', () => report(null, null)); // the spawn itself failed
   }
 
-  static spawn(entry: string, args: readonly string[], env: NodeJS.ProcessEnv, events: HostChildEvents): HostChild {
+  /**
+   * `handoff`: what the host reads on its catalogue descriptor (catalogue-handoff.ts), written once
+   * it settles; a handoff that fails closes the descriptor empty, and the host ends.
+   */
+  static spawn(entry: string, args: readonly string[], env: NodeJS.ProcessEnv, events: HostChildEvents, handoff: Promise<string>): HostChild {
     const argv = [process.execPath, entry, ...args];
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true, env });
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'], detached: true, env });
+    const catalogue = child.stdio[HOST_CATALOGUE_FD] as Writable | null;
+    catalogue?.on('error', () => {}); // EPIPE after the host died: its exit is reported as any other
+    handoff.then(
+      (text) => catalogue?.end(text),
+      () => catalogue?.end(),
+    );
     return new HostChild(child, argv, events);
   }
 

@@ -18,8 +18,14 @@ export interface SupervisorConfig {
   hostArgs: () => string[];
   /** The catalogue's default agent (for host.status): it changes at a reload. */
   agent: () => string;
-  /** Made at each spawn: a reload may have added what a new agent needs. */
+  /** Made at each spawn: the host's allowlisted environment. */
   hostEnv: () => NodeJS.ProcessEnv;
+  /**
+   * Made at each spawn: what the host reads on its catalogue descriptor (catalogue-handoff.ts), the
+   * catalogue as validated and the values its agents need. The first host is spawned before the
+   * daemon validated its file: this settles then.
+   */
+  hostHandoff: () => Promise<string>;
   registryPath: string;
   probe: ProcessProbe;
   clock: Clock;
@@ -38,7 +44,7 @@ export interface SupervisorConfig {
   controlTimeoutMs: number;
   respondTimeoutMs: number;
   /** The seam for spawning the host; tests may give a stand-in. */
-  spawnHost?: (entry: string, args: readonly string[], env: NodeJS.ProcessEnv, events: HostChildEvents) => HostHandle;
+  spawnHost?: (entry: string, args: readonly string[], env: NodeJS.ProcessEnv, events: HostChildEvents, handoff: Promise<string>) => HostHandle;
 }
 
 /**

@@ -10,6 +10,7 @@ import type { EventPayloads } from '../../protocol/rpc.js';
 import { RpcError } from '../../protocol/client-rpc.js';
 import { eventLine } from '../../protocol/event-line.js';
 import { HOST_LOG_FD, HostChild, type HostChildEvents, type HostHandle } from './host-child.js';
+import { HOST_CATALOGUE_FD } from '../../agents/catalogue-handoff.js';
 import { PendingControls } from './pending-controls.js';
 import { afterCrash } from './restart-policy.js';
 import { spawnActor, tell, waitingMessages, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';
@@ -170,7 +171,8 @@ async function spawnHost(s: SupervisorState, ctx: ActorContext<SupervisorMsg>, w
     exit: (child, code, signal) => tell(ctx.self, { kind: 'host-exit', child, code, signal }),
   };
   const spawn = config.spawnHost ?? HostChild.spawn;
-  const child = spawn(config.hostEntry, ['host', '--home', config.home, '--queue-deltas', '--log-fd', String(HOST_LOG_FD), ...config.hostArgs()], config.hostEnv(), events);
+  const args = ['host', '--home', config.home, '--queue-deltas', '--log-fd', String(HOST_LOG_FD), '--catalogue-fd', String(HOST_CATALOGUE_FD), ...config.hostArgs()];
+  const child = spawn(config.hostEntry, args, config.hostEnv(), events, config.hostHandoff());
   wiring.gate.attach(() => child.pauseOutput(), () => child.resumeOutput());
   s.child = child;
   s.hello = null;

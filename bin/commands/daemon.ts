@@ -21,7 +21,7 @@ import type { Cluster } from '../../actors/daemon/peer-links.js';
 import { monotonicClock } from '../../actors/clock.js';
 import { spawnGateway } from '../../actors/daemon/gateway.js';
 import { OutputGate } from '../../actors/daemon/output-gate.js';
-import { hostEnvironment } from '../../actors/daemon/host-child.js';
+import { hostEnvironment, variableValues } from '../../actors/daemon/host-child.js';
 import { ask, spawnActor, startSystem, stopSystem, tell, SECOND_MS, type Ref } from '../../actors/runtime.js';
 import { spawnSupervisor } from '../../actors/daemon/supervisor.js';
 import { TakeoverWatch } from '../../actors/daemon/takeover-watch.js';
@@ -121,23 +121,6 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   enterHome(home);
   const paths = homePaths(home);
   const source = { home, flag: options.agentConfig, env: process.env };
-  let choices: AgentChoices;
-  let hostNames: Set<string>;
-  let secrets: ChangingRedactor;
-  let sandbox: SandboxConfig;
-  try {
-    // Validated now; the sandbox is tried once the first host said hello (trySandbox).
-    const catalogue = await readCatalogue(options.agent, source);
-    const needs = catalogueEnvironment(catalogue);
-    choices = new AgentChoices({ catalogue, mechanism: null });
-    hostNames = new Set(needs.names);
-    secrets = new ChangingRedactor(needs.secrets);
-    sandbox = sandboxOnly(source);
-  } catch (err) {
-    if (!(err instanceof AgentLoadError)) throw err;
-    process.stderr.write(`turnhost daemon: ${err.message}\n`);
-    return err.exitCode;
-  }
   let location: StoreLocation;
   try {
     location = storeLocation(options.store, paths.database);
@@ -167,13 +150,23 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   let exitCode = 0;
   let sandboxTried: Promise<void> = Promise.resolve();
   // Its first host could not load its agent, or the sandbox its agents need cannot be made here
-  // (AGENT.md §7): a daemon that can serve no agent ends as a config error does, exit 78. Called
-  // by the supervisor once the host ran, so after `stop` below exists.
+  // (AGENT.md §7): a daemon that can serve no agent ends as a config error does, exit 78. Once
+  // the daemon refused its own config, its host's end says nothing more.
   const refuseStart = (why: string): void => {
+    if (exitCode !== 0) return;
     process.stderr.write(`turnhost daemon: ${why}\n`);
     exitCode = EXIT_CONFIG;
     stop();
   };
+  // Set once the agent config validated (below, while the first host starts).
+  let choices: AgentChoices;
+  let sandbox: SandboxConfig;
+  const hostNames = new Set<string>();
+  const secrets = new ChangingRedactor([]);
+  let validated: (valid: boolean) => void = () => {};
+  const validation = new Promise<boolean>((resolve) => (validated = resolve));
+  let hostStarting: () => void = () => {};
+  const hostStarted = new Promise<void>((resolve) => (hostStarting = resolve));
   let onStopped: (report: StopReport) => void = () => {};
   const stopped = new Promise<StopReport>((resolve) => (onStopped = resolve));
   const system = startSystem();
@@ -196,7 +189,12 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       hostArgs: () => hostArgs({ ...options, advertise: advertisedUrl(options, edge) }),
       agent: () => choices.config.defaultAgent,
       // The store's URL goes by the environment, not argv: other users of the machine can read argv.
-      hostEnv: () => ({ ...hostEnvironment(process.env, [...hostNames]), [STORE_ENV]: location.kind === 'sqlite' ? 'sqlite' : location.url, ...catalogueHandoff(choices.checked) }),
+      hostEnv: () => ({ ...hostEnvironment(process.env), [STORE_ENV]: location.kind === 'sqlite' ? 'sqlite' : location.url }),
+      // Empty when the config did not validate: that host ends, as the daemon does (exit 78).
+      hostHandoff: () => {
+        hostStarting();
+        return validation.then((valid) => (valid ? catalogueHandoff({ checked: choices.checked, env: variableValues(process.env, hostNames) }) : ''));
+      },
       registryPath: paths.registry,
       probe: realProbe({ graceMs: TERMINATE_GRACE_MS, killWaitMs: TERMINATE_KILL_WAIT_MS }),
       clock: monotonicClock,
@@ -214,6 +212,35 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       respondTimeoutMs: 15 * SECOND_MS,
     },
   });
+  const stop = (): void => tell(supervisor, { kind: 'stop', waitSec: DEFAULT_STOP_WAIT_SEC });
+  // The first host loads its modules (hundreds of ms) while the daemon validates its agent config
+  // (10 to 20 ms for a catalogue of ten): it reads the result on its catalogue descriptor. A node
+  // that advertises its edge's own address starts its host once the edge listens.
+  const spawnFirst = options.nodeId === undefined || options.advertise !== undefined;
+  if (spawnFirst) {
+    tell(supervisor, { kind: 'spawn' });
+    await hostStarted;
+  }
+  try {
+    const catalogue = await readCatalogue(options.agent, source);
+    const needs = catalogueEnvironment(catalogue);
+    sandbox = sandboxOnly(source);
+    choices = new AgentChoices({ catalogue, mechanism: null });
+    for (const name of needs.names) hostNames.add(name);
+    secrets.set(needs.secrets);
+    validated(true);
+  } catch (err) {
+    validated(false);
+    if (!(err instanceof AgentLoadError)) throw err;
+    process.stderr.write(`turnhost daemon: ${err.message}\n`);
+    exitCode = err.exitCode;
+    stop();
+    await stopped;
+    stopSystem(system);
+    lock.release();
+    logFile.close();
+    return exitCode;
+  }
   const database = readerOnDemand(location);
   const side = sideOnDemand(location);
   const people = async () => (await side.get())?.people ?? null;
@@ -282,12 +309,11 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     edge = await startEdge({ ...http, home, envToken: process.env['TURNHOST_TOKEN'] || undefined, shared, clients, limits, admit, preAuth, track, maxClients, metrics, log });
   }
   log.info({ home, socket: paths.socket, ...(edge === null ? {} : { http: edge.url }) }, 'daemon listening');
-  tell(supervisor, { kind: 'spawn' });
+  if (!spawnFirst) tell(supervisor, { kind: 'spawn' });
   scheduler.start();
   delivery?.start();
   retention?.start();
 
-  const stop = (): void => tell(supervisor, { kind: 'stop', waitSec: DEFAULT_STOP_WAIT_SEC });
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   // SIGHUP reads the agent config again, as `turnhost agents reload` does (AGENT.md §8).

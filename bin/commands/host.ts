@@ -15,7 +15,9 @@ import { startSystem, stopSystem, SECOND_MS } from '../../actors/runtime.js';
 import type { HostServices } from '../../actors/host/services.js';
 import { fullQueueEvents, queueDeltas } from '../../actors/host/queue-events.js';
 import { AgentLoadError, checkedCatalogue } from '../../agents/loader.js';
-import { handedCatalogue } from '../../agents/catalogue-handoff.js';
+import { readHandedCatalogue } from '../../agents/catalogue-handoff.js';
+import type { CheckedCatalogue } from '../../agents/catalogue-config.js';
+import type { ConfigSource } from '../../agents/config-file.js';
 import { EXIT_CONFIG } from '../../agents/loader-error.js';
 import { catalogueEnvironment } from '../../agents/catalogue-config.js';
 import { AgentCatalogue } from '../../agents/catalogue.js';
@@ -46,6 +48,8 @@ export interface HostCommandOptions {
   queueDeltas?: boolean;
   /** Log records go to this descriptor instead of stderr (the daemon reads them apart from stderr). */
   logFd?: number;
+  /** The catalogue the daemon validated is read from this descriptor (catalogue-handoff.ts) instead of the file. */
+  catalogueFd?: number;
   /** The history cache's bound (default 64 MiB). */
   historyCacheMib?: number;
   /** `--store`: `sqlite` or a postgres:// URL; $TURNHOST_STORE, else SQLite, when absent. */
@@ -79,7 +83,7 @@ export async function hostCommand(options: HostCommandOptions): Promise<number> 
   let log: Logger;
   let opened: Store | null = null;
   try {
-    const checked = handedCatalogue(process.env, source) ?? (await checkedCatalogue(options.agent, source));
+    const checked = options.catalogueFd === undefined ? await checkedCatalogue(options.agent, source) : await handed(options.catalogueFd, source);
     const secrets = new ChangingRedactor(catalogueEnvironment(checked.catalogue).secrets);
     log = createLogger('host', { ...(options.logFd === undefined ? {} : { fd: options.logFd }), redact: secrets.redact });
     removeDeadProxies(home);
@@ -187,6 +191,17 @@ async function removeFilesOfDeleted(home: string, services: HostServices): Promi
 }
 
 /** Durability rule 5 for what a previous host left, then this boot's row: its id. */
+/**
+ * The catalogue the daemon validated, with the values of the variables its agents need: they join
+ * this host's environment, which its agents read (and the guests it starts inherit what their
+ * definitions pass them).
+ */
+async function handed(fd: number, source: ConfigSource): Promise<CheckedCatalogue> {
+  const { checked, env } = await readHandedCatalogue(fd, source);
+  Object.assign(process.env, env);
+  return checked;
+}
+
 async function startBoot(store: Store, log: Logger, tracing: Tracing | null): Promise<string> {
   const bootId = randomBytes(16).toString('hex');
   const { lost, ...recovery } = await store.recoverCrashedBoots();

@@ -42,9 +42,11 @@ describe('model agent through the daemon (real processes, fake model server, MCP
     expect(b.reply('m')).to.equal('four');
     expect(s.fake.requests[0]!.headers['authorization']).to.equal(`Bearer ${KEY}`);
 
+    // The key and the base URL reach the host on its catalogue descriptor (the request above
+    // carried the key): the environment it was started with holds neither, nor what no agent needs.
     const hostEnv = environOf(await hostPid(a));
-    expect(hostEnv['OPENAI_API_KEY']).to.equal(KEY);
-    expect(hostEnv['OPENAI_BASE_URL']).to.equal(s.fake.baseUrl);
+    expect(hostEnv).to.not.have.property('OPENAI_API_KEY');
+    expect(hostEnv).to.not.have.property('OPENAI_BASE_URL');
     expect(hostEnv).to.not.have.property('UNRELATED_SECRET');
 
     s.fake.reply({ status: 401, message: `Incorrect API key provided: ${KEY}` });

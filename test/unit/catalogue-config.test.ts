@@ -2,11 +2,12 @@
 // keys, key by key; validated whole, every problem one line naming the file and the key path; a
 // file without `agents` is the one agent `--agent` names, as before.
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readCatalogue } from '../../agents/catalogue-config.js';
-import { CATALOGUE_ENV, catalogueHandoff, handedCatalogue } from '../../agents/catalogue-handoff.js';
+import { catalogueHandoff, readHandedCatalogue } from '../../agents/catalogue-handoff.js';
+import { AgentLoadError, EXIT_CONFIG } from '../../agents/loader-error.js';
 import { definitionOver, readAgentConfig } from '../../agents/config-file.js';
 import { GuestSlots } from '../../agents/acp/guest-slots.js';
 
@@ -106,22 +107,25 @@ describe('the catalogue of agents (agents/catalogue-config.ts)', () => {
     expect(after.digest).to.not.equal(before.digest);
   });
 
-  it('the catalogue a daemon hands its host reads as validated, the file\'s text included; the variable is gone once read; too large, nothing is handed', async () => {
+  it('the catalogue a daemon hands its host reads as validated, the file\'s text and the values its agents need included; nothing handed is a config error', async () => {
     write({ approval: { default: 'allow' }, agents: { quick: { kind: 'script', label: 'Quick' }, model: { kind: 'openai', model: 'm1', models: ['m1', 'm2'] } } });
-    const checked = { catalogue: await readCatalogue(undefined, source()), mechanism: null };
-    const env: NodeJS.ProcessEnv = { ...catalogueHandoff(checked) };
+    const checked = { catalogue: await readCatalogue(undefined, source()), mechanism: 'bubblewrap 0.9.0' };
+    const handoff = join(dir, 'handoff');
+    writeFileSync(handoff, catalogueHandoff({ checked, env: { OPENAI_API_KEY: 'sk-handed' } }));
     write({ agents: { other: { kind: 'script' } } });
     const hostSource = { home: dir, flag: file, env: { HOST: 'its own' } };
-    const handed = handedCatalogue(env, hostSource)!;
-    expect(env[CATALOGUE_ENV], 'nothing the host starts sees it').to.equal(undefined);
-    expect(handed.catalogue).to.deep.equal({
+    const handed = await readHandedCatalogue(openSync(handoff, 'r'), hostSource);
+    expect(handed.env).to.deep.equal({ OPENAI_API_KEY: 'sk-handed' });
+    expect(handed.checked.mechanism).to.equal('bubblewrap 0.9.0');
+    expect(handed.checked.catalogue).to.deep.equal({
       ...checked.catalogue,
       definitions: new Map([...checked.catalogue.definitions].map(([name, d]) => [name, { ...d, source: { ...hostSource, text: checked.catalogue.text, definition: name } }])),
     });
-    expect(readAgentConfig(handed.catalogue.definitions.get('model')!.source).raw, 'an agent made later reads the file as validated').to.deep.equal({ approval: { default: 'allow' }, model: 'm1' });
-    expect(handedCatalogue({}, hostSource)).to.equal(null);
+    expect(readAgentConfig(handed.checked.catalogue.definitions.get('model')!.source).raw, 'an agent made later reads the file as validated').to.deep.equal({ approval: { default: 'allow' }, model: 'm1' });
 
-    write({ agents: Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`agent-${i}`, { kind: 'script', description: 'x'.repeat(200) }])) });
-    expect(catalogueHandoff({ catalogue: await readCatalogue(undefined, source()), mechanism: null })).to.deep.equal({});
+    writeFileSync(handoff, '');
+    const refused = await readHandedCatalogue(openSync(handoff, 'r'), hostSource).then(() => null, (err: unknown) => err);
+    expect(refused).to.be.instanceOf(AgentLoadError);
+    expect((refused as AgentLoadError).exitCode).to.equal(EXIT_CONFIG);
   });
 });

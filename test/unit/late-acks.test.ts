@@ -94,6 +94,7 @@ async function rig(): Promise<Rig> {
       hostArgs: () => [],
       agent: () => 'script',
       hostEnv: () => ({}),
+      hostHandoff: () => Promise.resolve(''),
       registryPath: join(dir, 'state', 'compute-host.json'),
       probe: realProbe({ graceMs: 10, killWaitMs: 10 }),
       clock,
