@@ -228,6 +228,18 @@ describe('several agents on one daemon, chosen per session (AGENT.md §8; real p
     expect(await turn(s.admin, 'g', 'after the crash')).to.deep.equal({ reply: 'python guest: after the crash' });
   });
 
+  it('a daemon run by hand starts its host while it validates the file: one that does not validate ends both, exit 78 naming the key, and leaves no process', async () => {
+    const dir = h.tempDir('turnhost-catalogue-refused-');
+    const home = join(dir, 'home');
+    const file = join(dir, 'agents.json');
+    writeFileSync(file, JSON.stringify({ agents: { quick: { kind: 'script' }, codex: { kind: 'acp', acp: { command: 7 } } } }));
+    const refused = await h.runCli(['daemon', '--home', home, '--agent-config', file], { TURNHOST_LOG_LEVEL: 'info' });
+    expect(refused.code, refused.stderr).to.equal(78);
+    expect(refused.stderr).to.include(`turnhost daemon: ${file}: agents.codex.acp.command: `);
+    expect(refused.stderr.indexOf('"msg":"host spawned"'), 'the host was started before the file was read').to.be.within(0, refused.stderr.indexOf('turnhost daemon: '));
+    expect(processesNaming([home]), 'no host left behind').to.deep.equal([]);
+  });
+
   it('every door chooses: chat --agent, POST /v1/sessions, AG-UI /v1/ag-ui/{agent}, and turnhost acp\'s session config options (fixed at the first prompt)', async () => {
     const s = await scene();
     const chat = await h.runCli(['chat', '--home', s.daemon.home, '--agent', 'model', '--session', 'by-chat', 'hi']);
