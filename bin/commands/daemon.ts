@@ -219,7 +219,8 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const spawnFirst = options.nodeId === undefined || options.advertise !== undefined;
   if (spawnFirst) {
     tell(supervisor, { kind: 'spawn' });
-    await hostStarted;
+    // The spawn may first end a host a dead daemon left (reconcile), within the probe's bounds.
+    await atMost(hostStarted, TERMINATE_GRACE_MS + TERMINATE_KILL_WAIT_MS + SECOND_MS);
   }
   try {
     const catalogue = await readCatalogue(options.agent, source);
@@ -343,6 +344,13 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   log.info('daemon exiting');
   logFile.close();
   return exitCode;
+}
+
+/** `promise`, or `ms` at most: for a wait that orders work for speed, never one whose result is needed. */
+function atMost(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /**
