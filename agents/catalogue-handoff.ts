@@ -17,8 +17,6 @@ import type { AgentDefinition, CatalogueConfig, CheckedCatalogue } from './catal
 import type { ConfigSource } from './config-file.js';
 import { AgentLoadError } from './loader-error.js';
 
-/** The host's descriptor the handoff comes on: 0 to 2 are its frames and stderr, 3 its log records. */
-export const HOST_CATALOGUE_FD = 4;
 /** Far over any catalogue a person writes; a bound on what the host buffers all the same. */
 const MAX_HANDOFF_BYTES = 16 * 1024 * 1024;
 

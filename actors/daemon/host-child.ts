@@ -3,7 +3,6 @@
 // for the log, and signals sent to the whole group (an agent's own children included).
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Writable } from 'node:stream';
-import { HOST_CATALOGUE_FD } from '../../agents/catalogue-handoff.js';
 import { LineReader } from '../../protocol/line-reader.js';
 import { tickWrites } from '../../protocol/tick-writes.js';
 import { readStartTime } from '../../persistence/proc.js';
@@ -66,6 +65,8 @@ export interface HostChildEvents {
 const STDERR_TAIL_LINES = 80;
 /** The host's log records come on their own pipe (`turnhost host --log-fd 3`): its stderr also carries what its libraries print. */
 export const HOST_LOG_FD = 3;
+/** The validated catalogue comes to the host on a pipe of its own (`turnhost host --catalogue-fd 4`, catalogue-handoff.ts). */
+export const HOST_CATALOGUE_FD = 4;
 
 export class HostChild implements HostHandle {
   readonly argv: string[];

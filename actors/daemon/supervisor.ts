@@ -9,8 +9,7 @@ import type { HelloFrame, QueueDeltaFrame, TurnUsage } from '../../protocol/outb
 import type { EventPayloads } from '../../protocol/rpc.js';
 import { RpcError } from '../../protocol/client-rpc.js';
 import { eventLine } from '../../protocol/event-line.js';
-import { HOST_LOG_FD, HostChild, type HostChildEvents, type HostHandle } from './host-child.js';
-import { HOST_CATALOGUE_FD } from '../../agents/catalogue-handoff.js';
+import { HOST_CATALOGUE_FD, HOST_LOG_FD, HostChild, type HostChildEvents, type HostHandle } from './host-child.js';
 import { PendingControls } from './pending-controls.js';
 import { afterCrash } from './restart-policy.js';
 import { spawnActor, tell, waitingMessages, SECOND_MS, type ActorContext, type Ref, type SystemRef } from '../runtime.js';

@@ -190,7 +190,6 @@ async function removeFilesOfDeleted(home: string, services: HostServices): Promi
   }
 }
 
-/** Durability rule 5 for what a previous host left, then this boot's row: its id. */
 /**
  * The catalogue the daemon validated, with the values of the variables its agents need: they join
  * this host's environment, which its agents read (and the guests it starts inherit what their
@@ -202,6 +201,7 @@ async function handed(fd: number, source: ConfigSource): Promise<CheckedCatalogu
   return checked;
 }
 
+/** Durability rule 5 for what a previous host left, then this boot's row: its id. */
 async function startBoot(store: Store, log: Logger, tracing: Tracing | null): Promise<string> {
   const bootId = randomBytes(16).toString('hex');
   const { lost, ...recovery } = await store.recoverCrashedBoots();

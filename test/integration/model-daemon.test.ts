@@ -48,11 +48,16 @@ describe('model agent through the daemon (real processes, fake model server, MCP
     expect(hostEnv).to.not.have.property('OPENAI_API_KEY');
     expect(hostEnv).to.not.have.property('OPENAI_BASE_URL');
     expect(hostEnv).to.not.have.property('UNRELATED_SECRET');
+    // A host the daemon starts again after a crash is handed them the same way.
+    process.kill(await hostPid(a), 'SIGKILL');
+    await hostReady(daemon, 2);
+    expect(environOf(await hostPid(a))).to.not.have.property('OPENAI_API_KEY');
 
     s.fake.reply({ status: 401, message: `Incorrect API key provided: ${KEY}` });
     await a.call('prompt.submit', { session_id: 'm', text: 'fail' });
     const failed = await a.nextEvent('turn.error', 'm');
     expect(failed.payload).to.include({ reason: 'auth' });
+    expect(s.fake.requests.at(-1)!.headers['authorization'], 'the restarted host has the key').to.equal(`Bearer ${KEY}`);
     const repl = await h.runCli(['repl', '--home', s.home, '--offline'], {}, 15_000);
     const stop = await h.runCli(['stop', '--home', s.home]);
     expect(stop.code).to.equal(0);

@@ -2,11 +2,11 @@
 // keys, key by key; validated whole, every problem one line naming the file and the key path; a
 // file without `agents` is the one agent `--agent` names, as before.
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readCatalogue } from '../../agents/catalogue-config.js';
-import { catalogueHandoff, readHandedCatalogue } from '../../agents/catalogue-handoff.js';
+import { catalogueHandoff, readHandedCatalogue, type HandedCatalogue } from '../../agents/catalogue-handoff.js';
 import { AgentLoadError, EXIT_CONFIG } from '../../agents/loader-error.js';
 import { definitionOver, readAgentConfig } from '../../agents/config-file.js';
 import { GuestSlots } from '../../agents/acp/guest-slots.js';
@@ -114,7 +114,11 @@ describe('the catalogue of agents (agents/catalogue-config.ts)', () => {
     writeFileSync(handoff, catalogueHandoff({ checked, env: { OPENAI_API_KEY: 'sk-handed' } }));
     write({ agents: { other: { kind: 'script' } } });
     const hostSource = { home: dir, flag: file, env: { HOST: 'its own' } };
-    const handed = await readHandedCatalogue(openSync(handoff, 'r'), hostSource);
+    const readBack = (): Promise<HandedCatalogue> => {
+      const fd = openSync(handoff, 'r');
+      return readHandedCatalogue(fd, hostSource).finally(() => closeSync(fd));
+    };
+    const handed = await readBack();
     expect(handed.env).to.deep.equal({ OPENAI_API_KEY: 'sk-handed' });
     expect(handed.checked.mechanism).to.equal('bubblewrap 0.9.0');
     expect(handed.checked.catalogue).to.deep.equal({
@@ -124,7 +128,7 @@ describe('the catalogue of agents (agents/catalogue-config.ts)', () => {
     expect(readAgentConfig(handed.checked.catalogue.definitions.get('model')!.source).raw, 'an agent made later reads the file as validated').to.deep.equal({ approval: { default: 'allow' }, model: 'm1' });
 
     writeFileSync(handoff, '');
-    const refused = await readHandedCatalogue(openSync(handoff, 'r'), hostSource).then(() => null, (err: unknown) => err);
+    const refused = await readBack().then(() => null, (err: unknown) => err);
     expect(refused).to.be.instanceOf(AgentLoadError);
     expect((refused as AgentLoadError).exitCode).to.equal(EXIT_CONFIG);
   });
