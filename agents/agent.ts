@@ -2,7 +2,8 @@
 // persistence and the wire; an agent only sees its turn.
 import type { TurnTrace } from './genai-spans.js';
 import type { ChatMessage } from '../protocol/chat.js';
-import type { SandboxStatus, TurnErrorReason, TurnUsage } from '../protocol/outbound.js';
+import type { SandboxStatus, TurnErrorReason } from '../protocol/outbound.js';
+import type { TurnUsage } from '../protocol/usage.js';
 import type { PlanEntry, ServerRequestMethod } from '../protocol/rpc.js';
 
 export type { ChatMessage, TurnUsage };

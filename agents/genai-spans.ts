@@ -3,7 +3,7 @@
 // children of the turn's `invoke_agent` span (the host's, actors/host/turn-tracing.ts), through the
 // turn's trace. With tracing off a turn's trace has no span, and nothing here records anything.
 import type { Attributes } from '@opentelemetry/api';
-import type { TurnUsage } from '../protocol/outbound.js';
+import type { TurnUsage } from '../protocol/usage.js';
 import type { RecordedSpan } from './span-recorder.js';
 
 /** What an agent gets of its turn's trace. */

@@ -11,7 +11,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HomeSync, QUIET_MS } from '../agents/acp/home-sync.js';
-import { openStore, storeLocation } from '../persistence/store-location.js';
+import { storeLocation } from '../persistence/store-location.js';
+import { openStore } from '../persistence/open-store.js';
 import { TestPostgres } from '../test/helpers/postgres.js';
 import { median, printTable, range, ROOT, round, ROUNDS, verdict, withTempDir } from './common.js';
 import { startDaemon, stopDaemon } from './daemon.js';

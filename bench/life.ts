@@ -21,7 +21,8 @@ import { parseExport, IMPORT_COLUMNS, importRows, type ExportLine } from '../per
 import type { SideStore } from '../persistence/side-store.js';
 import { openSqliteSide } from '../persistence/sqlite/sqlite-side.js';
 import { SqliteStore } from '../persistence/sqlite/sqlite-store.js';
-import { openStore, storeLocation, type StoreLocation } from '../persistence/store-location.js';
+import { storeLocation, type StoreLocation } from '../persistence/store-location.js';
+import { openStore } from '../persistence/open-store.js';
 import type { Store } from '../persistence/store.js';
 import { TestPostgres } from '../test/helpers/postgres.js';
 import { CLI, median, printTable, round, ROUNDS, verdict, withTempDir, writeResult } from './common.js';

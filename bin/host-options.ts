@@ -1,6 +1,10 @@
-// Host settings resolved once from flags and environment, then passed down frozen: actors
-// never read process.env. And the host options again as arguments, for a host started by a daemon.
+// The host's options: declared (on `host`, and on every command that may start a daemon, which
+// passes them on), resolved once from flags and environment, then passed down frozen (actors never
+// read process.env), and again as arguments, for a host started by a daemon.
+import { InvalidArgumentError, type Command } from 'commander';
 import { resolve } from 'node:path';
+import { resolveAgentSpec } from '../agents/loader.js';
+import { parsePositiveInteger, positiveInteger, seconds, storeOption } from './cli-options.js';
 
 export const DEFAULT_WORKERS = 8;
 export const DEFAULT_HEARTBEAT_SECS = 5;
@@ -14,12 +18,6 @@ function firstSet(env: Env, names: readonly string[]): string | undefined {
     if (value !== undefined && value !== '') return value;
   }
   return undefined;
-}
-
-export function parsePositiveInteger(text: string): number | undefined {
-  if (!/^\s*\d+\s*$/.test(text)) return undefined;
-  const value = Number(text);
-  return Number.isSafeInteger(value) && value > 0 ? value : undefined;
 }
 
 /** `--workers`, else TURNHOST_WORKERS, else HERMES_TUI_RPC_POOL_WORKERS, else 8; malformed gives 8. */
@@ -73,4 +71,34 @@ export function hostArgs(options: HostPassOptions): string[] {
   if (options.advertise !== undefined) args.push('--advertise', options.advertise);
   if (options.webhookEvents !== undefined) args.push('--webhook-events', options.webhookEvents.join(','));
   return args;
+}
+
+/** An http(s) URL without credentials: it goes on the host's command line, which others may read (credentials go in OTEL_EXPORTER_OTLP_HEADERS). */
+function otlpEndpoint(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new InvalidArgumentError('must be an http:// or https:// URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('must be an http:// or https:// URL');
+  if (url.username !== '' || url.password !== '') throw new InvalidArgumentError('must not hold credentials (give them in OTEL_EXPORTER_OTLP_HEADERS)');
+  return url.toString();
+}
+
+/** The host's options: on `host`, and on every command that may start a daemon, which passes them on (hostArgs). */
+export function hostOptions(command: Command): Command {
+  return command
+    // Paths are made absolute here: a daemon and its host run in the home, not where the command ran.
+    .option('--agent <name|path>', 'the agent: a built-in name (script, openai, acp) or a path to an ES module (default: script)', (spec: string) => resolveAgentSpec(spec))
+    .option('--agent-config <file>', "the agent config (openai, acp) (default: $TURNHOST_AGENT_CONFIG, else <home>/agent.json)", (file: string) => resolve(file))
+    .option('--workers <n>', 'turns that may run at once (default: $TURNHOST_WORKERS, else 8)', positiveInteger)
+    .option('--max-running-per-person <n>', "at most this many of one person's turns run at once (default: no limit)", positiveInteger)
+    .option('--otlp-endpoint <url>', 'send OpenTelemetry spans to this OTLP/HTTP collector (its base URL; default: $OTEL_EXPORTER_OTLP_ENDPOINT, else none)', otlpEndpoint)
+    .option('--heartbeat-secs <s>', 'heartbeat period; <= 0 turns heartbeat and parent guard off (default 5)', seconds)
+    .option('--history-cache-mib <n>', "the host's cache of session histories, in MiB: a turn of a cached session reads nothing back (default 64)", positiveInteger)
+    .addOption(storeOption())
+    .option('--node-id <id>', 'run as one node of several on a PostgreSQL store: sessions are owned through leases (PROTOCOL.md §6.2)')
+    .option('--lease-secs <s>', "how long a node's lease on a session lasts unless renewed (default 10)", positiveInteger)
+    .option('--advertise <url>', "where the other nodes reach this node's HTTP edge (default: the --listen address)");
 }

@@ -1,6 +1,7 @@
 // A CLI command that reads or writes the store itself, with or without a running daemon: people,
 // budgets, the ledger. The store is opened for the command and closed after it.
-import { openSideStore, type SideStore } from '../persistence/side-store.js';
+import { type SideStore } from '../persistence/side-store.js';
+import { openSideStore } from '../persistence/open-store.js';
 import { storeLocation } from '../persistence/store-location.js';
 import { homePaths } from '../protocol/home-paths.js';
 import { ensureHome } from './home.js';

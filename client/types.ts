@@ -1,8 +1,9 @@
 // The client protocol's results and events as types (PROTOCOL.md §2, AGENT.md §3), for the
 // client library's users. What the wire already types is taken from protocol/ and persistence/.
-import type { HistoryEntry } from '../persistence/reader.js';
+import type { HistoryEntry } from '../protocol/history-entry.js';
 import type { ToolCall } from '../protocol/chat.js';
-import type { QueueItemView, QueueView, TurnUsage } from '../protocol/outbound.js';
+import type { QueueItemView, QueueView } from '../protocol/queue-view.js';
+import type { TurnUsage } from '../protocol/usage.js';
 import type { EventPayloads as WireEventPayloads } from '../protocol/rpc.js';
 
 export type { ToolCall, TurnUsage };

@@ -7,65 +7,37 @@ import { createServer, STATUS_CODES, type IncomingMessage, type Server, type Ser
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
-import { acceptClient, nextClientId, type ClientLines } from '../actors/daemon/client-connection.js';
-import { ANSWERED_ELSEWHERE, authorize, callMethod, clientContext, type ClientContext, type SharedContext } from '../actors/daemon/client-methods.js';
+import { acceptClient, nextClientId } from '../actors/daemon/client-connection.js';
+import { authorize, callMethod } from '../actors/daemon/client-methods.js';
+import { ANSWERED_ELSEWHERE } from '../actors/daemon/methods/method-table.js';
+import { clientContext, type ClientContext } from '../actors/daemon/client-context.js';
 import type { Cluster } from '../actors/daemon/peer-links.js';
-import type { UnreadLimits } from '../actors/daemon/unread-bound.js';
-import { tell, type AnyRef } from '../actors/runtime.js';
+import { tell } from '../actors/runtime.js';
 import { ErrorCodes, errorLine, RpcError } from '../protocol/client-rpc.js';
 import { MAX_FRAME_BYTES } from '../protocol/line-reader.js';
 import { PEER_HEADER } from '../protocol/peer-handshake.js';
 import { Access, DEFAULT_LOGIN_DAYS, type Admitted, type Refusal } from './access.js';
 import { HOME_OWNER } from '../actors/daemon/identity.js';
 import { UserDirectory } from '../actors/daemon/user-directory.js';
-import { JwtVerifier, type JwtOptions } from './jwt-verifier.js';
+import { JwtVerifier } from './jwt-verifier.js';
 import { EventStream } from './event-stream.js';
 import { HttpFailure, notFound, readBody, sendError, sendJson, sendLines, wrongMethod } from './http-answers.js';
 import { TokenSource } from './http-token.js';
 import { CredentialWatch } from './credential-watch.js';
 import { agUiRun, MAX_OPEN_RUNS } from './ag-ui.js';
-import { edgeUrl, isLoopback, type ListenAddress } from './listen-address.js';
-import type { DaemonMetrics } from './metrics.js';
+import { edgeUrl, isLoopback } from './listen-address.js';
 import { PageFiles } from './page-files.js';
 import { admitPeer } from './peer-admission.js';
 import { limitFrames, MAX_PRE_AUTH_FRAME_BYTES } from './pre-auth.js';
 import { Places } from './places.js';
 import { matchRoute } from './rest-routes.js';
 import { websocketTransport } from './websocket-transport.js';
+import type { EdgeOptions } from './edge-options.js';
 
 /** A WebSocket that could not send a header has this long to send `{"auth": "<token>"}` first. */
 const FIRST_FRAME_AUTH_MS = 5000;
 const POLICY_VIOLATION = 1008;
 const TRY_AGAIN_LATER = 1013;
-
-export interface EdgeOptions {
-  listen: ListenAddress;
-  home: string;
-  /** $TURNHOST_TOKEN; the token file of the home when unset. */
-  envToken: string | undefined;
-  allowHosts: readonly string[];
-  corsOrigins: readonly string[];
-  metricsPublic: boolean;
-  /** The address people use (behind a proxy); an https one makes the login cookie Secure. */
-  publicUrl?: string | undefined;
-  /** How long a page login lasts (default 7 days). */
-  loginDays?: number | undefined;
-  /** An identity provider's JWTs are taken (PROTOCOL.md §5.6). */
-  jwt?: JwtOptions | undefined;
-  shared: SharedContext;
-  /** The parent of the WebSocket clients' actors. */
-  clients: AnyRef;
-  limits: UnreadLimits;
-  /** The daemon's one cap on clients, whatever their door: false when it is reached. */
-  admit(): boolean;
-  /** The connections waiting to authenticate (at most MAX_WAITING_FOR_AUTH), which the cap counts too. */
-  preAuth: Places;
-  /** Keeps a client's output to end when the daemon stops; returns its release. */
-  track(lines: ClientLines): () => void;
-  maxClients: number;
-  metrics: DaemonMetrics;
-  log: Logger;
-}
 
 export interface Edge {
   readonly url: string;

@@ -2,7 +2,8 @@
 // the params and answer as they do for a socket client. The event stream and the page are
 // served by edge-server.ts; this table is the rest.
 import type { IncomingMessage } from 'node:http';
-import { authorize, callMethod, type ClientContext } from '../actors/daemon/client-methods.js';
+import { authorize, callMethod } from '../actors/daemon/client-methods.js';
+import { type ClientContext } from '../actors/daemon/client-context.js';
 import type { GatewayMsg, HostStatus, SessionPeek, SupervisorMsg } from '../actors/daemon/supervisor-messages.js';
 import { ask, type Ref } from '../actors/runtime.js';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';

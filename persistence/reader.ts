@@ -4,9 +4,10 @@ import { decodeOr } from './codec.js';
 import { OWNER } from './people.js';
 import type { ToolCall } from '../protocol/chat.js';
 import type { ExportLine } from './session-export.js';
-import type { TurnUsage } from '../protocol/outbound.js';
+import type { HistoryEntry } from '../protocol/history-entry.js';
 import type { SessionStatus } from './store.js';
-import { lineMessagesSql, lineTailSql, MESSAGE_COUNT_SQL } from './session-line.js';
+import { mergeSuperseded, type HistoryRow, type SupersededRow } from './history-rows.js';
+import { MESSAGE_COUNT_SQL } from './session-line.js';
 
 /** One row of `turnhost sessions --json` (PROTOCOL.md §3). */
 export interface SessionSummary {
@@ -34,28 +35,6 @@ export interface ListedSession extends SessionSummary {
   forked_from: ForkOrigin | null;
 }
 
-/** One row of `turnhost history ID --json`; the tool fields only on messages that have them. */
-export interface HistoryEntry {
-  seq: number;
-  role: string;
-  content: string;
-  turn_id: string | null;
-  /** When it was stored (in `session.history`, not in `history --json`). */
-  at?: string;
-  /** On a prompt: who submitted it (PROTOCOL.md §5.6). */
-  by?: string;
-  tool_calls?: ToolCall[];
-  tool_call_id?: string;
-  /** On a turn's last assistant message: the model that answered, the turn's usage, and how long it ran (in `session.history`, not in `history --json`). */
-  model?: string;
-  usage?: TurnUsage;
-  duration_ms?: number;
-  /** With `all` (PROTOCOL.md §2.2): a message of a turn a rewind superseded, when and by whom. */
-  superseded?: true;
-  superseded_at?: string;
-  superseded_by?: string | null;
-}
-
 /** A session this one was forked from, at a turn (PROTOCOL.md §2.2). */
 export interface ForkOrigin {
   session_id: string;
@@ -66,16 +45,6 @@ export interface ForkOrigin {
 export interface HistoryOptions {
   limit?: number;
   all?: boolean;
-}
-
-export interface HistoryRow {
-  seq: number;
-  role: string;
-  content: string;
-  turn_id: string | null;
-  created_at: number;
-  tool_calls: string | null;
-  tool_call_id: string | null;
 }
 
 /** What a history shows of a turn on its last message: its usage and its time. */
@@ -93,8 +62,6 @@ export interface TurnUsageRow {
 
 export const TURN_USAGE_COLUMNS = 'by_user, started_at, ended_at, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, model_calls';
 
-export const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_call_id, created_at';
-
 export const SESSION_STATUSES: readonly SessionStatus[] = ['active', 'finalized', 'retained'];
 
 /** A session's columns for its summary; a branch of a session (PROTOCOL.md §2.2) is never one. */
@@ -104,14 +71,6 @@ export const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_r
      AND messages.seq = 0 AND messages.role = 'user') AS first_prompt`;
 export const NOT_A_BRANCH = 'branch_of IS NULL';
 
-/** The rows of `$1`'s line, for its history (live), oldest first. */
-export const LINE_HISTORY_SQL = lineMessagesSql(HISTORY_COLUMNS.split(', ').map((c) => `m.${c}`).join(', '));
-/** The last `$2` rows of `$1`'s line, newest first. */
-export const LINE_TAIL_SQL = lineTailSql(HISTORY_COLUMNS.split(', ').map((c) => `m.${c}`).join(', '));
-/** The rows the rewinds of `$1` superseded: each branch's own, with when and by whom. */
-export const SUPERSEDED_SQL = `SELECT b.sid AS branch, ${HISTORY_COLUMNS.split(', ').map((c) => `m.${c}`).join(', ')}, t.superseded_at, t.superseded_by
-  FROM sessions b JOIN messages m ON m.sid = b.sid LEFT JOIN turns t ON t.turn_id = m.turn_id
-  WHERE b.branch_of = $1 ORDER BY b.created_at, b.sid, m.seq`;
 export const SUBMITTED_SQL = 'SELECT 1 AS taken FROM submits WHERE sid = $1 AND client_message_id = $2';
 /** The sessions forked from `$1`. */
 export const FORKS_SQL = `SELECT sid, forked_from_turn FROM sessions WHERE forked_from_sid = $1 AND ${NOT_A_BRANCH} ORDER BY created_at, sid`;
@@ -126,9 +85,6 @@ export type SessionRow = Omit<ListedSession, 'session_id' | 'updated_at' | 'fork
   archived_at: number | string | null;
   pinned: number;
 };
-
-/** A superseded row as stored. */
-export type SupersededRow = HistoryRow & { branch: string; superseded_at: number | null; superseded_by: string | null };
 
 /** A node of the cluster, as its heartbeat left it (PROTOCOL.md §6.2). */
 export interface ClusterNode {
@@ -263,16 +219,6 @@ export function withSuperseded(live: HistoryEntry[], superseded: readonly Supers
     branches.set(row.branch, [...(branches.get(row.branch) ?? []), entry]);
   }
   return mergeSuperseded(live, [...branches.values()], (entry) => entry.superseded === true);
-}
-
-/** Each path (in the order they were left) just before the first live entry at or past its first position. */
-export function mergeSuperseded<T extends { seq: number }>(live: readonly T[], paths: readonly T[][], isSuperseded: (entry: T) => boolean): T[] {
-  const merged = [...live];
-  for (const rows of paths) {
-    const at = merged.findIndex((entry) => !isSuperseded(entry) && entry.seq >= rows[0]!.seq);
-    merged.splice(at === -1 ? merged.length : at, 0, ...rows);
-  }
-  return merged;
 }
 
 export function toSummary(row: SessionRow): SessionSummary {

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { ToolCall } from '../protocol/chat.js';
 import { isRecord, type UnknownRecord } from '../protocol/fields.js';
-import { HISTORY_COLUMNS, LINE_HISTORY_SQL, mergeSuperseded, SUPERSEDED_SQL, type HistoryRow, type SupersededRow } from './reader.js';
+import { HISTORY_COLUMNS, LINE_HISTORY_SQL, mergeSuperseded, SUPERSEDED_SQL, type HistoryRow, type SupersededRow } from './history-rows.js';
 
 export const EXPORT_FORMAT = 'turnhost-session/1';
 const FORMAT_VERSION = 1;

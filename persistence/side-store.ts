@@ -8,7 +8,6 @@ import type { Ledger } from './ledger.js';
 import type { Outbox } from './outbox.js';
 import type { People } from './people.js';
 import type { Schedules } from './schedules.js';
-import type { StoreLocation } from './store-location.js';
 
 /** A fork's request (PROTOCOL.md §2.2): the new session, its folder (null: a new workspace), the source, the turn (null: its last ended one). */
 export interface ForkRequest {
@@ -39,9 +38,4 @@ export interface SideStore {
   /** A session file (session-export.ts) as a new session, in one transaction; ImportRefused when its id is taken. */
   importSession(plan: ImportPlan, request: ImportRequest, now?: number): Promise<ImportMade>;
   close(): Promise<void>;
-}
-
-export async function openSideStore(location: StoreLocation): Promise<SideStore> {
-  if (location.kind === 'sqlite') return (await import('./sqlite/sqlite-side.js')).openSqliteSide(location.file);
-  return (await import('./postgres/postgres-side.js')).openPostgresSide(location);
 }

@@ -4,7 +4,7 @@
 import { DELETE_STEPS } from './session-life.js';
 import type { HistoryCache } from './history-cache.js';
 import type { ChatMessage } from '../protocol/chat.js';
-import type { TurnUsage } from '../protocol/outbound.js';
+import type { TurnUsage } from '../protocol/usage.js';
 import type { TraceContext } from '../protocol/trace-context.js';
 import type { WebhookEvent } from './outbox.js';
 

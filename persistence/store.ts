@@ -75,16 +75,6 @@ export interface LostTurn {
   trace: string | null;
 }
 
-/** The running turns' rows as the lost ones are read, before they are marked; `$1`: the session, or null for all. */
-export const LOST_TURNS_SQL = `SELECT turn_id AS "turnId", sid, (SELECT agent FROM sessions s WHERE s.sid = turns.sid) AS agent,
-  started_at AS "startedAt", by_user AS "by", trace FROM turns
-  WHERE status = 'running' AND (CAST($1 AS TEXT) IS NULL OR sid = $1)`;
-
-/** PostgreSQL's bigint arrives as a string. */
-export function numericStart(turn: LostTurn): LostTurn {
-  return { ...turn, startedAt: Number(turn.startedAt) };
-}
-
 export interface Takeover {
   fromNode: string;
   /** Its running turns, now `lost`. */

@@ -1,5 +1,7 @@
 // Host → parent frames (PROTOCOL.md §1.2). The writer adds `host_ns` to each.
 import type { Nanos } from './nanos.js';
+import type { QueueItemView, QueueView } from './queue-view.js';
+import type { TurnUsage } from './usage.js';
 import type { RpcMessage, RpcResponse } from './rpc.js';
 
 /** `auth`, `upstream` and `stalled` come from the model agent (AGENT.md §4). */
@@ -12,17 +14,6 @@ export interface BudgetRefusal {
   used: number;
   /** The next UTC midnight, ISO 8601. */
   resets_at: string;
-}
-
-/** A turn's token usage, summed over its model calls (AGENT.md §3). */
-export interface TurnUsage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  calls: number;
-  /** Of the prompt tokens, those the model's server had cached (PROTOCOL.md §5.7), when it says. */
-  cached_tokens?: number;
-  /** Of the completion tokens, those spent reasoning, when the server says. */
-  reasoning_tokens?: number;
 }
 
 export type RetainReason = 'crash' | 'drain_deadline';
@@ -52,14 +43,6 @@ export interface SessionInfo {
 export type DebugTopic = 'sessions' | 'requests' | 'turns' | 'actors' | 'stats';
 export const DEBUG_TOPICS: readonly DebugTopic[] = ['sessions', 'requests', 'turns', 'actors', 'stats'];
 
-/** A queued prompt as clients see it (`session.queue`, queue.ack). */
-export interface QueueItemView {
-  queue_id: string;
-  client_message_id: string | null;
-  text: string;
-  queued_at: string;
-}
-
 /**
  * A change of a session's queue, for a parent started with --queue-deltas instead of the
  * `session.queue` events it stands for: `append` an item at the tail, `shift` the head out, or
@@ -70,11 +53,6 @@ export type QueueDeltaFrame = { type: 'queue.delta'; sid: string; revision: numb
   | { op: 'shift' }
   | { op: 'reset'; items: QueueItemView[] }
 );
-
-export interface QueueView {
-  revision: number;
-  items: QueueItemView[];
-}
 
 export type SubmitState = 'queued' | 'running' | 'steered' | 'done';
 

@@ -1,6 +1,7 @@
 // JSON-RPC 2.0 messages a session's clients receive inside `rpc` frames (PROTOCOL.md §1.4).
 import type { Nanos } from './nanos.js';
-import type { QueueView, TurnUsage } from './outbound.js';
+import type { QueueView } from './queue-view.js';
+import type { TurnUsage } from './usage.js';
 
 export type RequestId = string | number | null;
 

@@ -1,6 +1,17 @@
 // What the ledger tells a client (PROTOCOL.md §5.7): a session's spend, turn by turn, and the
 // totals by person, session, model or day. The store's side is persistence/ledger.ts.
 
+/** A turn's token usage, summed over its model calls (AGENT.md §3). */
+export interface TurnUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  calls: number;
+  /** Of the prompt tokens, those the model's server had cached (PROTOCOL.md §5.7), when it says. */
+  cached_tokens?: number;
+  /** Of the completion tokens, those spent reasoning, when the server says. */
+  reasoning_tokens?: number;
+}
+
 export interface UsageTotals {
   turns: number;
   prompt_tokens: number;

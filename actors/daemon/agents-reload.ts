@@ -12,7 +12,7 @@ import type { ChangingRedactor } from '../../agents/model/key-redaction.js';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
 import type { Ref } from '../runtime.js';
 import type { AgentChoices } from './agent-choice.js';
-import { askHost } from './client-methods.js';
+import { askHost } from './methods/host-calls.js';
 import { variableValues } from './host-child.js';
 import type { SupervisorMsg } from './supervisor-messages.js';
 

@@ -8,7 +8,10 @@ import { ErrorCodes, errorLine, parseClientMessage, resultLine, RpcError } from 
 import { LineReader, MAX_FRAME_BYTES } from '../../protocol/line-reader.js';
 import { isRecord } from '../../protocol/fields.js';
 import { validUserName } from '../../persistence/people.js';
-import { ANSWERED_ELSEWHERE, answerServerRequest, authorize, clientContext, invokeMethod, type ClientContext, type SharedContext } from './client-methods.js';
+import { authorize, invokeMethod } from './client-methods.js';
+import { answerServerRequest } from './methods/answers.js';
+import { ANSWERED_ELSEWHERE } from './methods/method-table.js';
+import { clientContext, type ClientContext, type SharedContext } from './client-context.js';
 import { spawnActor, stopActor, tell, type AnyRef } from '../runtime.js';
 import type { ClientMsg, ClientSink } from './supervisor-messages.js';
 import { ClientOutput } from './client-output.js';

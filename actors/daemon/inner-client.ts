@@ -4,7 +4,9 @@
 import type { Logger } from 'pino';
 import { ErrorCodes, RpcError } from '../../protocol/client-rpc.js';
 import { isRecord, type UnknownRecord } from '../../protocol/fields.js';
-import { ANSWERED_ELSEWHERE, clientContext, invokeMethod, type SharedContext } from './client-methods.js';
+import { invokeMethod } from './client-methods.js';
+import { ANSWERED_ELSEWHERE } from './methods/method-table.js';
+import { clientContext, type SharedContext } from './client-context.js';
 import type { Identity } from './identity.js';
 import { FORWARDED, PeerLinks } from './peer-links.js';
 import { SECOND_MS } from '../runtime.js';

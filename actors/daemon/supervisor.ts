@@ -5,7 +5,8 @@
 import { EXIT_CONFIG } from '../../agents/loader-error.js';
 import type { Logger } from 'pino';
 import { removeRegistry, reconcile, writeRegistry } from '../../persistence/registry.js';
-import type { HelloFrame, QueueDeltaFrame, TurnUsage } from '../../protocol/outbound.js';
+import type { HelloFrame, QueueDeltaFrame } from '../../protocol/outbound.js';
+import type { TurnUsage } from '../../protocol/usage.js';
 import type { EventPayloads } from '../../protocol/rpc.js';
 import { RpcError } from '../../protocol/client-rpc.js';
 import { eventLine } from '../../protocol/event-line.js';

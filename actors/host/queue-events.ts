@@ -3,10 +3,10 @@
 // (the daemon, which starts its host with --queue-deltas) gets one small `queue.delta` frame per
 // change instead: the queue's bytes then cross the pipe once, not once per change.
 import type { QueuedPrompt } from '../../persistence/store-writer.js';
-import type { QueueDeltaFrame, QueueItemView } from '../../protocol/outbound.js';
+import type { QueueDeltaFrame } from '../../protocol/outbound.js';
+import type { QueueItemView } from '../../protocol/queue-view.js';
 import type { FrameWriter } from '../../protocol/frame-writer.js';
 import { QueueItemsJson, queueParamsOpen } from '../../protocol/queue-items-json.js';
-import type { SessionState } from './session-state.js';
 
 export function itemView(item: QueuedPrompt): QueueItemView {
   return { queue_id: item.queueId, client_message_id: item.clientMessageId, text: item.text, queued_at: new Date(item.queuedAt).toISOString() };
@@ -29,9 +29,16 @@ class LastAnnounced {
   }
 }
 
+/** What an announcement reads of a session: its id, queue and revision (a SessionState has them). */
+export interface QueueOwner {
+  readonly sid: string;
+  readonly queue: readonly QueuedPrompt[];
+  readonly queueRevision: number;
+}
+
 export interface QueueAnnouncer {
   /** Says that the session's queue changed: it is now `s.queue`, at `s.queueRevision`. */
-  announce(s: SessionState): void;
+  announce(s: QueueOwner): void;
 }
 
 /** Each item's JSON, made once: an item never changes (an edit replaces it). */
@@ -48,7 +55,7 @@ function jsonOf(item: QueuedPrompt): Buffer {
 
 /** The contract's events: the whole queue in every one. */
 export function fullQueueEvents(writer: FrameWriter): QueueAnnouncer {
-  const sessions = new WeakMap<SessionState, { last: LastAnnounced; items: QueueItemsJson }>();
+  const sessions = new WeakMap<QueueOwner, { last: LastAnnounced; items: QueueItemsJson }>();
   return {
     announce(s) {
       let kept = sessions.get(s);
@@ -67,7 +74,7 @@ export function fullQueueEvents(writer: FrameWriter): QueueAnnouncer {
 
 /** One `queue.delta` frame per change, for a parent that keeps each queue and makes the events. */
 export function queueDeltas(writer: FrameWriter): QueueAnnouncer {
-  const sessions = new WeakMap<SessionState, LastAnnounced>();
+  const sessions = new WeakMap<QueueOwner, LastAnnounced>();
   return {
     announce(s) {
       let last = sessions.get(s);

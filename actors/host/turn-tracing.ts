@@ -8,7 +8,7 @@ import { usageAttributes, type TurnTrace } from '../../agents/genai-spans.js';
 import { type RecordedSpan, type SpanContext, type SpanRecorder } from '../../agents/span-recorder.js';
 import { OWNER } from '../../persistence/people.js';
 import type { LostTurn } from '../../persistence/store.js';
-import type { TurnUsage } from '../../protocol/outbound.js';
+import type { TurnUsage } from '../../protocol/usage.js';
 import { traceparentParts, type TraceContext } from '../../protocol/trace-context.js';
 
 /** A turn as its span begins. */

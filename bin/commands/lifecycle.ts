@@ -1,5 +1,5 @@
 // `turnhost start`, `stop` and `status`: the daemon's lifecycle from the command line.
-import type { StoreStatus } from '../../actors/daemon/client-methods.js';
+import type { StoreStatus } from '../../actors/daemon/methods/host.js';
 import type { ClusterNode } from '../../persistence/reader.js';
 import type { SandboxStatus } from '../../protocol/outbound.js';
 import { printTable } from '../table.js';

@@ -5,7 +5,8 @@
 import { connect, type Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import repl from 'node:repl';
-import { readerOnDemand, storeLocation, type StoreLocation } from '../../persistence/store-location.js';
+import { storeLocation, type StoreLocation } from '../../persistence/store-location.js';
+import { readerOnDemand } from '../../persistence/open-store.js';
 import { EXIT_NOT_RUNNING } from '../daemon-client.js';
 import { homePaths } from '../../protocol/home-paths.js';
 import { commandDefiner, defineDatabaseCommands, defineOfflineSessions } from '../repl-commands.js';

@@ -5,7 +5,7 @@ import { withDaemon } from '../daemon-client.js';
 import { ensureHome } from '../home.js';
 import { printTable } from '../table.js';
 import { readOrMakeWebhookSecret, rotateWebhookSecret } from '../../persistence/webhook-secret.js';
-import type { ShownSchedule } from '../../actors/daemon/client-methods.js';
+import type { ShownSchedule } from '../../actors/daemon/methods/schedules.js';
 
 export interface ScheduleAddOptions {
   cron?: string;

@@ -1,6 +1,8 @@
 // `turnhost sessions` and `turnhost history ID`: read from the database, daemon up or down.
-import { SESSION_STATUSES, type HistoryEntry, type Reader } from '../../persistence/reader.js';
-import { openReader, storeLocation } from '../../persistence/store-location.js';
+import { SESSION_STATUSES, type Reader } from '../../persistence/reader.js';
+import { type HistoryEntry } from '../../protocol/history-entry.js';
+import { storeLocation } from '../../persistence/store-location.js';
+import { openReader } from '../../persistence/open-store.js';
 import type { SessionStatus } from '../../persistence/store.js';
 import { homePaths } from '../../protocol/home-paths.js';
 import { printTable } from '../table.js';

@@ -1,6 +1,6 @@
 // The webhook outbox in PostgreSQL (persistence/outbox.ts), on the side pool.
 import { AGENT_FACT_SQL, BACKLOGS_SQL, FAN_OUT_BATCH, LIST_SQL, NEXT_DUE_SQL, READY_SQL, REQUEST_FACTS_SQL, TURN_FACTS_SQL, type DeliveryOutcomes, type DeliveryRow, type EventFacts, type Outbox, type OutboxEvent, type UrlBacklog } from '../outbox.js';
-import type { SideQuery } from './postgres-side.js';
+import type { SideQuery } from './side-query.js';
 
 /**
  * The oldest events leave the outbox and become one delivery per URL (`$1`), in one statement.

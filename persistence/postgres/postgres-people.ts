@@ -1,7 +1,7 @@
 // The people of a PostgreSQL store (persistence/people.ts), on the side pool (postgres-side.ts):
 // every node of a cluster reads the same users and shares.
 import type { AccessRow, People, SessionRole, UserRow } from '../people.js';
-import type { SideQuery } from './postgres-side.js';
+import type { SideQuery } from './side-query.js';
 
 export class PostgresPeople implements People {
   constructor(private readonly rows: SideQuery) {}

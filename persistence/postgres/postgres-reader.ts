@@ -6,24 +6,18 @@ import pg from 'pg';
 import {
   FORKS_SQL,
   forkOrigin,
-  LINE_HISTORY_SQL,
-  LINE_TAIL_SQL,
   NOT_A_BRANCH,
-  SUPERSEDED_SQL,
   SUBMITTED_SQL,
   TURN_USAGE_COLUMNS,
   SUMMARY_COLUMNS,
   withSuperseded,
   type ForkOrigin,
   type HistoryOptions,
-  type SupersededRow,
   toHistoryEntry,
   toListed,
   toSummary,
   withTurnUsage,
   type ClusterNode,
-  type HistoryEntry,
-  type HistoryRow,
   type ListedSession,
   type LeaseView,
   type PeerNode,
@@ -34,6 +28,8 @@ import {
   type TurnUsageRow,
   SESSION_FOLDERS_SQL,
 } from '../reader.js';
+import { type HistoryEntry } from '../../protocol/history-entry.js';
+import { LINE_HISTORY_SQL, LINE_TAIL_SQL, SUPERSEDED_SQL, type SupersededRow, type HistoryRow } from '../history-rows.js';
 import type { StoreLocation } from '../store-location.js';
 import type { SessionStatus } from '../store.js';
 import { described, readPool } from './connection.js';

@@ -2,7 +2,7 @@
 // and a claim is one conditional UPDATE, so one node takes each planned fire.
 import type { ScheduleRow, Schedules } from '../schedules.js';
 import { ADVANCE_SQL, SCHEDULE_COLUMNS, SCHEDULE_READ_COLUMNS } from '../schedules.js';
-import type { SideQuery } from './postgres-side.js';
+import type { SideQuery } from './side-query.js';
 
 export class PostgresSchedules implements Schedules {
   constructor(private readonly rows: SideQuery) {}

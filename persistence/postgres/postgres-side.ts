@@ -13,9 +13,7 @@ import { PostgresOutbox } from './postgres-outbox.js';
 import { PostgresPeople } from './postgres-people.js';
 import { PostgresSchedules } from './postgres-schedules.js';
 import { migrate } from './schema.js';
-
-/** A statement on the side pool; its error names the table and the SQLSTATE, never the password. */
-export type SideQuery = <R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<pg.QueryResult<R>>;
+import type { SideQuery } from './side-query.js';
 
 export async function openPostgresSide(location: Extract<StoreLocation, { kind: 'postgres' }>): Promise<SideStore> {
   const client = new pg.Client(clientConfig(location, 'side'));

@@ -21,10 +21,6 @@ import type { StoreLocation } from '../store-location.js';
 import {
   DEFAULT_HISTORY_CACHE_MIB,
   LeaseLost,
-  LOST_TURNS_SQL,
-  nodeLockWaitMs,
-  numericStart,
-  OwnedElsewhere,
   toChatMessage,
   toStoredSession,
   type LostTurn,
@@ -37,17 +33,20 @@ import {
   type StoredTurnStatus,
   type ForkOrigin,
   type TurnSpan,
-  type Takeover,
   type Work,
   SESSION_WORKSPACE_SQL,
   type SessionWorkspace,
 } from '../store.js';
-import { checkBudget, ROLL_UP_LOST_SQL, ROLL_UP_SESSION_LOST_SQL, type BudgetExceeded } from '../ledger.js';
+import { CRASH_RECOVERY_SQL, LOST_TURNS_SQL, numericStart } from '../crash-recovery.js';
+import { checkBudget, ROLL_UP_LOST_SQL, type BudgetExceeded } from '../ledger.js';
 import { FORK_ORIGIN_SQL, lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL, TURN_SPAN_SQL } from '../session-line.js';
 import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, type SubmitRow } from '../store-writer.js';
-import { clientConfig, described, IDLE_IN_TRANSACTION_MS, isConnectionError, readPool } from './connection.js';
+import { described, IDLE_IN_TRANSACTION_MS, isConnectionError, readPool } from './connection.js';
+import { NodeLeases, type NodeOptions } from './node-leases.js';
 import { PostgresWriter, type PendingStatement } from './postgres-writer.js';
-import { HOST_LOCK, LEASE_LOST_CODE, migrate } from './schema.js';
+import { REQUEUE_STEERED } from './recovery.js';
+import { connectWriter, DatabaseTaken } from './writer-connection.js';
+import { LEASE_LOST_CODE } from './schema.js';
 
 type PostgresLocation = Extract<StoreLocation, { kind: 'postgres' }>;
 
@@ -57,19 +56,6 @@ const OUTCOME_RETRY_MS = 250;
 
 /** A statement PostgreSQL refused because an earlier one of its transaction failed. */
 const IN_FAILED_TRANSACTION = '25P02';
-
-/** The host's lock is held by another connection: another compute host uses this database. */
-export class DatabaseTaken extends Error {}
-
-/** A host that runs as one node of several on the database (PROTOCOL.md §6.2). */
-export interface NodeOptions {
-  id: string;
-  leaseSecs: number;
-  /** Where other nodes reach this one (its HTTP edge), shown in `status`. */
-  url?: string;
-  /** Its catalogue of agents' digest (AGENT.md §8), as of each heartbeat: `turnhost cluster` shows each node's. */
-  catalogue?: () => string;
-}
 
 export interface PostgresStoreOptions {
   historyCacheMib?: number;
@@ -89,10 +75,8 @@ export class PostgresStore implements Store {
   private client: pg.Client | null;
   private connecting: Promise<pg.Client> | null = null;
   private problem: string | undefined;
-  /** As a node: the sessions whose leases this host took, at the epoch it took each. */
-  private readonly leases = new Map<string, number>();
-  /** What a claim recovered of a session another node left, until the load that made it returns it. */
-  private readonly takeovers = new Map<string, Takeover>();
+  /** As a node: its leases on the sessions it runs; null for a single host. */
+  private readonly leases: NodeLeases | null;
   private renewal: NodeJS.Timeout | undefined;
 
   private constructor(
@@ -106,9 +90,10 @@ export class PostgresStore implements Store {
     this.history = new HistoryCache(historyCacheBytes);
     this.homes = new PostgresHomes(pool, node?.id ?? null);
     this.watch(client);
+    this.leases = node === undefined ? null : new NodeLeases(node, pool, (err) => this.failed(err), () => this.connection());
     if (node !== undefined) {
       // Three renewals a lease: a renewal lost to a slow moment leaves two more before it expires.
-      this.renewal = setInterval(() => void this.renewLeases(), (node.leaseSecs * 1000) / 3);
+      this.renewal = setInterval(() => void this.leases?.renew(), (node.leaseSecs * 1000) / 3);
       this.renewal.unref();
     }
   }
@@ -118,7 +103,7 @@ export class PostgresStore implements Store {
     const client = await connectWriter(location, true, options.node);
     const pool = readPool(location);
     const store = new PostgresStore(location, client, pool, (options.historyCacheMib ?? DEFAULT_HISTORY_CACHE_MIB) * 1024 * 1024, options.node);
-    await store.renewLeases(); // the node shows in the cluster from its start
+    await store.leases?.renew(); // the node shows in the cluster from its start
     return store;
   }
 
@@ -213,14 +198,14 @@ export class PostgresStore implements Store {
    */
   private async send(statements: PendingStatement[], sids: string[]): Promise<void> {
     const client = await this.connection();
-    const fenced = this.node !== undefined && sids.length > 0;
+    const fence = this.leases !== null && sids.length > 0 ? this.leases : null;
     // In the pipeline's order, as they are sent: the transaction's id comes back before its COMMIT.
     const begin = client.query('BEGIN');
     const txid = client.query<{ txid: string }>('SELECT txid_current()::text AS txid');
     const queries = [
       begin,
       txid,
-      ...(fenced ? [client.query('SELECT fence($1, $2, $3)', [this.node!.id, sids, sids.map((sid) => this.leases.get(sid) ?? -1)])] : []),
+      ...(fence === null ? [] : [client.query('SELECT fence($1, $2, $3)', [fence.node.id, sids, sids.map((sid) => fence.epochOf(sid))])]),
       ...statements.map((s) => client.query({ name: s.name, text: s.text, values: s.values as unknown[] })),
       client.query('COMMIT'),
     ];
@@ -242,7 +227,7 @@ export class PostgresStore implements Store {
     const failures = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as Error);
     const cause = failures.find((e) => (e as Error & { code?: string }).code !== IN_FAILED_TRANSACTION) ?? failures[0];
     if ((cause as (Error & { code?: string }) | undefined)?.code === LEASE_LOST_CODE) {
-      for (const sid of sids) this.leases.delete(sid);
+      this.leases?.lost(sids);
       throw new LeaseLost(sids);
     }
     if (cause !== undefined) throw this.failed(cause);
@@ -324,7 +309,7 @@ export class PostgresStore implements Store {
   }
 
   async loadSession(sid: string): Promise<StoredSession | undefined> {
-    if (this.node !== undefined) await this.claim(sid, this.node);
+    await this.leases?.claim(sid);
     const [rows, queue] = await Promise.all([
       this.read<SessionRowWithCounts>(
         `SELECT sid, session_key, status, history_version, overrides, cwd, queue_revision, agent_session_id, agent,
@@ -340,89 +325,13 @@ export class PostgresStore implements Store {
         [sid],
       ),
     ]);
-    const takenOver = this.takeovers.get(sid);
-    this.takeovers.delete(sid);
+    const takenOver = this.leases?.takeover(sid);
     if (rows[0] === undefined) return undefined;
     return { ...toStoredSession(rows[0], queue), ...(takenOver === undefined ? {} : { takenOver }) };
   }
 
-  /**
-   * Takes the session's lease when it is free or expired (epoch + 1), or keeps the one this host
-   * holds. A lease taken from a node that died (or paused past it) recovers what that node left of
-   * the session, in the same transaction: as after a local crash.
-   */
-  private async claim(sid: string, node: NodeOptions): Promise<void> {
-    const client = await this.pool.connect().catch((err: Error) => Promise.reject(this.failed(err)));
-    try {
-      await client.query('BEGIN');
-      const held = this.leases.get(sid) ?? -1;
-      const before = await client.query<{ node_id: string }>('SELECT node_id FROM leases WHERE sid = $1 FOR UPDATE', [sid]);
-      const { rows } = await client.query<{ epoch: number }>(
-        `INSERT INTO leases AS l (sid, node_id, epoch, expires_at) VALUES ($1, $2, 1, now() + make_interval(secs => $3))
-         ON CONFLICT (sid) DO UPDATE SET node_id = EXCLUDED.node_id, expires_at = EXCLUDED.expires_at,
-           epoch = CASE WHEN l.node_id = EXCLUDED.node_id AND l.epoch = $4 THEN l.epoch ELSE l.epoch + 1 END
-         WHERE l.expires_at < now() OR (l.node_id = EXCLUDED.node_id AND l.epoch = $4)
-         RETURNING epoch`,
-        [sid, node.id, node.leaseSecs, held],
-      );
-      const taken = rows[0];
-      if (taken === undefined) {
-        const owner = await client.query<{ node_id: string }>('SELECT node_id FROM leases WHERE sid = $1', [sid]);
-        await client.query('ROLLBACK');
-        throw new OwnedElsewhere(sid, owner.rows[0]?.node_id ?? 'unknown');
-      }
-      const recovered = taken.epoch !== held ? await recoverSession(client, sid) : null;
-      await client.query('COMMIT');
-      this.leases.set(sid, taken.epoch);
-      // Any lease taken from a holder (a node dead or paused, or an earlier start of this one) is a
-      // takeover, even with nothing lost: the queue it left (one whose head had failed to start) must run.
-      const fromNode = before.rows[0]?.node_id;
-      if (recovered !== null && fromNode !== undefined) this.takeovers.set(sid, { fromNode, ...recovered });
-    } catch (err) {
-      if (err instanceof OwnedElsewhere) {
-        client.release();
-        throw err;
-      }
-      // Its transaction's state is unknown: the connection is closed (the server rolls back), not pooled.
-      client.release(true);
-      throw this.failed(err as Error);
-    }
-    client.release();
-  }
-
   async release(sid: string): Promise<void> {
-    const epoch = this.leases.get(sid);
-    if (this.node === undefined || epoch === undefined) return;
-    this.leases.delete(sid);
-    await this.pool.query('DELETE FROM leases WHERE sid = $1 AND node_id = $2 AND epoch = $3', [sid, this.node.id, epoch]).catch(() => {});
-  }
-
-  /**
-   * The node's heartbeat, one statement: its row in `nodes`, and the leases it holds, at their
-   * epochs (a lease another node took is not renewed).
-   */
-  private async renewLeases(): Promise<void> {
-    if (this.node === undefined) return;
-    const sids = [...this.leases.keys()];
-    try {
-      // Only the holder of the node's lock renews: a node that lost it (another start of the
-      // same id took it) lets its leases expire. Connecting again here also brings the writer
-      // back after a restart of the server before any turn needs it.
-      await this.connection();
-      await this.pool.query(
-        `WITH renewed AS (
-           UPDATE leases SET expires_at = now() + make_interval(secs => $2)
-           FROM unnest($3::text[], $4::bigint[]) AS held(sid, epoch)
-           WHERE leases.sid = held.sid AND leases.epoch = held.epoch AND leases.node_id = $1
-           RETURNING 1)
-         INSERT INTO nodes (node_id, url, heartbeat_at, sessions, catalogue) VALUES ($1, $5, now(), (SELECT count(*) FROM renewed), $6)
-         ON CONFLICT (node_id) DO UPDATE SET url = EXCLUDED.url, heartbeat_at = EXCLUDED.heartbeat_at, sessions = EXCLUDED.sessions, catalogue = EXCLUDED.catalogue`,
-        [this.node.id, this.node.leaseSecs, sids, sids.map((sid) => this.leases.get(sid)!), this.node.url ?? null, this.node.catalogue?.() ?? null],
-      );
-    } catch (err) {
-      // The server is away: the next renewal tries again, and a lease that expires meanwhile is fenced.
-      this.failed(err as Error);
-    }
+    await this.leases?.release(sid);
   }
 
   async messages(sid: string, from = 0, to = Number.MAX_SAFE_INTEGER): Promise<ChatMessage[]> {
@@ -500,12 +409,10 @@ export class PostgresStore implements Store {
       await client.query(ROLL_UP_LOST_SQL, [now]);
       const counts: RecoveryCounts = {
         lost,
-        boots: await count("UPDATE boots SET ended_at = $1, end_reason = 'crash' WHERE ended_at IS NULL"),
-        lostTurns: await count("UPDATE turns SET status = 'lost', ended_at = $1, error = 'host died' WHERE status = 'running'"),
-        retainedSessions: await count(
-          "UPDATE sessions SET status = 'retained', retained_reason = 'crash', end_reason = NULL, updated_at = $1 WHERE status = 'active'",
-        ),
-        expiredRequests: await count("UPDATE server_requests SET status = 'expired', reason = 'host died', resolved_at = $1 WHERE status = 'open'"),
+        boots: await count(CRASH_RECOVERY_SQL.closeBoots),
+        lostTurns: await count(CRASH_RECOVERY_SQL.loseTurns),
+        retainedSessions: await count(CRASH_RECOVERY_SQL.retainSessions),
+        expiredRequests: await count(CRASH_RECOVERY_SQL.expireRequests),
       };
       await client.query(REQUEUE_STEERED, [null]);
       await client.query('COMMIT');
@@ -541,119 +448,10 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     clearInterval(this.renewal);
     await this.flush();
-    // A clean stop gives its leases back (another node may take the sessions at once) and leaves the cluster.
-    if (this.node !== undefined) {
-      await this.pool
-        .query('WITH released AS (DELETE FROM leases WHERE node_id = $1 AND sid = ANY($2)) DELETE FROM nodes WHERE node_id = $1', [this.node.id, [...this.leases.keys()]])
-        .catch(() => {});
-    }
+    await this.leases?.releaseAll();
     await this.client?.end().catch(() => {});
     this.client = null;
     await this.pool.end().catch(() => {});
   }
 }
 
-/**
- * Steered texts the turn never took go back to the head of their queue, in the order steered
- * (PROTOCOL.md §2.1): every session's ($1 null), or one session's.
- */
-const REQUEUE_STEERED = `
-  WITH steered AS (
-    SELECT queue_id, sid, row_number() OVER (PARTITION BY sid ORDER BY position) AS i, count(*) OVER (PARTITION BY sid) AS n
-    FROM queue WHERE steered = 1 AND ($1::text IS NULL OR sid = $1)
-  ), heads AS (SELECT sid, min(position) AS head FROM queue WHERE steered = 0 AND ($1::text IS NULL OR sid = $1) GROUP BY sid)
-  UPDATE queue SET steered = 0, position = COALESCE(heads.head, steered.n) - steered.n + steered.i - 1
-  FROM steered LEFT JOIN heads ON heads.sid = steered.sid
-  WHERE queue.queue_id = steered.queue_id`;
-
-/**
- * What a node that lost the session left running dies with it: durability rule 5, for one
- * session. Says which turns were lost and which requests expired, for the session's clients.
- */
-async function recoverSession(client: pg.PoolClient, sid: string, now = Date.now()): Promise<Omit<Takeover, 'fromNode'>> {
-  const lost = (await client.query<LostTurn>(LOST_TURNS_SQL, [sid])).rows.map(numericStart);
-  await client.query(ROLL_UP_SESSION_LOST_SQL, [now, sid]);
-  await client.query("UPDATE turns SET status = 'lost', ended_at = $2, error = 'node lost' WHERE sid = $1 AND status = 'running'", [sid, now]);
-  await client.query(
-    "UPDATE sessions SET status = 'retained', retained_reason = 'crash', end_reason = NULL, updated_at = $2 WHERE sid = $1 AND status = 'active'",
-    [sid, now],
-  );
-  const requests = await client.query<{ id: string; method: string }>(
-    "UPDATE server_requests SET status = 'expired', reason = 'node lost', resolved_at = $2 WHERE sid = $1 AND status = 'open' RETURNING id, method",
-    [sid, now],
-  );
-  await client.query(REQUEUE_STEERED, [sid]);
-  return { lostTurns: lost, expiredRequests: requests.rows };
-}
-
-/**
- * The writing connection, pipelined, holding the host's lock: all of it for a single host, a
- * share of it for a node (nodes run together; a single host and a node refuse each other), and a
- * node's own lock, so that one node id runs once. `migrating`: at start, the schema is brought up
- * to date first.
- */
-async function connectWriter(location: PostgresLocation, migrating: boolean, node?: NodeOptions): Promise<pg.Client> {
-  const client = new pg.Client({ ...clientConfig(location, 'host'), pipeline: true } as pg.ClientConfig);
-  client.on('error', () => {}); // until the store watches it: a failure shows in the query that meets it
-  try {
-    await client.connect();
-    if (migrating) await migrate(client);
-    const lock = node === undefined ? 'pg_try_advisory_lock($1)' : 'pg_try_advisory_lock_shared($1)';
-    const { rows } = await client.query<{ locked: boolean }>(`SELECT ${lock} AS locked`, [HOST_LOCK]);
-    if (rows[0]?.locked !== true) {
-      throw new DatabaseTaken(node === undefined ? `another compute host is using the database ${location.shown}` : `a single host uses the database ${location.shown}`);
-    }
-    if (node !== undefined) {
-      await takeNodeLock(client, node);
-      await client.query("SELECT set_config('turnhost.node_id', $1, false)", [node.id]);
-    }
-  } catch (err) {
-    await client.end().catch(() => {});
-    throw err;
-  }
-  return client;
-}
-
-/** How often a starting node looks again at its own lock while an earlier start of it holds it. */
-const NODE_LOCK_RETRY_MS = 200;
-
-const NODE_LOCK_KEY = "hashtext('turnhost node ' || $1::text)::bigint";
-
-/**
- * The node's own lock. A node killed with -9 lets go of it at once (the server sees its socket
- * close), but a connection the server still believes in (a client gone behind a dead network,
- * one left idle in a transaction) keeps it. So a start that finds it taken waits and watches the
- * node's heartbeat: a heartbeat that moves is a running node, and this start is refused; one that
- * grows older than a lease is an earlier start of this node, dead or cut off (fencing keeps it
- * from writing what it no longer owns), and the connections holding the lock are ended.
- */
-async function takeNodeLock(client: pg.Client, node: NodeOptions): Promise<void> {
-  const deadline = Date.now() + nodeLockWaitMs(node.leaseSecs);
-  let firstBeat: number | null | undefined;
-  for (;;) {
-    const { rows } = await client.query<{ locked: boolean; beat: number | null; age_ms: number | null }>(
-      `SELECT pg_try_advisory_lock(${NODE_LOCK_KEY}) AS locked,
-              (SELECT (extract(epoch FROM heartbeat_at) * 1000)::bigint FROM nodes WHERE node_id = $1) AS beat,
-              (SELECT (extract(epoch FROM now() - heartbeat_at) * 1000)::int FROM nodes WHERE node_id = $1) AS age_ms`,
-      [node.id],
-    );
-    const { locked, beat, age_ms: ageMs } = rows[0]!;
-    if (locked) return;
-    firstBeat ??= beat;
-    if ((beat !== null && beat !== firstBeat) || Date.now() > deadline) {
-      throw new DatabaseTaken(`node ${node.id} is already running (its heartbeat is ${ageMs === null ? 'missing' : `${ageMs} ms old`})`);
-    }
-    if (ageMs === null || ageMs > node.leaseSecs * 1000) await endHoldersOfNodeLock(client, node.id);
-    await new Promise((resolve) => setTimeout(resolve, NODE_LOCK_RETRY_MS));
-  }
-}
-
-/** The backends holding the node's lock, other than this one, are ended (an advisory lock on a bigint key shows as classid:objid). */
-async function endHoldersOfNodeLock(client: pg.Client, nodeId: string): Promise<void> {
-  await client.query(
-    `SELECT pg_terminate_backend(pid) FROM pg_locks
-     WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND pid <> pg_backend_pid()
-       AND ((classid::bigint << 32) | objid::bigint) = ${NODE_LOCK_KEY}`,
-    [nodeId],
-  );
-}

@@ -8,24 +8,18 @@ import Database from 'better-sqlite3';
 import {
   FORKS_SQL,
   forkOrigin,
-  LINE_HISTORY_SQL,
-  LINE_TAIL_SQL,
   NOT_A_BRANCH,
-  SUPERSEDED_SQL,
   SUBMITTED_SQL,
   TURN_USAGE_COLUMNS,
   SUMMARY_COLUMNS,
   withSuperseded,
   type ForkOrigin,
   type HistoryOptions,
-  type SupersededRow,
   toHistoryEntry,
   toListed,
   toSummary,
   withTurnUsage,
   type ClusterNode,
-  type HistoryEntry,
-  type HistoryRow,
   type ListedSession,
   type LeaseView,
   type PeerNode,
@@ -36,6 +30,8 @@ import {
   type TurnUsageRow,
   SESSION_FOLDERS_SQL,
 } from '../reader.js';
+import { type HistoryEntry } from '../../protocol/history-entry.js';
+import { LINE_HISTORY_SQL, LINE_TAIL_SQL, SUPERSEDED_SQL, type SupersededRow, type HistoryRow } from '../history-rows.js';
 import type { SessionStatus } from '../store.js';
 
 export class SqliteReader implements Reader {

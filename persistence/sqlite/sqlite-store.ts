@@ -17,8 +17,6 @@ import {
   DEFAULT_HISTORY_CACHE_MIB,
   toChatMessage,
   toStoredSession,
-  LOST_TURNS_SQL,
-  numericStart,
   type LostTurn,
   type MessageRow,
   type RecoveryCounts,
@@ -33,6 +31,7 @@ import {
   SESSION_WORKSPACE_SQL,
   type SessionWorkspace,
 } from '../store.js';
+import { CRASH_RECOVERY_SQL, LOST_TURNS_SQL, numericStart } from '../crash-recovery.js';
 import { checkBudget, ROLL_UP_LOST_SQL, type BudgetExceeded, type NumberedQuery } from '../ledger.js';
 import { FORK_ORIGIN_SQL, lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL, TURN_SPAN_SQL } from '../session-line.js';
 import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, type SubmitRow } from '../store-writer.js';
@@ -264,18 +263,13 @@ export class SqliteStore implements Store {
 
   async recoverCrashedBoots(now = Date.now()): Promise<RecoveryCounts> {
     return this.db.transaction((): RecoveryCounts => {
-      const boots = this.db.prepare("UPDATE boots SET ended_at = ?, end_reason = 'crash' WHERE ended_at IS NULL").run(now).changes;
+      const run = (sql: string): number => this.db.prepare(sql).run({ 1: now }).changes;
+      const boots = run(CRASH_RECOVERY_SQL.closeBoots);
       const lost = (this.db.prepare(LOST_TURNS_SQL).all({ 1: null }) as LostTurn[]).map(numericStart);
       this.db.prepare(ROLL_UP_LOST_SQL).run({ 1: now });
-      const lostTurns = this.db
-        .prepare("UPDATE turns SET status = 'lost', ended_at = ?, error = 'host died' WHERE status = 'running'")
-        .run(now).changes;
-      const retainedSessions = this.db
-        .prepare("UPDATE sessions SET status = 'retained', retained_reason = 'crash', end_reason = NULL, updated_at = ? WHERE status = 'active'")
-        .run(now).changes;
-      const expiredRequests = this.db
-        .prepare("UPDATE server_requests SET status = 'expired', reason = 'host died', resolved_at = ? WHERE status = 'open'")
-        .run(now).changes;
+      const lostTurns = run(CRASH_RECOVERY_SQL.loseTurns);
+      const retainedSessions = run(CRASH_RECOVERY_SQL.retainSessions);
+      const expiredRequests = run(CRASH_RECOVERY_SQL.expireRequests);
       this.requeueSteeredTexts();
       return { boots, lostTurns, lost, retainedSessions, expiredRequests };
     })();
