@@ -9,6 +9,7 @@ import type { ConfigSource } from './config-file.js';
 import { needsSandbox, readCatalogue, type CheckedCatalogue } from './catalogue-config.js';
 import type { GuestAgentOptions } from './acp/guest-agent.js';
 import { scriptAgent } from './script.js';
+import { looksLikePath } from './agent-spec.js';
 
 /** What a built-in agent may need to start: its config (AGENT.md §1, §6), and what the catalogue shares (§8). */
 export interface AgentSetup extends GuestAgentOptions {}
@@ -23,15 +24,6 @@ const BUILT_IN: Record<string, (setup: AgentSetup) => Agent | Promise<Agent>> = 
 };
 
 export { AgentLoadError };
-
-function looksLikePath(spec: string): boolean {
-  return spec.includes('/') || spec.includes('\\') || /\.(c|m)?js$/.test(spec);
-}
-
-/** A module path made absolute against the folder the command was run from; a built-in name as it is. */
-export function resolveAgentSpec(spec: string, cwd = process.cwd()): string {
-  return looksLikePath(spec) && !isAbsolute(spec) ? resolve(cwd, spec) : spec;
-}
 
 export async function loadAgent(spec: string, setup: AgentSetup, cwd = process.cwd()): Promise<Agent> {
   if (!looksLikePath(spec)) {

@@ -1,7 +1,7 @@
 // `npm run bench -- host`: turnhost's compute host against two floors measured in the same run.
 import { join } from 'node:path';
 import { CLI, median, printTable, range, ROOT, round, ROUNDS, verdict, withTempDir, writeResult } from './common.js';
-import { WEBHOOK_EVENTS } from '../persistence/outbox.js';
+import { WEBHOOK_EVENTS } from '../protocol/webhook-events.js';
 import { measurePath, measureProgram, TurnProcess, type LoadPlan, type ProgramResult } from './driver.js';
 import { OtlpSink } from './otlp-sink.js';
 

@@ -4,10 +4,9 @@
 // command checks before it starts one.
 import { InvalidArgumentError, type Command } from 'commander';
 import { resolve } from 'node:path';
-import { checkedCatalogue } from '../agents/loader.js';
 import type { JwtOptions } from '../edge/jwt-verifier.js';
 import { parseListenAddress } from '../edge/listen-address.js';
-import { parseWebhookEvents, WEBHOOK_EVENTS, type WebhookEvent } from '../persistence/outbox.js';
+import { parseWebhookEvents, WEBHOOK_EVENTS, type WebhookEvent } from '../protocol/webhook-events.js';
 import { homeFrom } from '../protocol/home-paths.js';
 import { collect, loginDaysOption, positiveNumber, storeForChildren } from './cli-options.js';
 import type { HttpOptions } from './commands/daemon.js';
@@ -174,6 +173,6 @@ export async function beforeDaemonStart(opts: { home?: string; agent?: string; a
   const home = homeFrom(opts.home);
   const running = await (await import('./daemon-client.js')).connectDaemon(home);
   running?.close();
-  if (running === null) await checkedCatalogue(opts.agent, { home, flag: opts.agentConfig, env: process.env });
+  if (running === null) await (await import('../agents/loader.js')).checkedCatalogue(opts.agent, { home, flag: opts.agentConfig, env: process.env });
   storeForChildren(opts);
 }

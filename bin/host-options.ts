@@ -3,7 +3,7 @@
 // read process.env), and again as arguments, for a host started by a daemon.
 import { InvalidArgumentError, type Command } from 'commander';
 import { resolve } from 'node:path';
-import { resolveAgentSpec } from '../agents/loader.js';
+import { resolveAgentSpec } from '../agents/agent-spec.js';
 import { parsePositiveInteger, positiveInteger, seconds, storeOption } from './cli-options.js';
 
 export const DEFAULT_WORKERS = 8;

@@ -1,7 +1,8 @@
 // The daemon's metrics (PROTOCOL.md §5.4), in the Prometheus text format through prom-client.
 // Turns are counted from the turn events the gateway sees; gauges are read when scraped.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { ClientTransport, ClientWatcher } from '../actors/daemon/client-connection.js';
+import type { ClientTransport } from '../actors/daemon/client-connection.js';
+import type { DaemonCounters } from '../actors/daemon/daemon-counters.js';
 import type { HostStatus } from '../actors/daemon/supervisor-messages.js';
 import type { Overrun } from '../actors/daemon/unread-bound.js';
 import type { DeliveryOutcome } from '../actors/daemon/webhook-delivery.js';
@@ -23,7 +24,7 @@ const STARTS_KEPT = 10_000;
 const TOKEN_KINDS = ['prompt', 'completion', 'cached', 'reasoning'] as const;
 const DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800];
 
-export class DaemonMetrics implements ClientWatcher {
+export class DaemonMetrics implements DaemonCounters {
   readonly registry = new Registry();
   private readonly turns: Counter<'outcome'>;
   private readonly durations: Histogram;

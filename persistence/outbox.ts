@@ -8,21 +8,10 @@
 // down holds up no other. Each delivery is sent at least once, in order per session and URL, and
 // moved on: delivered (the row goes), tried again later, or failed after a day.
 import { decodeOr } from './codec.js';
-
-export const WEBHOOK_EVENTS = ['turn.end', 'turn.error', 'request.open', 'schedule.fired', 'session.deleted'] as const;
-export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+import type { WebhookEvent } from '../protocol/webhook-events.js';
 
 /** A webhook's reply is cut here (PROTOCOL.md §8.2): a receiver wants to know, not to read it all. */
 const REPLY_CHARS = 2000;
-
-/** `--webhook-events a,b`: the events named, each checked; an unknown one is an error naming it. */
-export function parseWebhookEvents(text: string): WebhookEvent[] {
-  const names = text.split(',').map((name) => name.trim()).filter((name) => name !== '');
-  for (const name of names) {
-    if (!(WEBHOOK_EVENTS as readonly string[]).includes(name)) throw new Error(`--webhook-events: unknown event ${JSON.stringify(name)} (events: ${WEBHOOK_EVENTS.join(', ')})`);
-  }
-  return names as WebhookEvent[];
-}
 
 /** A schedule's fire is a prompt with client_message_id `schedule:<id>:<planned time>` (PROTOCOL.md §8.1). */
 export function scheduleIdOf(clientMessageId: string): string | undefined {

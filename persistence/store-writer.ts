@@ -6,7 +6,7 @@ import type { HistoryCache } from './history-cache.js';
 import type { ChatMessage } from '../protocol/chat.js';
 import type { TurnUsage } from '../protocol/usage.js';
 import type { TraceContext } from '../protocol/trace-context.js';
-import type { WebhookEvent } from './outbox.js';
+import type { WebhookEvent } from '../protocol/webhook-events.js';
 
 export type TurnStatus = 'running' | 'completed' | 'interrupted' | 'failed' | 'lost';
 export type RequestStatus = 'open' | 'answered' | 'expired' | 'cancelled';

@@ -1,7 +1,7 @@
 // What the host's actors share: each is a single owner of its own output or file.
 import type { Logger } from 'pino';
 import type { AgentCatalogue } from '../../agents/catalogue.js';
-import type { WebhookEvent } from '../../persistence/outbox.js';
+import type { WebhookEvent } from '../../protocol/webhook-events.js';
 import type { Store } from '../../persistence/store.js';
 import type { FrameWriter } from '../../protocol/frame-writer.js';
 import type { Clock } from '../clock.js';

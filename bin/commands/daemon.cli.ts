@@ -1,7 +1,7 @@
 // `turnhost daemon` declared (PROTOCOL.md §3): its options, and how they become the daemon's; the
 // body is daemon.ts.
 import type { Command } from 'commander';
-import { WEBHOOK_EVENTS } from '../../persistence/outbox.js';
+import { WEBHOOK_EVENTS } from '../../protocol/webhook-events.js';
 import { homeFrom } from '../../protocol/home-paths.js';
 import { homeOption, maxClientsOption, maxUnreadOption } from '../cli-options.js';
 import { httpFrom, httpOptions, retentionFrom, retentionOptions, webhookOptions } from '../daemon-flags.js';

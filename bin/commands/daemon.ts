@@ -53,12 +53,13 @@ import { enterHome, ensureHome } from '../home.js';
 import { homePaths } from '../../protocol/home-paths.js';
 import { hostArgs, type HostPassOptions } from '../host-options.js';
 import { startRepl } from '../repl-server.js';
-import { startEdge, type Edge } from '../../edge/edge-server.js';
+import type { Edge } from '../../edge/edge-server.js';
 import type { JwtOptions } from '../../edge/jwt-verifier.js';
 import { Places } from '../../edge/places.js';
 import { MAX_WAITING_FOR_AUTH } from '../../edge/pre-auth.js';
 import type { ListenAddress } from '../../edge/listen-address.js';
-import { DaemonMetrics } from '../../edge/metrics.js';
+import type { MetricSources } from '../../edge/metrics.js';
+import { NO_COUNTERS, type DaemonCounters } from '../../actors/daemon/daemon-counters.js';
 
 export interface DaemonOptions extends HostPassOptions {
   home: string;
@@ -142,6 +143,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     process.stderr.write(`turnhost daemon: a daemon is already running for ${home}\n`);
     return 1;
   }
+  const edgeModules = options.http === undefined ? null : importEdge();
   const logFile = new LogFile(paths.log);
   const streams: pino.StreamEntry[] = [{ stream: logFile }];
   if (options.echoLog && !sameFile(2, paths.log)) streams.push({ stream: pino.destination({ dest: 2, sync: true }) });
@@ -173,11 +175,11 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   const stopped = new Promise<StopReport>((resolve) => (onStopped = resolve));
   const system = startSystem();
   const gate = new OutputGate();
-  let metrics: DaemonMetrics | null = null;
+  let metrics: DaemonCounters = NO_COUNTERS;
   let edge: Edge | null = null;
   let delivery: WebhookDelivery | null = null;
   const gateway = spawnGateway(system, log, gate, (type, payload) => {
-    metrics?.turnEvent(type, payload);
+    metrics.turnEvent(type, payload);
     // A turn's end was committed with its webhook event: deliver it now, not at the next look.
     if (type !== 'turn.started') delivery?.wake();
   });
@@ -276,7 +278,9 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     scheduled: () => scheduler?.wake(),
   };
   const webhooks = options.webhooks ?? [];
-  metrics = daemonMetrics(shared, webhooks);
+  const loaded = await edgeModules;
+  const edgeMetrics = loaded === null ? null : new loaded.metrics.DaemonMetrics(metricSources(shared, webhooks));
+  metrics = edgeMetrics ?? NO_COUNTERS;
   delivery = webhooks.length === 0 ? null : webhookDelivery(home, webhooks, shared, metrics, log);
   scheduler = new Scheduler({
     side: side.get,
@@ -303,14 +307,14 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
       refuseClient(socket, maxClients, log);
       return;
     }
-    socket.once('close', track(acceptClient(clients, unixTransport(socket, limits), shared, log, metrics!)));
+    socket.once('close', track(acceptClient(clients, unixTransport(socket, limits), shared, log, metrics)));
   });
+  // The edge listens before the socket: whoever finds the daemon by its socket (`turnhost start`, `web`) finds its edge up.
+  if (loaded !== null && edgeMetrics !== null && options.http !== undefined) {
+    edge = await loaded.server.startEdge({ ...options.http, home, envToken: process.env['TURNHOST_TOKEN'] || undefined, shared, clients, limits, admit, preAuth, track, maxClients, metrics: edgeMetrics, log });
+  }
   await listen(server, paths.socket);
   const repl = await startRepl({ path: paths.replSocket, home, supervisor, gateway, system, reader: shared.reader, side: side.get, logPath: paths.log, unreadLimits: limits });
-  if (options.http !== undefined) {
-    const http = options.http;
-    edge = await startEdge({ ...http, home, envToken: process.env['TURNHOST_TOKEN'] || undefined, shared, clients, limits, admit, preAuth, track, maxClients, metrics, log });
-  }
   log.info({ home, socket: paths.socket, ...(edge === null ? {} : { http: edge.url }) }, 'daemon listening');
   if (!spawnFirst) tell(supervisor, { kind: 'spawn' });
   scheduler.start();
@@ -399,14 +403,23 @@ function clusterView(nodeId: string, leaseSecs: number, reader: () => Promise<Re
   };
 }
 
+/**
+ * The HTTP edge's modules, and the metrics' (only the edge serves /metrics), for a daemon that
+ * listens: loaded while its first host starts. A daemon that does not listen never loads them.
+ */
+async function importEdge() {
+  const [server, metrics] = await Promise.all([import('../../edge/edge-server.js'), import('../../edge/metrics.js')]);
+  return { server, metrics };
+}
+
 /** The metrics read the supervisor, the database and the gateway when scraped; the deliveries when there are webhooks. */
-function daemonMetrics(shared: SharedContext, webhooks: readonly string[]): DaemonMetrics {
-  return new DaemonMetrics({
+function metricSources(shared: SharedContext, webhooks: readonly string[]): MetricSources {
+  return {
     status: () => ask(shared.supervisor, (replyTo: Ref<HostStatus>): SupervisorMsg => ({ kind: 'status', replyTo }), SECOND_MS * 10),
     reader: shared.reader,
     openRequests: () => ask(shared.gateway, (replyTo: Ref<number>): GatewayMsg => ({ kind: 'count-open-requests', replyTo }), SECOND_MS * 10),
     webhookBacklogs: async () => (webhooks.length === 0 ? null : urlBacklogs(webhooks, (await (await shared.side())?.outbox.backlogs()) ?? [])),
-  });
+  };
 }
 
 /** Each configured URL's backlog (none owed: zeros), then any other URL's still in the store, as shown. */
@@ -416,7 +429,7 @@ function urlBacklogs(urls: readonly string[], stored: readonly UrlBacklog[]): Ur
   return [...configured, ...others].map((b) => ({ ...b, url: shownWebhookUrl(b.url) }));
 }
 
-function webhookDelivery(home: string, urls: string[], shared: SharedContext, metrics: DaemonMetrics, log: pino.Logger): WebhookDelivery {
+function webhookDelivery(home: string, urls: string[], shared: SharedContext, metrics: DaemonCounters, log: pino.Logger): WebhookDelivery {
   const secret = watchedWebhookSecret(home);
   return new WebhookDelivery({ side: shared.side, urls, secret: () => secret.current(), counted: (outcome, url) => metrics.delivery(outcome, url), log });
 }
@@ -426,7 +439,7 @@ function webhookDelivery(home: string, urls: string[], shared: SharedContext, me
  * session another node owns is forwarded to it), whether or not anyone is attached.
  */
 /** The retention sweep the options ask for, deleting and archiving as `retention`, an admin; null when off. */
-function retentionSweep(options: DaemonOptions, shared: SharedContext, metrics: DaemonMetrics, log: pino.Logger): { start(): void; close(): Promise<void> } | null {
+function retentionSweep(options: DaemonOptions, shared: SharedContext, metrics: DaemonCounters, log: pino.Logger): { start(): void; close(): Promise<void> } | null {
   const policy = retentionPolicy(options);
   if (policy === null) return null;
   const caller = new InnerClient(shared, RETENTION, log);

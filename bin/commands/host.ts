@@ -6,7 +6,7 @@ import { removeDeletedFiles } from '../../actors/host/session-delete.js';
 import type { HomeStore } from '../../agents/acp/guest-agent.js';
 import { Readable } from 'node:stream';
 import { startTracing, type Tracing } from '../tracing.js';
-import type { WebhookEvent } from '../../persistence/outbox.js';
+import type { WebhookEvent } from '../../protocol/webhook-events.js';
 import { randomBytes } from 'node:crypto';
 import { startHost, DEFAULT_SHUTDOWN_WAIT_SEC } from '../../actors/host/host.js';
 import type { ShutdownReason } from '../../actors/host/messages.js';

@@ -10,9 +10,14 @@ export interface Daemon {
   socket: string;
 }
 
-/** Starts `turnhost daemon --home HOME …` in the foreground and waits for its host to be ready. */
+/**
+ * Starts `turnhost daemon --home HOME …` in the foreground and waits until it listens (its socket,
+ * and its edge with --listen) and its host is ready: the host starts while the daemon opens its
+ * doors, and either may come first.
+ */
 export async function startDaemon(h: Harness, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}, home = h.tempDir()): Promise<Daemon> {
   const process = new HostProcess(h.spawnCli(['daemon', '--home', home, ...args], { TURNHOST_LOG_LEVEL: 'info', ...env }));
+  await process.logged(/"msg":"daemon listening"/, 15_000);
   await process.logged(/"msg":"host ready"/, 15_000);
   return { home, process, socket: join(home, 'turnhost.sock') };
 }

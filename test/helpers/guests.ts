@@ -3,9 +3,10 @@
 // harness's cleanup ends any a test left, and a count sees only this scene's guests (the guests
 // themselves, not the sandboxes around them). A guest keeps its sessions in its session's folder
 // (the TS fixture) or its home (the Python example): what its sandbox lets it keep (AGENT.md §7).
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitGone } from '../../persistence/proc.js';
+import { fileWhere } from './files.js';
 import { Harness, processesNaming, REPO_ROOT } from './processes.js';
 
 export const TS_GUEST = join(REPO_ROOT, 'test', 'fixtures', 'acp-guest.mjs');
@@ -53,8 +54,7 @@ export function guestScene(h: Harness, guest: 'ts' | 'python' = 'ts', flags: str
 
 /**
  * Resolves once the home's log file has a line matching `pattern`. The host's records reach the
- * file through the daemon, on a pipe of their own: no frame says when, so the file is read again
- * every 50 ms, for at most `ms`.
+ * file through the daemon, on a pipe of their own: no frame says when, so the file is awaited.
  */
 export async function logged(home: string, pattern: RegExp, ms = 5_000): Promise<string> {
   const lines = await loggedWhere(home, (all) => all.some((l) => pattern.test(l)), `a line matching ${pattern}`, ms);
@@ -63,14 +63,7 @@ export async function logged(home: string, pattern: RegExp, ms = 5_000): Promise
 
 /** As logged, until the log's lines as a whole meet `met`; resolves with them. */
 export async function loggedWhere(home: string, met: (lines: string[]) => boolean, what: string, ms = 5_000): Promise<string[]> {
-  const file = join(home, 'logs', 'turnhost.log');
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
-    if (met(lines)) return lines;
-    if (Date.now() > deadline) throw new Error(`no ${what} in ${file} within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  return (await fileWhere(join(home, 'logs', 'turnhost.log'), (text) => met(text.split('\n')), what, ms)).split('\n');
 }
 
 /** bubblewrap, or the shell that starts a sandbox's bridge, around a guest: not the guest. */

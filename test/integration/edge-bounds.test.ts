@@ -163,7 +163,10 @@ describe('the HTTP edge under load and bad behaviour (real daemon)', function ()
     const badFramesFrom = performance.now();
     const big = waiting.slice(0, 20);
     const bigClosed = big.map(closedWith);
-    for (const ws of big) ws.send(JSON.stringify({ auth: 'x'.repeat(7 * 1024 * 1024) }));
+    // Made once: building a 7 MiB string twenty times kept this loop busy for seconds on a loaded
+    // machine, while the server's 5 s for a first frame ran out (1008, not 1009).
+    const bigFrame = Buffer.from(JSON.stringify({ auth: 'x'.repeat(7 * 1024 * 1024) }));
+    for (const ws of big) ws.send(bigFrame, { binary: false });
     expect(new Set(await Promise.all(bigClosed))).to.deep.equal(new Set([1009]));
     const broken = waiting.slice(20, 40);
     const brokenClosed = broken.map(closedWith);

@@ -1,12 +1,12 @@
 // The HTTP edge against the real daemon (PROTOCOL.md §5): who may come in, the REST routes and
 // their errors, the event stream and its replay, the WebSocket's first-frame login, the metrics.
 import { expect } from 'chai';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { WebSocket } from 'ws';
 import { readToken } from '../../edge/http-token.js';
 import { startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
 import { httpRequest, SseReader, streamedText, type HttpAnswer } from '../helpers/http.js';
-import { filesUnder } from '../helpers/files.js';
+import { fileWhere, filesUnder } from '../helpers/files.js';
 import { Harness } from '../helpers/processes.js';
 
 interface Edge {
@@ -24,17 +24,6 @@ async function startEdge(h: Harness, args: string[] = [], env: NodeJS.ProcessEnv
   const port = Number(new URL(status.http.url).port);
   const token = env['TURNHOST_TOKEN'] ?? readToken(daemon.home);
   return { daemon, port, token, auth: { authorization: `Bearer ${token}` } };
-}
-
-/** Polls `read` (a file another process writes) until it gives a value, within 5 s. */
-async function until<T>(read: () => T | null, what: string): Promise<T> {
-  const deadline = performance.now() + 5_000;
-  for (;;) {
-    const value = read();
-    if (value !== null) return value;
-    if (performance.now() > deadline) throw new Error(`no ${what} within 5 s`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 const errorCode = (answer: HttpAnswer): number => (answer.json()['error'] as { code: number }).code;
@@ -137,7 +126,7 @@ describe('the HTTP edge (real daemon, real HTTP)', function () {
     writeFileSync(`${bin}/xdg-open`, `#!/bin/sh\nprintf '%s\\n' "$@" > '${argvFile}'\n`, { mode: 0o755 });
     const web = await h.runCli(['web', '--home', one!.daemon.home, '--open'], { PATH: `${bin}:${process.env['PATH']}` });
     expect(web.code, web.stderr).to.equal(0);
-    const opened = await until(() => (existsSync(argvFile) ? readFileSync(argvFile, 'utf8').trim() : null), 'the opener to run');
+    const opened = (await fileWhere(argvFile, (text) => text.trim() !== '', 'the opener to run', 5_000)).trim();
     expect(opened).to.not.include(one!.token);
     const link = new URL(opened);
     expect(link.pathname).to.equal('/login');

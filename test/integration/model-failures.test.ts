@@ -1,7 +1,8 @@
 import { expect } from 'chai';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readDatabase } from '../helpers/database.js';
+import { fileWhere } from '../helpers/files.js';
 import { MISSING_RESULT } from '../../agents/model/history.js';
 import { eventsOf, fixtureServer, modelScenes, runTurn, startModelHost } from '../helpers/model-agent.js';
 import { Harness, type HostProcess } from '../helpers/processes.js';
@@ -193,11 +194,7 @@ describe('model agent: interrupts, failures and compression (real host, fake mod
   });
 });
 
-async function waitForFile(path: string, text: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  // The fixture appends to a file no process signals on; a bounded poll is the honest wait here.
-  while (!(existsSync(path) && readFileSync(path, 'utf8').includes(text))) {
-    if (performance.now() > deadline) throw new Error(`${path} did not get ${text} within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+function waitForFile(path: string, text: string): Promise<string> {
+  // The fixture appends to a file no process signals on: it is awaited until it holds the text.
+  return fileWhere(path, (held) => held.includes(text), JSON.stringify(text));
 }

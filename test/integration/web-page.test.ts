@@ -28,6 +28,9 @@ async function loggedIn(browser: Browser, edge: { url: string; token: string }, 
   page.setDefaultTimeout(WAIT_MS);
   await page.goto(`${edge.url}/login?token=${encodeURIComponent(edge.token)}`);
   expect(page.url(), 'the token leaves the address bar').to.equal(`${edge.url}/`);
+  // Connected: the host's state shows once its WebSocket is open. A key pressed before then was
+  // answered "not connected" on a loaded machine, as it would be for a person that quick.
+  await page.getByRole('region', { name: 'Host' }).getByText('running', { exact: true }).waitFor();
   return page;
 }
 
@@ -56,9 +59,14 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: install Debian's chromium-headless-shell (.ci/run does)`);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   });
+  // Each test's pages and daemon end with it: a daemon left running until the file's end woke every
+  // 10 ms (its metrics) for as long as the other tests ran.
+  afterEach(async () => {
+    await Promise.all(browser.contexts().map((context) => context.close()));
+    await h.cleanup();
+  });
   after(async () => {
     await browser?.close();
-    await h.cleanup();
   });
 
   it('a person logs in with the form: a wrong token is said so, the right one signs in; the token is never in the address or the history; light, dark, 360 px', async () => {

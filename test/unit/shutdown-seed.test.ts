@@ -28,7 +28,11 @@ function seedAgent(events: string[]) {
         await sleep(300);
         events.push('turn_end');
       } else if (turn.prompt === 'stuck') {
-        await Promise.race([released, sleep(30_000)]);
+        // Bounded, and the bound ends with the turn: a pending 30 s timer kept a serial run's
+        // process alive for 30 s after its last test.
+        let bound: NodeJS.Timeout | undefined;
+        await Promise.race([released, new Promise((resolve) => (bound = setTimeout(resolve, 30_000)))]);
+        clearTimeout(bound);
       }
       return { reply: 'done' };
     },
