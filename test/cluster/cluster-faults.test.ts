@@ -1,13 +1,13 @@
 // The faults a cluster must survive (PROTOCOL.md §6.2, docs/CLUSTER.md): a node that dies with a
 // session a client follows elsewhere, turns started on two nodes at the same moments, a restart
 // of PostgreSQL, and a node started again while a dead connection still holds its lock. Real
-// daemons and hosts on a real PostgreSQL the suite starts (and stops and starts again).
+// daemons and hosts on a real PostgreSQL: the run's, and for the restarts one of their own.
 import { expect } from 'chai';
 import { nodeLockWaitMs } from '../../persistence/store.js';
 import { clusterForSuite, nodeArgs } from '../helpers/cluster.js';
 import { hostPid, startDaemon } from '../helpers/daemon.js';
 import { Harness } from '../helpers/processes.js';
-import { postgresForSuite } from '../helpers/postgres.js';
+import { ownPostgresForSuite, postgresForSuite } from '../helpers/postgres.js';
 
 const LEASE_SECS = 2;
 
@@ -87,6 +87,39 @@ describe('nodes on one PostgreSQL: the faults they survive (real processes)', fu
     expect(await server().query(url, "SELECT count(*)::int AS n FROM turns WHERE status = 'completed'")).to.deep.equal([{ n: 2 * PER_NODE }]);
   });
 
+  it('a node killed with -9 starts again in its own home at once, even while a dead connection still holds its lock', async () => {
+    const url = await server().database();
+    const home = h.tempDir();
+    const first = await h.startHost(home, nodeArgs(url, 'a', LEASE_SECS));
+    expect(await first.turn('s1', 'r1', 'one')).to.include({ type: 'turn.end' });
+    first.kill('SIGKILL');
+    await first.waitExit();
+    // What the server keeps of a client it still believes in (one gone behind a dead network, or
+    // left idle in a transaction): a connection holding the node's lock.
+    const stale = await server().connect(url);
+    await stale.query('BEGIN');
+    await stale.query("SELECT pg_advisory_lock(hashtext('turnhost node ' || 'a')::bigint)");
+
+    const started = Date.now();
+    const second = await h.startHost(home, nodeArgs(url, 'a', LEASE_SECS));
+    expect(Date.now() - started).to.be.below(nodeLockWaitMs(LEASE_SECS));
+    const held = await stale.query('SELECT 1').then(
+      () => 'still connected',
+      (err: Error) => err.message,
+    );
+    expect(held).to.match(/terminat|not queryable/);
+    await server().leaseExpired(url, 's1');
+    expect(await second.turn('s1', 'r2', 'two')).to.include({ type: 'turn.end', message_count: 4 });
+  });
+});
+
+describe('nodes on one PostgreSQL that restarts under them (real processes, their own PostgreSQL)', function () {
+  this.timeout(90_000);
+  const h = new Harness();
+  // Its own: the run's server serves the other suites while this one is stopped.
+  const server = ownPostgresForSuite();
+  const { clientOf } = clusterForSuite(h, LEASE_SECS);
+
   it('a PostgreSQL restart: every node writes again within lease + 5 s, restarting nothing, and leaves no connection idle in a transaction', async () => {
     const url = await server().database();
     const beat = { TURNHOST_HEARTBEAT_SECS: '1' };
@@ -141,30 +174,5 @@ describe('nodes on one PostgreSQL: the faults they survive (real processes)', fu
     expect(down.problem).to.be.a('string');
     expect((await until(true, (LEASE_SECS + 5) * 1000)).reachable).to.equal(true);
     expect(await client.call('prompt.submit', { session_id: 's1', text: 'written' })).to.include({ status: 'streaming' });
-  });
-
-  it('a node killed with -9 starts again in its own home at once, even while a dead connection still holds its lock', async () => {
-    const url = await server().database();
-    const home = h.tempDir();
-    const first = await h.startHost(home, nodeArgs(url, 'a', LEASE_SECS));
-    expect(await first.turn('s1', 'r1', 'one')).to.include({ type: 'turn.end' });
-    first.kill('SIGKILL');
-    await first.waitExit();
-    // What the server keeps of a client it still believes in (one gone behind a dead network, or
-    // left idle in a transaction): a connection holding the node's lock.
-    const stale = await server().connect(url);
-    await stale.query('BEGIN');
-    await stale.query("SELECT pg_advisory_lock(hashtext('turnhost node ' || 'a')::bigint)");
-
-    const started = Date.now();
-    const second = await h.startHost(home, nodeArgs(url, 'a', LEASE_SECS));
-    expect(Date.now() - started).to.be.below(nodeLockWaitMs(LEASE_SECS));
-    const held = await stale.query('SELECT 1').then(
-      () => 'still connected',
-      (err: Error) => err.message,
-    );
-    expect(held).to.match(/terminat|not queryable/);
-    await server().leaseExpired(url, 's1');
-    expect(await second.turn('s1', 'r2', 'two')).to.include({ type: 'turn.end', message_count: 4 });
   });
 });

@@ -11,11 +11,25 @@ import { clusterForSuite, nodeArgs } from '../helpers/cluster.js';
 import { hostPid, startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
 import { PYTHON_GUEST, TS_GUEST } from '../helpers/guests.js';
 import { Harness, stoppedWithin } from '../helpers/processes.js';
-import { postgresForSuite } from '../helpers/postgres.js';
+import { ownPostgresForSuite, postgresForSuite } from '../helpers/postgres.js';
 
 const LEASE_SECS = 2;
 /** The contract's case: the node dies this long after the turn's end (a snapshot is taken within it). */
 const AFTER_TURN_MS = 2000;
+
+/** One turn to its end: its reply (message.complete), or its error thrown. */
+async function turn(client: TestClient, sid: string, text: string): Promise<string> {
+  const { turn_id } = await client.call<{ turn_id: string }>('prompt.submit', { session_id: sid, text });
+  const mark = client.events.length;
+  const ended = (e: { type: string; payload: Record<string, unknown> }) => (e.type === 'turn.end' || e.type === 'turn.error') && e.payload['turn_id'] === turn_id;
+  await client.until(() => client.events.some(ended), `the end of ${turn_id}`, 60_000);
+  const end = client.events.find(ended)!;
+  if (end.type === 'turn.error') throw new Error(`the turn failed: ${String(end.payload['message'])}`);
+  const complete = client.events.slice(mark).find((e) => e.type === 'message.complete' && e.session_id === sid);
+  return String(complete?.payload['text'] ?? '');
+}
+
+const python = (marker: string) => ({ command: 'python3', args: [PYTHON_GUEST, marker] });
 
 describe("a guest's home follows its session through PostgreSQL (AGENT.md §6; two nodes, real processes)", function () {
   this.timeout(120_000);
@@ -41,18 +55,6 @@ describe("a guest's home follows its session through PostgreSQL (AGENT.md §6; t
     return { url, dir, a, b, onA: await cluster.clientOf(a) };
   }
 
-  /** One turn to its end: its reply (message.complete), or its error thrown. */
-  async function turn(client: TestClient, sid: string, text: string): Promise<string> {
-    const { turn_id } = await client.call<{ turn_id: string }>('prompt.submit', { session_id: sid, text });
-    const mark = client.events.length;
-    const ended = (e: { type: string; payload: Record<string, unknown> }) => (e.type === 'turn.end' || e.type === 'turn.error') && e.payload['turn_id'] === turn_id;
-    await client.until(() => client.events.some(ended), `the end of ${turn_id}`, 60_000);
-    const end = client.events.find(ended)!;
-    if (end.type === 'turn.error') throw new Error(`the turn failed: ${String(end.payload['message'])}`);
-    const complete = client.events.slice(mark).find((e) => e.type === 'message.complete' && e.session_id === sid);
-    return String(complete?.payload['text'] ?? '');
-  }
-
   /** Node a dies with its host, as a machine does; b takes its sessions once their leases expire. */
   async function killA(n: Nodes, sids: readonly string[]): Promise<TestClient> {
     for (const pid of [n.a.process.pid, await hostPid(n.onA)]) process.kill(pid, 'SIGKILL');
@@ -60,8 +62,6 @@ describe("a guest's home follows its session through PostgreSQL (AGENT.md §6; t
     for (const sid of sids) await server().leaseExpired(n.url, sid);
     return cluster.clientOf(n.b);
   }
-
-  const python = (marker: string) => ({ command: 'python3', args: [PYTHON_GUEST, marker] });
 
   it('the Python guest remembers across a kill -9 of its node 2 s after its turn: the other node restores its home before session/load', async () => {
     const n = await nodes(python(h.tempDir('turnhost-guests-')));
@@ -114,6 +114,14 @@ describe("a guest's home follows its session through PostgreSQL (AGENT.md §6; t
     await onB.call('session.fork', { session_id: 'src', new_session_id: 'fork' });
     expect(await turn(onB, 'fork', 'memory')).to.equal('seen: first | second | memory');
   });
+});
+
+describe("a guest's home through a PostgreSQL that restarts (AGENT.md §6; real processes, their own PostgreSQL)", function () {
+  this.timeout(120_000);
+  const h = new Harness();
+  // Its own: the run's server serves the other suites while this one is stopped.
+  const server = ownPostgresForSuite();
+  const cluster = clusterForSuite(h, LEASE_SECS);
 
   it('a PostgreSQL restart inside a snapshot\'s transaction leaves the earlier snapshot whole, never a half one', async () => {
     const url = await server().database();

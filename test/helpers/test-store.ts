@@ -1,7 +1,9 @@
 // Which store the integration tests run on: SQLite in each home (the default), or PostgreSQL with
 // TURNHOST_TEST_STORE=postgres, which `npm run test:postgres` sets (test/postgres-matrix.ts starts
-// the server and makes the databases; each home takes one of its own). The tests read what the
-// host stored through storeRows, written in SQL both stores take (`?` placeholders).
+// the server and makes the databases; each home claims one of its own, whichever worker runs it).
+// The tests read what the host stored through storeRows, written in SQL both stores take (`?`
+// placeholders).
+import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -11,6 +13,8 @@ export const TEST_STORE: 'sqlite' | 'postgres' = process.env['TURNHOST_TEST_STOR
 /** The server's URL without a database; databases h0, h1, … exist on it. */
 const SERVER_URL = process.env['TURNHOST_TEST_PG'] ?? '';
 const DATABASES = Number(process.env['TURNHOST_TEST_PG_DATABASES'] ?? 0);
+/** A folder where each database is claimed by a file of its number: files side by side in several processes never take the same one. */
+const CLAIMS = process.env['TURNHOST_TEST_PG_CLAIMS'] ?? '';
 
 const databaseOf = new Map<string, string>();
 
@@ -19,11 +23,23 @@ export function storeEnv(home: string | undefined): NodeJS.ProcessEnv {
   if (TEST_STORE === 'sqlite' || home === undefined) return {};
   let url = databaseOf.get(home);
   if (url === undefined) {
-    if (databaseOf.size >= DATABASES) throw new Error(`the PostgreSQL matrix made ${DATABASES} databases and the tests want more homes: raise it in test/postgres-matrix.ts`);
-    url = `${SERVER_URL}/h${databaseOf.size}`;
+    url = `${SERVER_URL}/h${claimDatabase()}`;
     databaseOf.set(home, url);
   }
   return { TURNHOST_STORE: url };
+}
+
+/** The first database no process has claimed; creating its file with 'wx' is the claim, atomic across processes. */
+function claimDatabase(): number {
+  for (let i = 0; i < DATABASES; i++) {
+    try {
+      closeSync(openSync(join(CLAIMS, String(i)), 'wx'));
+      return i;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  throw new Error(`the PostgreSQL matrix made ${DATABASES} databases and the tests want more homes: raise it in test/postgres-matrix.ts`);
 }
 
 /** Rows of a query on what the home's host stored, on whichever store the tests run. */

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { startDaemon } from '../helpers/daemon.js';
 import { Harness, type HostProcess } from '../helpers/processes.js';
-import { PG_PASSWORD, postgresForSuite } from '../helpers/postgres.js';
+import { ownPostgresForSuite, PG_PASSWORD, postgresForSuite } from '../helpers/postgres.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 
 /** Longer than a turn takes to reach its commit; far shorter than the host's lock timeout (30 s). */
@@ -218,7 +218,8 @@ describe('the PostgreSQL store (real host processes, a real PostgreSQL)', functi
 describe('a PostgreSQL that goes away and comes back (real host, its own PostgreSQL)', function () {
   this.timeout(120_000);
   const h = new Harness();
-  const server = postgresForSuite();
+  // Its own: the run's server serves the other suites while this one is stopped.
+  const server = ownPostgresForSuite();
   after(() => h.cleanup());
 
   it('turns that cannot be stored end in turn.error (storage); the host stays up; turns work again once it is back', async () => {
