@@ -2,6 +2,7 @@
 // persistence and the wire; an agent only sees its turn.
 import type { TurnTrace } from './genai-spans.js';
 import type { ChatMessage } from '../protocol/chat.js';
+import type { ContentBlock } from '../protocol/content.js';
 import type { SandboxStatus, TurnErrorReason } from '../protocol/outbound.js';
 import type { TurnUsage } from '../protocol/usage.js';
 import type { PlanEntry, ServerRequestMethod } from '../protocol/rpc.js';
@@ -31,7 +32,12 @@ export interface AskOptions {
 export interface TurnContext {
   readonly sid: string;
   readonly turnId: string;
+  /** The prompt's text form: its text, and a line for each block beyond text (PROTOCOL.md §2.4). */
   readonly prompt: string;
+  /** The prompt's blocks when it carries more than text; empty for a text prompt. */
+  readonly content: readonly ContentBlock[];
+  /** A blob's bytes (`sha256:…`), read from the store when asked. */
+  blob(ref: string): Promise<Buffer>;
   /** The session's history before this turn's prompt. */
   readonly history: readonly ChatMessage[];
   readonly overrides: Readonly<SessionOverrides>;

@@ -1,6 +1,6 @@
 // The flags of the commands that run or start a daemon (`daemon`, `start`, `web`; `chat` and `acp`
 // start one when none runs): the HTTP edge's, an identity provider's, the webhooks' and
-// retention's, each also as the arguments a daemon started in the background gets. And what such a
+// retention's, a prompt's files', each also as the arguments a daemon started in the background gets. And what such a
 // command checks before it starts one.
 import { InvalidArgumentError, type Command } from 'commander';
 import { resolve } from 'node:path';
@@ -8,6 +8,7 @@ import type { JwtOptions } from '../edge/jwt-verifier.js';
 import { parseListenAddress } from '../edge/listen-address.js';
 import { parseWebhookEvents, WEBHOOK_EVENTS, type WebhookEvent } from '../protocol/webhook-events.js';
 import { homeFrom } from '../protocol/home-paths.js';
+import { DEFAULT_BLOB_TYPES, DEFAULT_CONTENT_BOUNDS, type ContentBounds } from '../protocol/content.js';
 import { collect, loginDaysOption, positiveNumber, storeForChildren } from './cli-options.js';
 import type { HttpOptions } from './commands/daemon.js';
 
@@ -131,6 +132,44 @@ export function retentionArgs(opts: RetentionFlags): string[] {
     ...(opts.retentionDays === undefined ? [] : ['--retention-days', String(opts.retentionDays)]),
     ...(opts.archiveAfterDays === undefined ? [] : ['--archive-after-days', String(opts.archiveAfterDays)]),
     ...(opts.retentionSweepSecs === undefined ? [] : ['--retention-sweep-secs', String(opts.retentionSweepSecs)]),
+  ];
+}
+
+/** What a prompt may carry beyond text (PROTOCOL.md §2.4), on `daemon` and `start`. */
+export function contentOptions(command: Command): Command {
+  return command
+    .option('--max-blob-mib <n>', 'the largest file a prompt or an upload may carry (default 20)', positiveNumber)
+    .option('--max-prompt-mib <n>', "the most a prompt's files may hold together (default 50)", positiveNumber)
+    .option('--blob-types <types>', `the MIME types a file may have, comma-separated, a family as image/* (default ${DEFAULT_BLOB_TYPES.join(',')})`, blobTypes);
+}
+
+function blobTypes(value: string): string[] {
+  const types = value.split(',').map((t) => t.trim().toLowerCase()).filter((t) => t !== '');
+  if (types.length === 0 || types.some((t) => !/^[a-z0-9.+-]+\/([a-z0-9.+-]+|\*)$/.test(t))) throw new InvalidArgumentError('a comma-separated list of MIME types, such as image/*,application/pdf');
+  return types;
+}
+
+export interface ContentFlags {
+  maxBlobMib?: number;
+  maxPromptMib?: number;
+  blobTypes?: string[];
+}
+
+const MIB = 1024 * 1024;
+
+export function contentFrom(opts: ContentFlags): ContentBounds {
+  return {
+    maxBlobBytes: Math.floor((opts.maxBlobMib ?? DEFAULT_CONTENT_BOUNDS.maxBlobBytes / MIB) * MIB),
+    maxPromptBytes: Math.floor((opts.maxPromptMib ?? DEFAULT_CONTENT_BOUNDS.maxPromptBytes / MIB) * MIB),
+    types: opts.blobTypes ?? DEFAULT_CONTENT_BOUNDS.types,
+  };
+}
+
+export function contentArgs(opts: ContentFlags): string[] {
+  return [
+    ...(opts.maxBlobMib === undefined ? [] : ['--max-blob-mib', String(opts.maxBlobMib)]),
+    ...(opts.maxPromptMib === undefined ? [] : ['--max-prompt-mib', String(opts.maxPromptMib)]),
+    ...(opts.blobTypes === undefined ? [] : ['--blob-types', opts.blobTypes.join(',')]),
   ];
 }
 

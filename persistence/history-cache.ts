@@ -134,12 +134,15 @@ function freezeMessage(message: ChatMessage): ChatMessage {
     ) as ChatMessage['tool_calls'];
   }
   if (message.tool_call_id !== undefined) copy.tool_call_id = message.tool_call_id;
+  if (message.parts !== undefined) copy.parts = Object.freeze(message.parts.map((part) => Object.freeze({ ...part }))) as ChatMessage['parts'];
   return Object.freeze(copy);
 }
 
 function messageBytes(message: ChatMessage): number {
   let bytes = MESSAGE_OVERHEAD_BYTES + textBytes(message.content) + textBytes(message.role);
   for (const call of message.tool_calls ?? []) bytes += textBytes(call.id) + textBytes(call.function.name) + textBytes(call.function.arguments) + MESSAGE_OVERHEAD_BYTES;
+  // A part names its bytes (a blob): what is kept of it is its JSON.
+  if (message.parts !== undefined) bytes += textBytes(JSON.stringify(message.parts));
   return bytes;
 }
 

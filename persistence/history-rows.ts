@@ -11,9 +11,10 @@ export interface HistoryRow {
   created_at: number;
   tool_calls: string | null;
   tool_call_id: string | null;
+  parts: string | null;
 }
 
-export const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_call_id, created_at';
+export const HISTORY_COLUMNS = 'seq, role, content, turn_id, tool_calls, tool_call_id, parts, created_at';
 
 /** The rows of `$1`'s line, for its history (live), oldest first. */
 export const LINE_HISTORY_SQL = lineMessagesSql(HISTORY_COLUMNS.split(', ').map((c) => `m.${c}`).join(', '));

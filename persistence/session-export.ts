@@ -408,6 +408,8 @@ export function importRows(plan: ImportPlan, sid: string, sessionKey: string, no
     turnId(m.turn_id),
     m.tool_calls === undefined ? null : JSON.stringify(m.tool_calls),
     m.tool_call_id ?? null,
+    // A file carries no blobs yet (PROTOCOL.md §2.4's /2 is to come): the prompt keeps its text form.
+    null,
     ms(m.at),
     owner,
   ];

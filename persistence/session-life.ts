@@ -2,7 +2,7 @@
 // history, queue, open questions, schedules, shares, webhook deliveries and home snapshot, keeps
 // the ledger's sums (what was spent stays spent), and leaves a tombstone: the id is never used
 // again, and the files are removed after the commit (again at the next start if a crash came
-// between). A fork shares its source's first messages (session-line.ts): a deleted session's rows
+// between), and the contents of its prompts' files that no other session names. A fork shares its source's first messages (session-line.ts): a deleted session's rows
 // stay as far as a live line still reads them, hidden from everything else (their row marked as
 // its own branch), and go once nothing reads them. The SQL is the same for SQLite and PostgreSQL
 // (`$n` parameters, bound by number): `$1` the session, `$2` now, `$3` who.
@@ -57,9 +57,12 @@ export const DELETE_SQL = {
   deleteSessionShares: 'DELETE FROM session_access WHERE sid = $1',
   deleteSessionOutbox: 'DELETE FROM webhook_outbox WHERE sid = $1',
   deleteSessionDeliveries: 'DELETE FROM webhook_deliveries WHERE sid = $1',
-  /** Contents only this session's home held, then its snapshot. */
-  deleteSessionHomeContents: `DELETE FROM home_contents WHERE sha256 IN (SELECT e.sha256 FROM home_entries e WHERE e.sid = $1)
-    AND NOT EXISTS (SELECT 1 FROM home_entries o WHERE o.sha256 = home_contents.sha256 AND o.sid <> $1)`,
+  /** Contents only this session held (its prompts' files, its home's), then what named them, then its snapshot. */
+  deleteSessionContents: `DELETE FROM home_contents WHERE sha256 IN (
+      SELECT e.sha256 FROM home_entries e WHERE e.sid = $1 UNION SELECT b.sha256 FROM session_blobs b WHERE b.sid = $1)
+    AND NOT EXISTS (SELECT 1 FROM home_entries o WHERE o.sha256 = home_contents.sha256 AND o.sid <> $1)
+    AND NOT EXISTS (SELECT 1 FROM session_blobs o WHERE o.sha256 = home_contents.sha256 AND o.sid <> $1)`,
+  deleteSessionBlobs: 'DELETE FROM session_blobs WHERE sid = $1',
   deleteSessionHomeEntries: 'DELETE FROM home_entries WHERE sid = $1',
   deleteSessionHomeSnapshot: 'DELETE FROM home_snapshots WHERE sid = $1',
 } as const;

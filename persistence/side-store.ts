@@ -1,9 +1,10 @@
 // What the daemon and the CLI write in the store beside the host (PROTOCOL.md §2.2, §5.6, §8):
-// forks, people, schedules and the webhook outbox, on one connection of their own (SQLite: WAL lets it write
+// forks, people, schedules, the webhook outbox and a prompt's files, on one connection of their own (SQLite: WAL lets it write
 // beside the host, each waiting at most its busy timeout for the other; PostgreSQL: a small pool).
 // None of it is on a turn's path. The schema is made when missing: a CLI may come before any host.
 import type { SessionFlags } from './session-flags.js';
 import type { ImportMade, ImportPlan, ImportRequest } from './session-export.js';
+import type { Blobs } from './blobs.js';
 import type { Ledger } from './ledger.js';
 import type { Outbox } from './outbox.js';
 import type { People } from './people.js';
@@ -33,6 +34,8 @@ export interface SideStore {
   schedules: Schedules;
   outbox: Outbox;
   ledger: Ledger;
+  /** A prompt's files (PROTOCOL.md §2.4). */
+  blobs: Blobs;
   /** Archived and pinned (PROTOCOL.md §2.3), and the retention sweep's lease. */
   flags: SessionFlags;
   /** A session file (session-export.ts) as a new session, in one transaction; ImportRefused when its id is taken. */

@@ -36,6 +36,8 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
   { name: 'home_snapshots', key: ['sid'] },
   { name: 'home_entries', key: ['sid', 'path'] },
   { name: 'deleted_sessions', key: ['sid'] },
+  { name: 'session_blobs', key: ['sid', 'sha256'] },
+  { name: 'blob_uploads', key: ['sha256', 'by_user'] },
 ];
 
 /** Rows a batch reads and writes: a few MiB of messages. */
@@ -170,4 +172,4 @@ async function sessionDigests(end: CopyEnd): Promise<Map<string, string>> {
 }
 
 /** The message columns a digest covers, the session first. */
-export const DIGEST_COLUMNS = ['sid', 'seq', 'role', 'content', 'turn_id', 'tool_calls', 'tool_call_id', 'created_at'] as const;
+export const DIGEST_COLUMNS = ['sid', 'seq', 'role', 'content', 'turn_id', 'tool_calls', 'tool_call_id', 'parts', 'created_at'] as const;

@@ -4,6 +4,7 @@
 import { DELETE_STEPS } from './session-life.js';
 import type { HistoryCache } from './history-cache.js';
 import type { ChatMessage } from '../protocol/chat.js';
+import { storedBlocks, type ContentBlock } from '../protocol/content.js';
 import type { TurnUsage } from '../protocol/usage.js';
 import type { TraceContext } from '../protocol/trace-context.js';
 import type { WebhookEvent } from '../protocol/webhook-events.js';
@@ -54,6 +55,40 @@ export interface QueuedPrompt {
   by: string | null;
   /** The client's trace context (PROTOCOL.md §5.8), held in memory only: a prompt read back from the store begins a trace of its own. */
   traceContext?: TraceContext;
+  /** Its blocks, when it carries more than text (PROTOCOL.md §2.4); `text` is their text form. */
+  content?: ContentBlock[];
+}
+
+/** A queue row as both stores read it. */
+export interface QueueRow {
+  queue_id: string;
+  text: string;
+  client_message_id: string | null;
+  request_id: string;
+  turn_id: string;
+  queued_at: number | string;
+  position: number | string;
+  by_user: string | null;
+  content: string | null;
+}
+
+/** A session's queue, in order (`$1`: the session). */
+export const QUEUE_SQL = `SELECT queue_id, text, client_message_id, request_id, turn_id, queued_at, position, by_user, content
+  FROM queue WHERE sid = $1 ORDER BY position`;
+
+export function toQueuedPrompt(row: QueueRow): QueuedPrompt {
+  const prompt: QueuedPrompt = {
+    queueId: row.queue_id,
+    text: row.text,
+    clientMessageId: row.client_message_id,
+    requestId: row.request_id,
+    turnId: row.turn_id,
+    queuedAt: Number(row.queued_at),
+    position: Number(row.position),
+    by: row.by_user,
+  };
+  if (row.content !== null) prompt.content = storedBlocks(JSON.parse(row.content));
+  return prompt;
 }
 
 /** What a session remembers of an accepted client_message_id. */
@@ -76,19 +111,28 @@ export interface SubmitRow {
   q_queued_at: number | null;
   q_position: number | null;
   q_by_user: string | null;
+  q_content: string | null;
 }
 
 /** The columns of SubmitRow, for both stores' SELECT (submits s LEFT JOIN queue q). */
 export const SUBMIT_COLUMNS = `s.turn_id, s.queue_id, s.steered, q.text AS q_text, q.client_message_id AS q_client_message_id,
-  q.request_id AS q_request_id, q.queued_at AS q_queued_at, q.position AS q_position, q.by_user AS q_by_user`;
+  q.request_id AS q_request_id, q.queued_at AS q_queued_at, q.position AS q_position, q.by_user AS q_by_user, q.content AS q_content`;
 
 export function toSubmitRecord(row: SubmitRow): SubmitRecord {
   const record = { turnId: row.turn_id, queueId: row.queue_id, steered: row.steered === 1 };
   if (row.queue_id === null || row.q_position === null) return record;
-  return {
-    ...record,
-    queued: { queueId: row.queue_id, text: row.q_text ?? '', clientMessageId: row.q_client_message_id, requestId: row.q_request_id ?? '', turnId: row.turn_id, queuedAt: row.q_queued_at ?? 0, position: row.q_position, by: row.q_by_user },
-  };
+  const queued = toQueuedPrompt({
+    queue_id: row.queue_id,
+    text: row.q_text ?? '',
+    client_message_id: row.q_client_message_id,
+    request_id: row.q_request_id ?? '',
+    turn_id: row.turn_id,
+    queued_at: row.q_queued_at ?? 0,
+    position: row.q_position,
+    by_user: row.q_by_user,
+    content: row.q_content,
+  });
+  return { ...record, queued };
 }
 
 /** A turn's model and usage as its row holds them; nulls when its agent did not say. */
@@ -103,7 +147,7 @@ function usageParams(report: TurnReport): UsageParams {
 export type StatementParams = {
   upsertSession: [sid: string, sessionKey: string, activate: 0 | 1, historyVersion: number, overridesText: string, cwd: string | null, bootId: string, now: number, agent: string];
   touchSession: [historyVersion: number, now: number, sid: string];
-  insertMessage: [sid: string, seq: number, role: string, content: string, turnId: string | null, now: number, toolCalls: string | null, toolCallId: string | null];
+  insertMessage: [sid: string, seq: number, role: string, content: string, turnId: string | null, now: number, toolCalls: string | null, toolCallId: string | null, parts: string | null];
   deleteMessagesFrom: [sid: string, seq: number];
   insertTurn: [turnId: string, sid: string, requestId: string, bootId: string, now: number, by: string | null, trace: string | null];
   updateTurn: [status: string, now: number, error: string | null, ...usage: UsageParams, turnId: string];
@@ -116,7 +160,7 @@ export type StatementParams = {
   updateBoot: [now: number, reason: string, bootId: string];
   insertRequest: [id: string, sid: string, turnId: string | null, method: string, paramsText: string, bootId: string, now: number];
   updateRequest: [status: string, answersText: string | null, reason: string | null, now: number, answeredBy: string | null, id: string];
-  insertQueued: [queueId: string, sid: string, position: number, text: string, clientMessageId: string | null, requestId: string, turnId: string, steered: 0 | 1, queuedAt: number, by: string | null];
+  insertQueued: [queueId: string, sid: string, position: number, text: string, clientMessageId: string | null, requestId: string, turnId: string, steered: 0 | 1, queuedAt: number, by: string | null, content: string | null];
   updateQueuedText: [text: string, queueId: string];
   updateQueuedPlace: [steered: 0 | 1, position: number, queueId: string];
   deleteQueued: [queueId: string];
@@ -187,7 +231,7 @@ export abstract class StoreWriter {
     let seq = firstSeq;
     for (const m of messages) {
       const toolCalls = m.tool_calls === undefined ? null : JSON.stringify(m.tool_calls);
-      this.run('insertMessage', [sid, seq++, m.role, m.content, turnId, now, toolCalls, m.tool_call_id ?? null]);
+      this.run('insertMessage', [sid, seq++, m.role, m.content, turnId, now, toolCalls, m.tool_call_id ?? null, m.parts === undefined ? null : JSON.stringify(m.parts)]);
     }
     this.committedHistory.push((cache) => cache.appended(sid, firstSeq, messages));
   }
@@ -270,7 +314,7 @@ export abstract class StoreWriter {
 
   /** A prompt joins its session's queue; `steered`: handed to the running turn, not shown in the queue. */
   queuePrompt(sid: string, item: QueuedPrompt, steered = false): void {
-    this.run('insertQueued', [item.queueId, sid, item.position, item.text, item.clientMessageId, item.requestId, item.turnId, steered ? 1 : 0, item.queuedAt, item.by]);
+    this.run('insertQueued', [item.queueId, sid, item.position, item.text, item.clientMessageId, item.requestId, item.turnId, steered ? 1 : 0, item.queuedAt, item.by, item.content === undefined ? null : JSON.stringify(item.content)]);
   }
 
   editQueued(queueId: string, text: string): void {

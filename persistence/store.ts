@@ -5,6 +5,7 @@
 // frames that wait on their commits leave in order. Reads see what has committed.
 import type { BudgetExceeded } from './ledger.js';
 import type { ChatMessage } from '../protocol/chat.js';
+import { storedBlocks } from '../protocol/content.js';
 import type { RecoveredSession } from '../protocol/outbound.js';
 import type { HistoryCache } from './history-cache.js';
 import type { HomeSnapshots } from './home-snapshots.js';
@@ -253,12 +254,17 @@ export interface MessageRow {
   content: string;
   tool_calls: string | null;
   tool_call_id: string | null;
+  parts: string | null;
 }
+
+/** MessageRow's columns, of a line's messages `m`. */
+export const MESSAGE_COLUMNS = 'm.role, m.content, m.tool_calls, m.tool_call_id, m.parts';
 
 /** The API shape back from its columns: the tool fields only where a message has them. */
 export function toChatMessage(row: MessageRow): ChatMessage {
   const message: ChatMessage = { role: row.role, content: row.content };
   if (row.tool_calls !== null) message.tool_calls = JSON.parse(row.tool_calls) as ChatMessage['tool_calls'];
   if (row.tool_call_id !== null) message.tool_call_id = row.tool_call_id;
+  if (row.parts !== null) message.parts = storedBlocks(JSON.parse(row.parts));
   return message;
 }

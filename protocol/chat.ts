@@ -1,3 +1,5 @@
+import type { ContentBlock } from './content.js';
+
 /** A function call an assistant message asked for (the Chat Completions shape, AGENT.md §3). */
 export interface ToolCall {
   id: string;
@@ -14,6 +16,8 @@ export interface ChatMessage {
   content: string;
   tool_calls?: ToolCall[];
   tool_call_id?: string;
+  /** A prompt's blocks when it carried more than text (PROTOCOL.md §2.4); `content` is their text form. */
+  parts?: ContentBlock[];
 }
 
 /** Agents are user code: keeps a message's documented fields only, with their documented types. */

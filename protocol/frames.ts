@@ -2,6 +2,7 @@
 // typed frame; everything past parseFrame trusts the types.
 import { traceContextOf, type TraceContext } from './trace-context.js';
 import type { ChatMessage } from './chat.js';
+import { storedBlocks, type ContentBlock } from './content.js';
 import { FieldError, Fields, isIdentifier, isRecord, type UnknownRecord } from './fields.js';
 import { ErrorCodes } from './client-rpc.js';
 import { DEBUG_TOPICS, type DebugTopic, type HostOutFrame } from './outbound.js';
@@ -26,6 +27,8 @@ export type TurnStartFrame = {
   by?: string;
   /** The client's W3C trace context (PROTOCOL.md §5.8): the turn's span is its child. */
   trace_context?: TraceContext;
+  /** The prompt's blocks when it carries more than text (PROTOCOL.md §2.4), its files stored already; `text` is their text form. */
+  content?: ContentBlock[];
 };
 
 export type OnBusy = 'queue' | 'reject' | 'interrupt' | 'steer';
@@ -243,7 +246,17 @@ function parseTurnStart(f: Fields): TurnStartFrame {
   if (by !== undefined) frame.by = by;
   const traceContext = traceContextOf(f.raw('trace_context'));
   if (traceContext !== null) frame.trace_context = traceContext;
+  const content = f.raw('content');
+  if (content !== undefined) frame.content = contentOf(content);
   return frame;
+}
+
+function contentOf(value: unknown): ContentBlock[] {
+  try {
+    return storedBlocks(value);
+  } catch (err) {
+    throw new FieldError((err as Error).message);
+  }
 }
 
 function parseHistoryEntry(entry: unknown, index: number): ChatMessage {

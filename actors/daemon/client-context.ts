@@ -1,5 +1,6 @@
 // What a client method runs with (PROTOCOL.md §2): the daemon's actors and stores shared by every
 // client of a door, and what one client told the daemon so far. Every door makes one per client.
+import type { ContentBounds } from '../../protocol/content.js';
 import type { Reader } from '../../persistence/reader.js';
 import type { People } from '../../persistence/people.js';
 import type { SideStore } from '../../persistence/side-store.js';
@@ -35,6 +36,8 @@ export interface ClientContext {
   identity: Identity;
   /** `sandbox.workspaces_root` (AGENT.md §7): a member's session works below their own folder of it. */
   workspacesRoot: string;
+  /** What a prompt may carry beyond text (PROTOCOL.md §2.4). */
+  contentBounds: ContentBounds;
   /** Where every sandbox shows nothing (AGENT.md §7): a session's folder outside them is visible to all agents. */
   hiddenPlaces: readonly string[];
   /** The catalogue of agents (AGENT.md §8): which a new session may be made with, and by whom. */

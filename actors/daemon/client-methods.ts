@@ -12,6 +12,7 @@ import { ANSWERS } from './session-access.js';
 import { AGENT_METHODS, checkModel } from './methods/agents.js';
 import { ANSWER_METHODS, sidForRequest } from './methods/answers.js';
 import { BRANCH_METHODS } from './methods/branches.js';
+import { CONTENT_METHODS } from './methods/content.js';
 import { callHost } from './methods/host-calls.js';
 import { HOST_METHODS } from './methods/host.js';
 import { LIFE_METHODS } from './methods/life.js';
@@ -22,7 +23,7 @@ import { SESSION_METHODS } from './methods/sessions.js';
 import { USAGE_METHODS } from './methods/usage.js';
 
 /** Every area's table (methods/): a new area's methods get a file of their own there, and a place here. */
-const METHODS: MethodTable = { ...SESSION_METHODS, ...ANSWER_METHODS, ...BRANCH_METHODS, ...LIFE_METHODS, ...PEOPLE_METHODS, ...SCHEDULE_METHODS, ...AGENT_METHODS, ...USAGE_METHODS, ...HOST_METHODS };
+const METHODS: MethodTable = { ...SESSION_METHODS, ...CONTENT_METHODS, ...ANSWER_METHODS, ...BRANCH_METHODS, ...LIFE_METHODS, ...PEOPLE_METHODS, ...SCHEDULE_METHODS, ...AGENT_METHODS, ...USAGE_METHODS, ...HOST_METHODS };
 
 /** A method as a client calls it: who it is may do it (authorize), then it runs (invokeMethod). */
 export async function callMethod(method: string, params: UnknownRecord, ctx: ClientContext, id: RequestId = null): Promise<unknown> {

@@ -11,7 +11,7 @@ import { routeClass } from '../host/routes.js';
 type Need = 'read' | 'write' | 'share';
 
 // A fork reads its source (PROTOCOL.md §2.2): a viewer who forks gets a session of their own.
-const READS = new Set(['session.resume', 'session.history', 'session.queue.get', 'session.fork', 'session.forks', 'session.usage', 'session.export']);
+const READS = new Set(['session.resume', 'session.history', 'session.queue.get', 'session.fork', 'session.forks', 'session.usage', 'session.export', 'blob.get']);
 const WRITES = new Set(['prompt.submit', 'session.interrupt', 'session.queue.update', 'schedule.create', 'session.rewind', 'session.retry', 'prompt.edit', 'session.archive', 'session.unarchive', 'session.pin', 'session.unpin']);
 /** The owner's (and an admin's) alone: who may see it, and whether it is kept (PROTOCOL.md §2.3). */
 const SHARES = new Set(['session.share', 'session.unshare', 'session.delete']);

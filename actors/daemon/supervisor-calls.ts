@@ -49,6 +49,7 @@ export function answerCall(s: SupervisorState, call: HostCall, replyTo: Ref<Call
         request_id: requestId,
         turn_id: turnId,
         text: call.text,
+        ...(call.content === undefined ? {} : { content: call.content }),
         on_busy: call.onBusy,
         ...(call.clientMessageId === undefined ? {} : { client_message_id: call.clientMessageId }),
         ...(call.cwd ? { cwd: call.cwd } : {}),

@@ -1,6 +1,7 @@
 // Messages of the supervisor process's actors: the supervisor (the host child and everything
 // pending on it), the gateway (client connections and who is attached to which session) and one
 // client actor per connection.
+import type { ContentBlock } from '../../protocol/content.js';
 import type { TraceContext } from '../../protocol/trace-context.js';
 import type { QueueDeltaFrame, RecoveredSession, SandboxStatus } from '../../protocol/outbound.js';
 import type { EventPayloads, EventType, RequestId, RpcErrorObject } from '../../protocol/rpc.js';
@@ -16,7 +17,7 @@ export type HostStateName = 'starting' | 'running' | 'restarting' | 'failed';
 
 /** What a client asks of the host, through the supervisor. */
 export type HostCall =
-  | { op: 'turn'; sid: string; text: string; cwd?: string; onBusy: OnBusy; clientMessageId?: string; by?: string; traceContext?: TraceContext }
+  | { op: 'turn'; sid: string; text: string; content?: ContentBlock[]; cwd?: string; onBusy: OnBusy; clientMessageId?: string; by?: string; traceContext?: TraceContext }
   | { op: 'interrupt'; sid: string; turnId?: string; keepQueue: boolean }
   | { op: 'queue'; sid: string; queueOp: QueueOp; queueId?: string; text?: string }
   | { op: 'control'; sid: string; route: string; params: UnknownRecord }

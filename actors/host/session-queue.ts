@@ -140,6 +140,12 @@ function adoptQueued(s: SessionState, item: QueuedPrompt): Duplicate {
   return { state: 'queued', queue_id: item.queueId, turn_id: item.turnId };
 }
 
+/** An edit is the prompt's new text, whole: files it carried go with the old text (as the store's edit). */
+function editedPrompt(item: QueuedPrompt, text: string): QueuedPrompt {
+  const { content: _dropped, ...rest } = item;
+  return { ...rest, text };
+}
+
 function newQueuedPrompt(frame: TurnStartFrame, turnId: string, position: number): QueuedPrompt {
   return {
     queueId: uniqueId('q'),
@@ -151,6 +157,7 @@ function newQueuedPrompt(frame: TurnStartFrame, turnId: string, position: number
     position,
     by: frame.by ?? null,
     ...(frame.trace_context === undefined ? {} : { traceContext: frame.trace_context }),
+    ...(frame.content === undefined ? {} : { content: frame.content }),
   };
 }
 
@@ -190,7 +197,9 @@ async function enqueue(s: SessionState, frame: TurnStartFrame, where: 'head' | '
 async function steer(s: SessionState, frame: TurnStartFrame, env: SessionEnv): Promise<void> {
   const inbox = currentSteering(s);
   const runningTurn = currentTurnId(s);
-  if (inbox === null || runningTurn === null || env.services.agents.peek(s.agentName)?.steerable !== true) return enqueue(s, frame, 'head', 'queued', env);
+  // A turn takes steered text only: a prompt with files waits at the head of the queue instead.
+  const steerable = env.services.agents.peek(s.agentName)?.steerable === true && frame.content === undefined;
+  if (inbox === null || runningTurn === null || !steerable) return enqueue(s, frame, 'head', 'queued', env);
   const { store, writer } = env.services;
   const item = newQueuedPrompt(frame, frame.turn_id ?? uniqueId('turn'), headPosition(s));
   const remember = rememberSubmit(s, frame, { turnId: item.turnId, queueId: item.queueId, steered: true });
@@ -255,7 +264,7 @@ function changeItem(s: SessionState, item: QueuedPrompt, frame: Extract<QueueFra
   const drop = (): void => void s.queue.splice(s.queue.indexOf(item), 1);
   switch (frame.op) {
     case 'edit':
-      return changeQueue(s, env, (w) => w.editQueued(item.queueId, frame.text), () => (s.queue[s.queue.indexOf(item)] = { ...item, text: frame.text }));
+      return changeQueue(s, env, (w) => w.editQueued(item.queueId, frame.text), () => (s.queue[s.queue.indexOf(item)] = editedPrompt(item, frame.text)));
     case 'delete':
       return changeQueue(s, env, (w) => w.removeQueued(item.queueId), drop);
     case 'steer':
@@ -303,7 +312,7 @@ export function startNextQueued(s: SessionState, env: SessionEnv): void {
   if (s.activity.phase !== 'idle' || s.queuePaused || s.queueRetry.holding || s.lifecycle !== 'open' || s.drainWaiters.length > 0) return;
   const item = s.queue.shift();
   if (item === undefined) return;
-  const frame: TurnStartFrame = { type: 'turn.start', sid: s.sid, request_id: item.requestId, text: item.text, turn_id: item.turnId, ...(item.by === null ? {} : { by: item.by }), ...(item.traceContext === undefined ? {} : { trace_context: item.traceContext }) };
+  const frame: TurnStartFrame = { type: 'turn.start', sid: s.sid, request_id: item.requestId, text: item.text, turn_id: item.turnId, ...(item.by === null ? {} : { by: item.by }), ...(item.traceContext === undefined ? {} : { trace_context: item.traceContext }), ...(item.content === undefined ? {} : { content: item.content }) };
   const ticketId = nextTicketId();
   s.activity = { phase: 'waiting', ticketId, frame, turnId: item.turnId, queued: item, steering: new SteeringInbox(), arrivedAt: item.queuedAt };
   tell(env.host, { kind: 'admit', ticket: { id: ticketId, person: personOf(item.by), sid: s.sid, session: env.self } });

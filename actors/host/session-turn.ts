@@ -108,7 +108,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   const isNew = s.row === 'none';
   adoptFrameSettings(s, frame, isNew);
   const seed = isNew && frame.history ? frame.history : [];
-  const prompt: ChatMessage = { role: 'user', content: frame.text };
+  const prompt: ChatMessage = { role: 'user', content: frame.text, ...(frame.content === undefined ? {} : { parts: frame.content }) };
   const firstSeq = s.messageCount;
   const version = (isNew && frame.history_version !== undefined ? frame.history_version : s.historyVersion) + 1;
   // The row is written once per run (to mark it active); later turn starts only add rows.
@@ -187,7 +187,7 @@ export async function beginTurn(s: SessionState, ticketId: number, env: SessionE
   };
   s.activity = { phase: 'running', turn };
   writer.write({ type: 'turn.started', sid: s.sid, request_id: frame.request_id, turn_id: turnId, ...queueIdOf(turn), ...(fire === null ? {} : { schedule_id: fire.scheduleId }), started_ns: Nanos.of(turn.startedNs) });
-  const spec = { sid: s.sid, prompt: frame.text, history, overrides: { ...s.overrides }, cwd: s.cwd, agentSessionId: s.agentSessionId };
+  const spec = { sid: s.sid, prompt: frame.text, content: frame.content ?? [], history, overrides: { ...s.overrides }, cwd: s.cwd, agentSessionId: s.agentSessionId };
   // On the next turn of the loop, after the writer's flush: turn.started is on the wire before
   // the agent runs, even an agent that blocks the loop at once.
   setImmediate(() => runAgent(env.services.agents, s.agentName, buildTurnContext(spec, turn, env.services, env.self), env.self));

@@ -3,6 +3,7 @@ import type { AgentEvent, TurnContext, TurnResult, TurnUsage } from '../../agent
 import type { AgentCatalogue } from '../../agents/catalogue.js';
 import { UNTRACED } from '../../agents/genai-spans.js';
 import { sanitizeMessage, type ChatMessage } from '../../protocol/chat.js';
+import { blobHex, type ContentBlock } from '../../protocol/content.js';
 import { rpcEvent, type PlanEntry, type RpcEvent, type ServerRequestMethod } from '../../protocol/rpc.js';
 import type { SessionMsg } from './messages.js';
 import { ask, tell, SECOND_MS, type Ref } from '../runtime.js';
@@ -26,6 +27,7 @@ const PLAN_ENTRIES_MAX = 100;
 export interface TurnSpec {
   sid: string;
   prompt: string;
+  content: readonly ContentBlock[];
   /** The session's messages before the prompt, as the agent sees them. */
   history: readonly ChatMessage[];
   overrides: TurnContext['overrides'];
@@ -39,6 +41,13 @@ export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: Ho
     sid: spec.sid,
     turnId: turn.turnId,
     prompt: spec.prompt,
+    content: spec.content,
+    async blob(ref: string): Promise<Buffer> {
+      const hex = blobHex(ref);
+      const bytes = (await services.store.homes.contents([hex])).get(hex);
+      if (bytes === undefined) throw new Error(`the store holds no blob ${ref}`);
+      return bytes;
+    },
     history: spec.history,
     overrides: spec.overrides,
     cwd: spec.cwd,

@@ -4,14 +4,14 @@ import type { Command } from 'commander';
 import { WEBHOOK_EVENTS } from '../../protocol/webhook-events.js';
 import { homeFrom } from '../../protocol/home-paths.js';
 import { homeOption, maxClientsOption, maxUnreadOption } from '../cli-options.js';
-import { httpFrom, httpOptions, retentionFrom, retentionOptions, webhookOptions } from '../daemon-flags.js';
+import { contentFrom, contentOptions, httpFrom, httpOptions, retentionFrom, retentionOptions, webhookOptions } from '../daemon-flags.js';
 import { hostOptions } from '../host-options.js';
 import { run } from '../run-command.js';
 import type { CommandTable } from '../command-table.js';
 
 /** The supervisor in the foreground. */
 function declareDaemon(program: Command): void {
-  retentionOptions(webhookOptions(httpOptions(hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)')))))
+  contentOptions(retentionOptions(webhookOptions(httpOptions(hostOptions(program.command('daemon').description('run the supervisor in the foreground (the host options go to its host)'))))))
     .addOption(homeOption())
     .addOption(maxClientsOption())
     .addOption(maxUnreadOption())
@@ -37,6 +37,7 @@ function declareDaemon(program: Command): void {
           ...(opts.webhook.length === 0 ? {} : { webhookEvents: opts.webhookEvents ?? [...WEBHOOK_EVENTS] }),
           echoLog: true,
           ...retentionFrom(opts),
+          content: contentFrom(opts),
           ...(http === undefined ? {} : { http }),
         });
       }),

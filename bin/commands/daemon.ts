@@ -36,6 +36,7 @@ import { AgentChoices } from '../../actors/daemon/agent-choice.js';
 import { reloadAgents } from '../../actors/daemon/agents-reload.js';
 import { hiddenPlaces, sandboxOnly, type SandboxConfig } from '../../agents/sandbox/sandbox-config.js';
 import { ChangingRedactor } from '../../agents/model/key-redaction.js';
+import { DEFAULT_CONTENT_BOUNDS, type ContentBounds } from '../../protocol/content.js';
 import { ErrorCodes, errorLine, RpcError } from '../../protocol/client-rpc.js';
 import { isRecord } from '../../protocol/fields.js';
 import { AuditLog } from '../../persistence/audit-log.js';
@@ -79,6 +80,8 @@ export interface DaemonOptions extends HostPassOptions {
   retentionDays?: number;
   archiveAfterDays?: number;
   retentionSweepSecs?: number;
+  /** What a prompt may carry beyond text (PROTOCOL.md §2.4); the defaults when absent. */
+  content?: ContentBounds;
 }
 
 export interface HttpOptions {
@@ -264,6 +267,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
     edgeUrl: () => edge?.url ?? null,
     identity: HOME_OWNER,
     workspacesRoot: sandbox.workspacesRoot,
+    contentBounds: options.content ?? DEFAULT_CONTENT_BOUNDS,
     hiddenPlaces: hiddenPlaces(sandbox),
     agents: choices,
     sandboxMechanism: async () => {

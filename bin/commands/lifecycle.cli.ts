@@ -2,14 +2,14 @@
 import type { Command } from 'commander';
 import { homeFrom } from '../../protocol/home-paths.js';
 import { homeOption, maxClientsOption, maxUnreadOption, seconds } from '../cli-options.js';
-import { beforeDaemonStart, httpArgs, httpFrom, httpOptions, retentionArgs, retentionOptions, webhookArgs, webhookOptions } from '../daemon-flags.js';
+import { beforeDaemonStart, contentArgs, contentOptions, httpArgs, httpFrom, httpOptions, retentionArgs, retentionOptions, webhookArgs, webhookOptions } from '../daemon-flags.js';
 import { hostArgs, hostOptions } from '../host-options.js';
 import { run } from '../run-command.js';
 import type { CommandTable } from '../command-table.js';
 
 /** The daemon in the background; its options passed on as its arguments. */
 function declareStart(program: Command): void {
-  retentionOptions(webhookOptions(httpOptions(hostOptions(program.command('start').description("start the daemon in the background; prints its pid once its host has said hello")))))
+  contentOptions(retentionOptions(webhookOptions(httpOptions(hostOptions(program.command('start').description("start the daemon in the background; prints its pid once its host has said hello"))))))
     .addOption(homeOption())
     .addOption(maxClientsOption())
     .addOption(maxUnreadOption())
@@ -24,6 +24,7 @@ function declareStart(program: Command): void {
           ...httpArgs(opts),
           ...webhookArgs(opts),
           ...retentionArgs(opts),
+          ...contentArgs(opts),
         ];
         const { startCommand } = await import('./lifecycle.js');
         return startCommand(homeFrom(opts.home), [...hostArgs(opts), ...daemonArgs]);

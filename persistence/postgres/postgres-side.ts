@@ -2,6 +2,7 @@
 // once, then a small pool of its own.
 import pg from 'pg';
 import type { ForkMade, ForkRequest, SideStore } from '../side-store.js';
+import { Blobs, FORK_BLOBS_SQL } from '../blobs.js';
 import { SqlLedger } from '../ledger.js';
 import { SessionFlags } from '../session-flags.js';
 import { IMPORT_CHECK_SQL, IMPORT_COLUMNS, importMade, importRefusal, importRows, ImportRefused, type ImportMade, type ImportPlan, type ImportRequest } from '../session-export.js';
@@ -40,6 +41,7 @@ export async function openPostgresSide(location: Extract<StoreLocation, { kind: 
     schedules: new PostgresSchedules(query),
     outbox: new PostgresOutbox(query),
     ledger: new SqlLedger(rows),
+    blobs: new Blobs(rows),
     flags: new SessionFlags(rows),
     importSession: (plan, request, now = Date.now()) => importInto(pool, plan, request, now),
     close: () => pool.end(),
@@ -60,6 +62,7 @@ async function forkHeld(pool: pg.Pool, request: ForkRequest, now: number): Promi
     await client.query('BEGIN');
     await client.query(FORK_LOCK_SQL, [request.source]);
     const made = await client.query<ForkMade>(FORK_SQL, [request.sid, request.sessionKey, request.cwd, now, request.source, request.atTurnId, request.agent]);
+    if (made.rows[0] !== undefined) await client.query(FORK_BLOBS_SQL, [request.sid, request.source]);
     await client.query('COMMIT');
     return made.rows[0] ?? null;
   } catch (err) {

@@ -35,12 +35,13 @@ import {
   type TurnSpan,
   type Work,
   SESSION_WORKSPACE_SQL,
+  MESSAGE_COLUMNS,
   type SessionWorkspace,
 } from '../store.js';
 import { CRASH_RECOVERY_SQL, LOST_TURNS_SQL, numericStart } from '../crash-recovery.js';
 import { checkBudget, ROLL_UP_LOST_SQL, type BudgetExceeded } from '../ledger.js';
 import { FORK_ORIGIN_SQL, lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL, TURN_SPAN_SQL } from '../session-line.js';
-import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, type SubmitRow } from '../store-writer.js';
+import { QUEUE_SQL, SUBMIT_COLUMNS, toQueuedPrompt, toSubmitRecord, type QueueRow, type SubmitRecord, type SubmitRow } from '../store-writer.js';
 import { described, IDLE_IN_TRANSACTION_MS, isConnectionError, readPool } from './connection.js';
 import { NodeLeases, type NodeOptions } from './node-leases.js';
 import { PostgresWriter, type PendingStatement } from './postgres-writer.js';
@@ -318,16 +319,11 @@ export class PostgresStore implements Store {
          FROM sessions WHERE sid = $1 AND branch_of IS NULL`,
         [sid],
       ),
-      this.read<QueuedPrompt>(
-        `SELECT queue_id AS "queueId", text, client_message_id AS "clientMessageId", request_id AS "requestId", turn_id AS "turnId",
-                queued_at AS "queuedAt", position, by_user AS "by"
-         FROM queue WHERE sid = $1 ORDER BY position`,
-        [sid],
-      ),
+      this.read<QueueRow>(QUEUE_SQL, [sid]),
     ]);
     const takenOver = this.leases?.takeover(sid);
     if (rows[0] === undefined) return undefined;
-    return { ...toStoredSession(rows[0], queue), ...(takenOver === undefined ? {} : { takenOver }) };
+    return { ...toStoredSession(rows[0], queue.map(toQueuedPrompt)), ...(takenOver === undefined ? {} : { takenOver }) };
   }
 
   async release(sid: string): Promise<void> {
@@ -340,7 +336,7 @@ export class PostgresStore implements Store {
     const ticket = this.history.startRead(sid);
     let rows: MessageRow[];
     try {
-      rows = await this.read<MessageRow>(lineMessagesSql('m.role, m.content, m.tool_calls, m.tool_call_id'), [sid]);
+      rows = await this.read<MessageRow>(lineMessagesSql(MESSAGE_COLUMNS), [sid]);
     } finally {
       ticket.overtaken ||= !this.history.endRead(sid, ticket);
     }

@@ -18,7 +18,7 @@ const SQL: Record<StatementName, string> = {
       history_version = EXCLUDED.history_version,
       overrides = EXCLUDED.overrides, cwd = EXCLUDED.cwd, boot_id = EXCLUDED.boot_id, updated_at = EXCLUDED.updated_at`,
   touchSession: 'UPDATE sessions SET history_version = $1, updated_at = $2, archived_at = NULL WHERE sid = $3',
-  insertMessage: 'INSERT INTO messages (sid, seq, role, content, turn_id, created_at, tool_calls, tool_call_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+  insertMessage: 'INSERT INTO messages (sid, seq, role, content, turn_id, created_at, tool_calls, tool_call_id, parts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
   deleteMessagesFrom: 'DELETE FROM messages WHERE sid = $1 AND seq >= $2',
   insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at, by_user, trace) VALUES ($1, $2, $3, 'running', $4, $5, $6, $7)",
   updateTurn: `
@@ -35,9 +35,9 @@ const SQL: Record<StatementName, string> = {
     VALUES ($1, $2, $3, $4, $5, 'open', $6, $7)`,
   updateRequest: 'UPDATE server_requests SET status = $1, answers = $2, reason = $3, resolved_at = $4, answered_by = $5 WHERE id = $6',
   insertQueued: `
-    INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at, by_user)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-  updateQueuedText: 'UPDATE queue SET text = $1 WHERE queue_id = $2',
+    INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at, by_user, content)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+  updateQueuedText: 'UPDATE queue SET text = $1, content = NULL WHERE queue_id = $2',
   updateQueuedPlace: 'UPDATE queue SET steered = $1, position = $2 WHERE queue_id = $3',
   deleteQueued: 'DELETE FROM queue WHERE queue_id = $1',
   deleteQueue: 'DELETE FROM queue WHERE sid = $1',

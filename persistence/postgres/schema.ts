@@ -329,6 +329,30 @@ const MIGRATIONS: readonly string[] = [
     until  bigint NOT NULL
   );
   `,
+  // Content beyond text (persistence/sqlite/schema.ts says why).
+  `
+  ALTER TABLE messages ADD COLUMN parts text;
+  ALTER TABLE queue ADD COLUMN content text;
+  CREATE TABLE session_blobs (
+    sid       text NOT NULL,
+    sha256    text NOT NULL,
+    mime_type text NOT NULL,
+    size      bigint NOT NULL,
+    name      text,
+    at        bigint NOT NULL,
+    PRIMARY KEY (sid, sha256)
+  );
+  CREATE INDEX session_blobs_by_content ON session_blobs (sha256);
+  CREATE TABLE blob_uploads (
+    sha256    text NOT NULL,
+    by_user   text NOT NULL,
+    mime_type text NOT NULL,
+    size      bigint NOT NULL,
+    name      text,
+    at        bigint NOT NULL,
+    PRIMARY KEY (sha256, by_user)
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

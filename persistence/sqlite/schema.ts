@@ -303,6 +303,32 @@ const MIGRATIONS: readonly string[] = [
     until  INTEGER NOT NULL
   ) WITHOUT ROWID;
   `,
+  // Content beyond text (PROTOCOL.md §2.4; persistence/blobs.ts): a message's blocks (`parts`, JSON;
+  // `content` keeps its text form) and a queued prompt's; the blobs each session may read, and who
+  // uploaded what. The bytes themselves are in home_contents, once.
+  `
+  ALTER TABLE messages ADD COLUMN parts TEXT;
+  ALTER TABLE queue ADD COLUMN content TEXT;
+  CREATE TABLE session_blobs (
+    sid       TEXT NOT NULL,
+    sha256    TEXT NOT NULL,
+    mime_type TEXT NOT NULL,
+    size      INTEGER NOT NULL,
+    name      TEXT,
+    at        INTEGER NOT NULL,
+    PRIMARY KEY (sid, sha256)
+  ) WITHOUT ROWID;
+  CREATE INDEX session_blobs_by_content ON session_blobs (sha256);
+  CREATE TABLE blob_uploads (
+    sha256    TEXT NOT NULL,
+    by_user   TEXT NOT NULL,
+    mime_type TEXT NOT NULL,
+    size      INTEGER NOT NULL,
+    name      TEXT,
+    at        INTEGER NOT NULL,
+    PRIMARY KEY (sha256, by_user)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

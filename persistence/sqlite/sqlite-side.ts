@@ -2,7 +2,8 @@
 // database, beside the host's.
 import { chmodSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import type { ForkMade, SideStore } from '../side-store.js';
+import type { ForkMade, ForkRequest, SideStore } from '../side-store.js';
+import { Blobs, FORK_BLOBS_SQL } from '../blobs.js';
 import { FORK_SQL } from '../session-line.js';
 import { SqliteOutbox } from './sqlite-outbox.js';
 import { SqlitePeople } from './sqlite-people.js';
@@ -48,12 +49,19 @@ export function openWritingConnection(file: string): Database.Database {
 export function openSqliteSide(file: string): SideStore {
   const db = openWritingConnection(file);
   const fork = db.prepare(FORK_SQL);
+  const forkBlobs = db.prepare(FORK_BLOBS_SQL);
+  const forkWhole = db.transaction((request: ForkRequest, now: number): ForkMade | null => {
+    const made = fork.get({ 1: request.sid, 2: request.sessionKey, 3: request.cwd, 4: now, 5: request.source, 6: request.atTurnId, 7: request.agent }) as ForkMade | undefined;
+    if (made !== undefined) forkBlobs.run({ 1: request.sid, 2: request.source });
+    return made ?? null;
+  });
   return {
-    fork: async (request, now = Date.now()) => (fork.get({ 1: request.sid, 2: request.sessionKey, 3: request.cwd, 4: now, 5: request.source, 6: request.atTurnId, 7: request.agent }) as ForkMade | undefined) ?? null,
+    fork: async (request, now = Date.now()) => forkWhole.immediate(request, now),
     people: new SqlitePeople(db),
     schedules: new SqliteSchedules(db),
     outbox: new SqliteOutbox(db),
     ledger: new SqlLedger(numberedQuery(db)),
+    blobs: new Blobs(numberedQuery(db)),
     flags: new SessionFlags(numberedQuery(db)),
     importSession: async (plan, request, now = Date.now()) => importInto(db, plan, request, now),
     close: async () => void db.close(),

@@ -29,12 +29,13 @@ import {
   type TurnSpan,
   type Work,
   SESSION_WORKSPACE_SQL,
+  MESSAGE_COLUMNS,
   type SessionWorkspace,
 } from '../store.js';
 import { CRASH_RECOVERY_SQL, LOST_TURNS_SQL, numericStart } from '../crash-recovery.js';
 import { checkBudget, ROLL_UP_LOST_SQL, type BudgetExceeded, type NumberedQuery } from '../ledger.js';
 import { FORK_ORIGIN_SQL, lineMessagesSql, MESSAGE_COUNT_SQL, OWN_TURNS_FROM_SQL, TURN_SPAN_SQL } from '../session-line.js';
-import { SUBMIT_COLUMNS, toSubmitRecord, type QueuedPrompt, type SubmitRecord, type SubmitRow } from '../store-writer.js';
+import { QUEUE_SQL, SUBMIT_COLUMNS, toQueuedPrompt, toSubmitRecord, type QueueRow, type SubmitRecord, type SubmitRow } from '../store-writer.js';
 import { GroupGathering } from '../group-gathering.js';
 import { migrate } from './schema.js';
 import { SqliteHomes } from './sqlite-homes.js';
@@ -58,7 +59,7 @@ export class SqliteStore implements Store {
   private readonly selectMessages: Database.Statement;
   private readonly selectTurnSpan: Database.Statement;
   private readonly selectOwnTurns: Database.Statement;
-  private readonly selectQueue: Database.Statement<[string]>;
+  private readonly selectQueue: Database.Statement<[{ 1: string }]>;
   private readonly selectSubmit: Database.Statement<[string, string]>;
   private readonly selectTurn: Database.Statement<[string]>;
   /** The ledger's statements, shared with PostgreSQL. */
@@ -89,13 +90,10 @@ export class SqliteStore implements Store {
              ${MESSAGE_COUNT_SQL} AS message_count,
              (SELECT COUNT(*) FROM submits WHERE submits.sid = sessions.sid) AS submit_count
       FROM sessions WHERE sid = ? AND branch_of IS NULL`);
-    this.selectMessages = db.prepare(lineMessagesSql('m.role, m.content, m.tool_calls, m.tool_call_id'));
+    this.selectMessages = db.prepare(lineMessagesSql(MESSAGE_COLUMNS));
     this.selectTurnSpan = db.prepare(TURN_SPAN_SQL);
     this.selectOwnTurns = db.prepare(OWN_TURNS_FROM_SQL);
-    this.selectQueue = db.prepare(`
-      SELECT queue_id AS "queueId", text, client_message_id AS "clientMessageId", request_id AS "requestId", turn_id AS "turnId",
-             queued_at AS "queuedAt", position, by_user AS "by"
-      FROM queue WHERE sid = ? ORDER BY position`);
+    this.selectQueue = db.prepare(QUEUE_SQL);
     this.selectTurn = db.prepare('SELECT status FROM turns WHERE turn_id = ?');
     this.selectSubmit = db.prepare(`SELECT ${SUBMIT_COLUMNS} FROM submits s LEFT JOIN queue q ON q.queue_id = s.queue_id WHERE s.sid = ? AND s.client_message_id = ?`);
     this.inTransaction = db.transaction((body: () => void) => body());
@@ -197,7 +195,7 @@ export class SqliteStore implements Store {
 
   async loadSession(sid: string): Promise<StoredSession | undefined> {
     const row = this.selectSession.get(sid) as SessionRowWithCounts | undefined;
-    return row && toStoredSession(row, this.selectQueue.all(sid) as QueuedPrompt[]);
+    return row && toStoredSession(row, (this.selectQueue.all({ 1: sid }) as QueueRow[]).map(toQueuedPrompt));
   }
 
   async messages(sid: string, from = 0, to = Number.MAX_SAFE_INTEGER): Promise<ChatMessage[]> {

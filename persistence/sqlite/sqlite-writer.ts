@@ -20,7 +20,7 @@ const SQL: Record<StatementName, string> = {
       overrides = excluded.overrides, cwd = excluded.cwd, boot_id = excluded.boot_id, updated_at = excluded.updated_at`,
   // A prompt brings an archived session back (PROTOCOL.md §2.3): its turn writes the row.
   touchSession: 'UPDATE sessions SET history_version = ?, updated_at = ?, archived_at = NULL WHERE sid = ?',
-  insertMessage: 'INSERT INTO messages (sid, seq, role, content, turn_id, created_at, tool_calls, tool_call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  insertMessage: 'INSERT INTO messages (sid, seq, role, content, turn_id, created_at, tool_calls, tool_call_id, parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
   deleteMessagesFrom: 'DELETE FROM messages WHERE sid = ? AND seq >= ?',
   insertTurn: "INSERT INTO turns (turn_id, sid, request_id, status, boot_id, started_at, by_user, trace) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
   updateTurn: `
@@ -36,9 +36,10 @@ const SQL: Record<StatementName, string> = {
     VALUES (?, ?, ?, ?, ?, 'open', ?, ?)`,
   updateRequest: 'UPDATE server_requests SET status = ?, answers = ?, reason = ?, resolved_at = ?, answered_by = ? WHERE id = ?',
   insertQueued: `
-    INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at, by_user)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  updateQueuedText: 'UPDATE queue SET text = ? WHERE queue_id = ?',
+    INSERT INTO queue (queue_id, sid, position, text, client_message_id, request_id, turn_id, steered, queued_at, by_user, content)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  // An edit is the prompt's new text, whole: files it carried go with the old text.
+  updateQueuedText: 'UPDATE queue SET text = ?, content = NULL WHERE queue_id = ?',
   updateQueuedPlace: 'UPDATE queue SET steered = ?, position = ? WHERE queue_id = ?',
   deleteQueued: 'DELETE FROM queue WHERE queue_id = ?',
   deleteQueue: 'DELETE FROM queue WHERE sid = ?',

@@ -1,6 +1,8 @@
 // A real `turnhost daemon` for integration tests, and clients of its socket.
+import { expect } from 'chai';
 import { join } from 'node:path';
 import { RpcClient, type EventParams, type ServerRequest } from '../../client/rpc-connection.js';
+import { RpcError } from '../../protocol/client-rpc.js';
 import { Harness, HostProcess } from './processes.js';
 import { Waiters } from './waiters.js';
 
@@ -120,4 +122,14 @@ export async function rpcCode(call: Promise<unknown>): Promise<number> {
     return (err as { code: number }).code;
   }
   return 0;
+}
+
+/** The error a call was answered with; fails the test when it succeeded or failed otherwise. */
+export async function rpcError(promise: Promise<unknown>): Promise<RpcError> {
+  const outcome = await promise.then(
+    () => new Error('expected an error'),
+    (e: unknown) => e,
+  );
+  expect(outcome).to.be.instanceOf(RpcError);
+  return outcome as RpcError;
 }

@@ -1,17 +1,7 @@
 import { expect } from 'chai';
 import { connect } from 'node:net';
-import { RpcError } from '../../protocol/client-rpc.js';
-import { startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
+import { rpcError, startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
 import { Harness } from '../helpers/processes.js';
-
-async function rpcError(promise: Promise<unknown>): Promise<RpcError> {
-  const outcome = await promise.then(
-    () => new Error('expected an error'),
-    (e: unknown) => e,
-  );
-  expect(outcome).to.be.instanceOf(RpcError);
-  return outcome as RpcError;
-}
 
 /** A raw connection: lines in, lines out, for input no well-behaved client would send. */
 async function rawLines(daemon: Daemon, lines: (string | Buffer)[], expected: number): Promise<Record<string, unknown>[]> {

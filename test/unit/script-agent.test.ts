@@ -12,6 +12,10 @@ function turn(prompt: string, answers: Record<string, unknown> = {}) {
     sid: 's',
     turnId: 't',
     prompt,
+    content: [],
+    blob: async (ref) => {
+      throw new Error(`no blob ${ref} in this test`);
+    },
     history: [],
     overrides: {},
     cwd: null,

@@ -9,6 +9,7 @@ import { traceContextOf } from '../../../protocol/trace-context.js';
 import { tell } from '../../runtime.js';
 import type { ClientContext } from '../client-context.js';
 import { sessionFolder } from '../session-folder.js';
+import { promptContent, type PromptContent } from './content.js';
 import { attach, callHost, hostStatus } from './host-calls.js';
 import { ANSWERED_ELSEWHERE, type MethodTable } from './method-table.js';
 import { claimNewSession, isStoredSession, knownSession, newSessionId, openPeople, refuseDeletedId } from './stored-sessions.js';
@@ -30,7 +31,8 @@ async function ownerElsewhere(ctx: ClientContext, sid: string): Promise<LeaseVie
 }
 
 /** A prompt for the session's next turn, as prompt.submit sends it (its `on_busy` and `client_message_id` from `p`). */
-export function submitPrompt(ctx: ClientContext, sid: string, text: string, p: Fields): Promise<unknown> {
+export function submitPrompt(ctx: ClientContext, sid: string, prompt: string | PromptContent, p: Fields): Promise<unknown> {
+  const { text, content } = typeof prompt === 'string' ? { text: prompt, content: undefined } : prompt;
   const onBusy = p.optionalOneOf('on_busy', ON_BUSY) ?? 'queue';
   const clientMessageId = p.optionalIdentifier('client_message_id');
   attach(ctx, sid);
@@ -40,7 +42,7 @@ export function submitPrompt(ctx: ClientContext, sid: string, text: string, p: F
   // A trace context that is not W3C's is dropped: the turn's span is then a root (PROTOCOL.md §5.8).
   const traceContext = traceContextOf(p.raw('trace_context'));
   const traced = traceContext === null ? {} : { traceContext };
-  return callHost(ctx, { op: 'turn', sid, text, onBusy, ...(clientMessageId === undefined ? {} : { clientMessageId }), ...(cwd ? { cwd } : {}), ...by, ...traced });
+  return callHost(ctx, { op: 'turn', sid, text, ...(content === undefined ? {} : { content }), onBusy, ...(clientMessageId === undefined ? {} : { clientMessageId }), ...(cwd ? { cwd } : {}), ...by, ...traced });
 }
 
 /** A session's name in a list: its first prompt's first line, cut; null when it has none (PROTOCOL.md §5.5). */
@@ -137,9 +139,7 @@ export const SESSION_METHODS: MethodTable = {
 
   async 'prompt.submit'(p, ctx) {
     const sid = p.identifier('session_id');
-    const text = p.raw('text');
-    if (typeof text !== 'string') throw new FieldError('text must be a string');
-    return submitPrompt(ctx, sid, text, p);
+    return submitPrompt(ctx, sid, await promptContent(ctx, sid, p), p);
   },
 
 

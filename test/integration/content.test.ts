@@ -1,0 +1,148 @@
+// Content beyond text through the client socket (PROTOCOL.md §2.4), against the real daemon and host
+// on a real SQLite file: files in a prompt stored once, named by reference in the history, read back;
+// each refusal naming its block with nothing stored and no turn; a queued prompt keeps its files;
+// a delete frees what no other session names; a blob put before a kill -9 is there after it.
+import { expect } from 'chai';
+import { createHash } from 'node:crypto';
+import type { ContentBlock } from '../../protocol/content.js';
+import type { HistoryEntry } from '../../protocol/history-entry.js';
+import { pdfDocument, pngImage } from '../helpers/content-files.js';
+import { readDatabase } from '../helpers/database.js';
+import { hostPid, rpcError, startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
+import { Harness } from '../helpers/processes.js';
+
+const sha = (bytes: Buffer): string => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+const b64 = (bytes: Buffer): string => bytes.toString('base64');
+
+/** What the store holds of files: their contents, and which session names which. */
+function stored(home: string): { contents: number; named: string[] } {
+  return readDatabase(home, (db) => ({
+    contents: (db.prepare('SELECT count(*) AS n FROM home_contents').get() as { n: number }).n,
+    named: (db.prepare('SELECT sid, sha256 FROM session_blobs ORDER BY sid, sha256').all() as { sid: string; sha256: string }[]).map((r) => `${r.sid} ${r.sha256.slice(0, 8)}`),
+  }));
+}
+
+async function history(client: TestClient, sid: string): Promise<HistoryEntry[]> {
+  return (await client.call<{ messages: HistoryEntry[] }>('session.history', { session_id: sid })).messages;
+}
+
+describe('content beyond text: files in prompts (real daemon, SQLite)', function () {
+  this.timeout(60_000);
+  const h = new Harness();
+  afterEach(() => h.cleanup());
+
+  async function scene(args: string[] = []): Promise<{ daemon: Daemon; client: TestClient }> {
+    const daemon = await startDaemon(h, args);
+    return { daemon, client: await TestClient.connect(daemon) };
+  }
+
+  it('a PNG and a PDF in one prompt: stored once, the history names them (parts) beside the text form, the agent describes each, blob.get gives the bytes back', async () => {
+    const { daemon, client } = await scene();
+    const png = pngImage(8, 8, 7);
+    const pdf = pdfDocument('quarterly');
+    await client.call('session.create', { session_id: 'c1' });
+    const content = [
+      { type: 'text', text: 'what is in these?' },
+      { type: 'image', mimeType: 'image/png', data: b64(png), name: 'shot.png' },
+      { type: 'resource_link', name: 'report.pdf', mimeType: 'application/pdf', data: b64(pdf) },
+    ];
+    const submitted = await client.call<{ turn_id: string }>('prompt.submit', { session_id: 'c1', content });
+    await client.nextEvent('turn.end', 'c1');
+    const [prompt, reply] = await history(client, 'c1');
+    const expected: ContentBlock[] = [
+      { type: 'text', text: 'what is in these?' },
+      { type: 'image', mimeType: 'image/png', blob: sha(png), size: png.length, name: 'shot.png' },
+      { type: 'resource_link', name: 'report.pdf', mimeType: 'application/pdf', blob: sha(pdf), size: pdf.length },
+    ];
+    expect(prompt).to.deep.include({ role: 'user', turn_id: submitted.turn_id, parts: expected });
+    expect(prompt!.content).to.equal(`what is in these?\n[image image/png ${png.length} bytes ${sha(png)}]\n[file report.pdf application/pdf ${pdf.length} bytes ${sha(pdf)}]`);
+    expect(reply!.content, 'the script agent echoes each block described').to.include(`[image image/png ${png.length} bytes ${sha(png)}]`);
+    expect(JSON.stringify(prompt), 'no bytes in the history').to.not.include(b64(png).slice(0, 40));
+    const back = await client.call<{ data: string; mimeType: string; size: number; name: string }>('blob.get', { session_id: 'c1', blob: sha(png) });
+    expect(back).to.deep.include({ mimeType: 'image/png', size: png.length, name: 'shot.png' });
+    expect(Buffer.from(back.data, 'base64').equals(png)).to.equal(true);
+    expect(stored(daemon.home)).to.deep.equal({ contents: 2, named: [`c1 ${sha(pdf).slice(7, 15)}`, `c1 ${sha(png).slice(7, 15)}`].sort() });
+    const messageRows = readDatabase(daemon.home, (db) => db.prepare('SELECT content, parts FROM messages').all() as { content: string; parts: string | null }[]);
+    expect(messageRows.every((row) => !`${row.content}${row.parts}`.includes(b64(png).slice(0, 40))), 'message rows hold no bytes').to.equal(true);
+  });
+
+  it('the same image in 5 prompts of 2 sessions (put once, then named by blob) is stored once; a delete frees it only when no session names it', async () => {
+    const { daemon, client } = await scene();
+    const png = pngImage(16, 16, 3);
+    const put = await client.call<{ blob: string; size: number; mimeType: string }>('blob.put', { mimeType: 'image/png', name: 'same.png', data: b64(png) });
+    expect(put).to.deep.equal({ blob: sha(png), size: png.length, mimeType: 'image/png' });
+    for (const sid of ['a', 'b']) await client.call('session.create', { session_id: sid });
+    for (const sid of ['a', 'a', 'a', 'b', 'b']) {
+      await client.call('prompt.submit', { session_id: sid, content: [{ type: 'image', mimeType: 'image/png', blob: sha(png) }] });
+      await client.nextEvent('turn.end', sid);
+      client.events.length = 0;
+    }
+    expect(stored(daemon.home)).to.deep.equal({ contents: 1, named: [`a ${sha(png).slice(7, 15)}`, `b ${sha(png).slice(7, 15)}`] });
+    await client.call('session.delete', { session_id: 'a' });
+    expect(stored(daemon.home)).to.deep.equal({ contents: 1, named: [`b ${sha(png).slice(7, 15)}`] });
+    await client.call('session.delete', { session_id: 'b' });
+    expect(stored(daemon.home)).to.deep.equal({ contents: 0, named: [] });
+  });
+
+  it('refuses, naming the block, with nothing stored and no turn: bad base64, bytes that are not their type, a type not taken, over --max-blob-mib, a file: URI, a blob the session does not name', async () => {
+    const { daemon, client } = await scene(['--max-blob-mib', '1']);
+    await client.call('session.create', { session_id: 'r' });
+    const png = pngImage(4, 4, 9);
+    const jpegClaimedPng = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(64)]);
+    const cases: [unknown[], RegExp][] = [
+      [[{ type: 'text', text: 'a' }, { type: 'image', mimeType: 'image/png', data: 'not base64!' }], /content\[1\]: data is not valid base64/],
+      [[{ type: 'image', mimeType: 'image/png', data: b64(jpegClaimedPng) }], /content\[0\]: the bytes are not image\/png/],
+      [[{ type: 'resource_link', name: 'x.zip', mimeType: 'application/zip', data: b64(Buffer.from('PK\u0003\u0004')) }], /content\[0\]: the type application\/zip is not taken/],
+      [[{ type: 'text', text: 'big' }, { type: 'image', mimeType: 'image/png', data: b64(Buffer.concat([png, Buffer.alloc(1024 * 1024)])) }], /content\[1\]: over --max-blob-mib \(1 MiB\)/],
+      [[{ type: 'resource_link', name: 'passwd', uri: 'file:///etc/passwd' }], /content\[0\]: a file: URI is refused/],
+      [[{ type: 'image', mimeType: 'image/png', blob: sha(png) }], /content\[0\]: sha256:[0-9a-f]{64} is not a blob this session may read/],
+      [[], /content: must hold at least one block/],
+    ];
+    for (const [content, message] of cases) {
+      const err = await rpcError(client.call('prompt.submit', { session_id: 'r', content }));
+      expect(err.code, String(message)).to.equal(-32602);
+      expect(err.message).to.match(message);
+    }
+    expect(stored(daemon.home)).to.deep.equal({ contents: 0, named: [] });
+    expect(await history(client, 'r')).to.deep.equal([]);
+    expect(client.events.filter((e) => e.type === 'turn.started')).to.deep.equal([]);
+    const putRefused = await rpcError(client.call('blob.put', { mimeType: 'application/pdf', data: b64(png) }));
+    expect(putRefused.message).to.match(/data: the bytes are not application\/pdf/);
+    expect(stored(daemon.home).contents).to.equal(0);
+  });
+
+  it('a prompt with files that finds its session busy is queued with them, and its turn gets them', async () => {
+    const { client } = await scene();
+    await client.call('session.create', { session_id: 'q' });
+    await client.call('prompt.submit', { session_id: 'q', text: '/sleep 0.5' });
+    await client.nextEvent('turn.started', 'q');
+    const png = pngImage(4, 4, 11);
+    const queued = await client.call<{ status: string; queue_id: string }>('prompt.submit', { session_id: 'q', content: [{ type: 'text', text: 'later' }, { type: 'image', mimeType: 'image/png', data: b64(png) }] });
+    expect(queued.status).to.equal('queued');
+    await client.until(() => client.events.filter((e) => e.type === 'turn.end').length === 2, 'both turns to end');
+    const prompts = (await history(client, 'q')).filter((m) => m.role === 'user');
+    expect(prompts[1]!.parts).to.deep.equal([
+      { type: 'text', text: 'later' },
+      { type: 'image', mimeType: 'image/png', blob: sha(png), size: png.length },
+    ]);
+  });
+
+  it('a blob put before a kill -9 of the daemon and its host is there after the restart, and a prompt names it', async () => {
+    const first = await startDaemon(h);
+    const client = await TestClient.connect(first);
+    const pdf = pdfDocument('kept');
+    await client.call('blob.put', { mimeType: 'application/pdf', name: 'kept.pdf', data: b64(pdf) });
+    const host = await hostPid(client);
+    client.close();
+    process.kill(first.process.pid, 'SIGKILL');
+    process.kill(host, 'SIGKILL');
+    await first.process.waitExit();
+    const again = await startDaemon(h, [], {}, first.home);
+    const next = await TestClient.connect(again);
+    await next.call('session.create', { session_id: 'k' });
+    await next.call('prompt.submit', { session_id: 'k', content: [{ type: 'resource_link', name: 'kept.pdf', blob: sha(pdf) }] });
+    await next.nextEvent('turn.end', 'k');
+    const [prompt] = await history(next, 'k');
+    expect(prompt!.parts).to.deep.equal([{ type: 'resource_link', name: 'kept.pdf', blob: sha(pdf), mimeType: 'application/pdf', size: pdf.length }]);
+  });
+});
