@@ -114,7 +114,7 @@ export interface SessionView {
   readonly overrides: Readonly<SessionOverrides>;
 }
 
-export type AgentFailureReason = Extract<TurnErrorReason, 'auth' | 'upstream' | 'stalled' | 'resources' | 'agent'>;
+export type AgentFailureReason = Extract<TurnErrorReason, 'auth' | 'upstream' | 'stalled' | 'resources' | 'agent' | 'invalid'>;
 
 /** A turn failure whose reason a client can act on (AGENT.md §4); any other throw is an `exception`. */
 export class AgentFailure extends Error {

@@ -6,11 +6,14 @@ ACP is JSON-RPC 2.0, one JSON object per line, over stdin and stdout. This agent
   - replies to a prompt by echoing it, streamed as two `agent_message_chunk`s;
   - for `run <command>`, asks permission (`session/request_permission`) and, if allowed, runs the
     command in the session's folder and shows its output as a tool call;
-  - for `history`, lists the prompts the session has seen.
+  - for `history`, lists the prompts the session has seen;
+  - takes images (`promptCapabilities.image`; not with `--no-images`) and reads the files its prompts
+    link to (turnhost writes them in the session's folder, PROTOCOL.md §2.4), saying what it got.
 Replace `reply()` with your own agent: call your model, use your tools, stream what you write.
 
 Run it under turnhost with an agent.json of {"acp": {"command": "python3", "args": ["acp-guest.py"]}}.
 """
+import base64
 import json
 import os
 import subprocess
@@ -87,6 +90,19 @@ def run_tool(session_id, command):
     return "ran " + command + ": " + output
 
 
+def block_text(block):
+    """A prompt's block as this agent reads it: text as it is, a file by what it holds."""
+    kind = block.get("type")
+    if kind == "image":
+        return "[image %s %d bytes]" % (block["mimeType"], len(base64.b64decode(block["data"])))
+    if kind == "resource_link" and block.get("uri", "").startswith("file://"):
+        with open(block["uri"][len("file://"):], "rb") as f:
+            return "[file %s %d bytes]" % (block["name"], len(f.read()))
+    if kind == "resource_link":
+        return "[link %s]" % block.get("uri", "")
+    return block.get("text", "")
+
+
 def reply(session_id, prompt):
     if prompt.startswith("run "):
         return run_tool(session_id, prompt[4:])
@@ -98,7 +114,8 @@ def reply(session_id, prompt):
 def handle(message):
     method, params, rid = message.get("method"), message.get("params") or {}, message.get("id")
     if method == "initialize":
-        result = {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}, "agentInfo": {"name": "python-guest", "version": "1.0"}}
+        capabilities = {"loadSession": True, "promptCapabilities": {"image": "--no-images" not in sys.argv}}
+        result = {"protocolVersion": 1, "agentCapabilities": capabilities, "agentInfo": {"name": "python-guest", "version": "1.0"}}
     elif method == "session/new":
         session_id = uuid.uuid4().hex
         sessions[session_id] = {"cwd": params["cwd"], "prompts": []}
@@ -116,7 +133,7 @@ def handle(message):
         result = {}
     elif method == "session/prompt":
         session_id = params["sessionId"]
-        prompt = "".join(block.get("text", "") for block in params["prompt"])
+        prompt = "\n".join(block_text(block) for block in params["prompt"])
         sessions[session_id]["prompts"].append(prompt)
         save(session_id)
         text = reply(session_id, prompt)

@@ -119,7 +119,7 @@ function checkedRef(value: unknown, where: string): BlobRef {
 
 export const optionalName = (value: unknown, where: string): string | undefined => {
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string' || value === '' || value.length > 255 || /[/\\\u0000-\u001f]/.test(value)) throw refuse(400, where, 'name must be a file name (1 to 255 characters, no slash or control character)');
+  if (typeof value !== 'string' || value === '' || value === '.' || value === '..' || value.length > 255 || /[/\\\u0000-\u001f]/.test(value)) throw refuse(400, where, 'name must be a file name (1 to 255 characters, no slash or control character)');
   return value;
 };
 
@@ -169,6 +169,12 @@ function linkBlock(block: UnknownRecord, where: string, bounds: ContentBounds): 
   return { kind: 'block', block: { type: 'resource_link', name, uri: checkedUri(block['uri'], where), ...mimeType } };
 }
 
+/** The last part of a URI as a file's name that stays inside a folder. */
+export function fileNameOf(uri: string): string {
+  const last = uri.split(/[/\\]/).pop() ?? '';
+  return last === '' || last === '.' || last === '..' ? 'file' : last;
+}
+
 /** ACP's embedded resource: text stays inline; `blob` (base64, as ACP means it) is stored as a file. */
 function embeddedResource(block: UnknownRecord, where: string, bounds: ContentBounds): IncomingBlock {
   const resource = block['resource'];
@@ -178,7 +184,7 @@ function embeddedResource(block: UnknownRecord, where: string, bounds: ContentBo
   if (typeof resource['text'] === 'string') {
     return { kind: 'block', block: { type: 'resource', resource: { uri, text: resource['text'], ...(mimeType === undefined ? {} : { mimeType }) } } };
   }
-  const name = uri.split(/[/\\]/).pop() || 'file';
+  const name = fileNameOf(uri);
   return { kind: 'bytes', bytes: checkedBytes('resource_link', mimeType ?? 'application/octet-stream', decodeBytes(resource['blob'], where, bounds), where, bounds, name) };
 }
 

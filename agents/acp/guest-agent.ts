@@ -47,7 +47,7 @@ export async function createGuestAgent(options: GuestAgentOptions): Promise<Agen
   } catch (err) {
     throw asConfigError(err, config.file);
   }
-  return new GuestAgent(config, sandboxes, options.log, options.slots, homeSyncOf(config, sandboxes, options));
+  return new GuestAgent(config, sandboxes, options.log, options.slots, homeSyncOf(config, sandboxes, options), options.definition ?? 'acp');
 }
 
 class GuestAgent implements Agent {
@@ -62,6 +62,8 @@ class GuestAgent implements Agent {
     log: GuestLog,
     slots: GuestSlots,
     private readonly homeSync: () => HomeSync | null,
+    /** Its name in the catalogue (AGENT.md §8), as a refusal names it. */
+    private readonly shownName: string,
   ) {
     this.pool = new SessionPool(config, sandboxes, log, slots, homeSync);
     this.redact = secretsRedactor(config.secrets);
@@ -79,7 +81,7 @@ class GuestAgent implements Agent {
       }
       let outcome;
       try {
-        outcome = await runGuestTurn(this.config, live, guarded, this.policy);
+        outcome = await runGuestTurn(this.config, live, guarded, this.policy, this.shownName);
       } catch (err) {
         // What the guest remembers of a failed turn is unknown: its next turn loads the session again.
         this.pool.turnFailed(live);

@@ -3,6 +3,7 @@
 // its questions asked through the approval policy, an interrupt sent as `session/cancel`.
 import {
   RequestError,
+  type ContentBlock as AcpBlock,
   type CreateElicitationRequest,
   type PromptResponse,
   type RequestPermissionRequest,
@@ -17,6 +18,7 @@ import { endTool, nameTool, startTool } from '../genai-spans.js';
 import type { RecordedSpan } from '../span-recorder.js';
 import type { Policy } from '../model/approval.js';
 import type { GuestConfig } from './guest-config.js';
+import { guestPrompt } from './guest-prompt.js';
 import {
   approvalParams,
   argumentsText,
@@ -56,13 +58,13 @@ export interface GuestTurnOutcome {
   storedMessages: number;
 }
 
-export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn: TurnContext, policy: Policy): Promise<GuestTurnOutcome> {
+export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn: TurnContext, policy: Policy, agentName: string): Promise<GuestTurnOutcome> {
   const record = new TurnRecord(turn);
   live.sink = turnSink(record, turn, policy);
   const cancel = cancelOnInterrupt(config, live, turn);
   let stopReason: StopReason;
   try {
-    const response = await prompt(config, live, turn);
+    const response = await prompt(config, live, turn, await guestPrompt(turn, live.promptCapabilities, live.cwd, agentName));
     stopReason = response.stopReason;
     record.reported(responseUsage(response));
   } catch (err) {
@@ -90,11 +92,11 @@ export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn:
 }
 
 /** session/prompt, failing clearly when the guest exits or answers with an error. */
-async function prompt(config: GuestConfig, live: LiveSession, turn: TurnContext): Promise<PromptResponse> {
+async function prompt(config: GuestConfig, live: LiveSession, turn: TurnContext, blocks: AcpBlock[]): Promise<PromptResponse> {
   const exitFailure = () => new AgentFailure(live.process.endedFor === null ? 'upstream' : 'resources', `${live.process.describeExit()} during the turn`);
   try {
     const traced = turn.trace.span === null ? {} : { _meta: { traceparent: turn.trace.span.traceparent } };
-    const request = live.process.connection.agent.request('session/prompt', { sessionId: live.sessionId, prompt: [{ type: 'text', text: turn.prompt }], ...traced });
+    const request = live.process.connection.agent.request('session/prompt', { sessionId: live.sessionId, prompt: blocks, ...traced });
     return await untilAborted(request, live.process.gone, exitFailure);
   } catch (err) {
     if (err instanceof AgentFailure) throw err;

@@ -11,7 +11,9 @@ import {
   RequestError,
   type CreateElicitationRequest,
   type CreateElicitationResponse,
+  type AgentCapabilities,
   type McpServer,
+  type PromptCapabilities,
   type RequestPermissionRequest,
   type RequestPermissionResponse,
   type SessionUpdate,
@@ -50,6 +52,10 @@ export class LiveSession {
     readonly process: GuestProcess,
     readonly sessionId: string,
     private readonly sandbox: AgentSandbox,
+    /** Its working folder: where the files of its prompts are written (guest-prompt.ts). */
+    readonly cwd: string,
+    /** What its prompts may hold beyond text and links, as the guest declared at initialize. */
+    readonly promptCapabilities: PromptCapabilities | null,
   ) {}
 
   get healthy(): boolean {
@@ -77,8 +83,8 @@ export class LiveSession {
     }
     const deadline = AbortSignal.timeout(config.startTimeoutMs);
     try {
-      const sessionId = await withinStart(config, guest, deadline, () => startSession(config, guest, turn, cwd, origin));
-      live = new LiveSession(turn.sid, guest, sessionId, sandbox);
+      const started = await withinStart(config, guest, deadline, () => startSession(config, guest, turn, cwd, origin));
+      live = new LiveSession(turn.sid, guest, started.sessionId, sandbox, cwd, started.promptCapabilities);
       return live;
     } catch (err) {
       await guest.end();
@@ -96,8 +102,14 @@ export class LiveSession {
 
 export type ForkOrigin = NonNullable<Awaited<ReturnType<TurnContext['forkOrigin']>>>;
 
-/** initialize, then load, fork or new: the session id the prompt goes to. */
-async function startSession(config: GuestConfig, guest: GuestProcess, turn: TurnContext, cwd: string, origin: ForkOrigin | null): Promise<string> {
+/** initialize, then load, fork or new: the session id the prompt goes to, and what a prompt may hold. */
+async function startSession(
+  config: GuestConfig,
+  guest: GuestProcess,
+  turn: TurnContext,
+  cwd: string,
+  origin: ForkOrigin | null,
+): Promise<{ sessionId: string; promptCapabilities: PromptCapabilities | null }> {
   const agent = guest.connection.agent;
   const init = await agent.request('initialize', {
     protocolVersion: PROTOCOL_VERSION,
@@ -107,9 +119,22 @@ async function startSession(config: GuestConfig, guest: GuestProcess, turn: Turn
   });
   const method = envAuthMethod(init.authMethods, config.env);
   if (method !== null) await agent.request('authenticate', { methodId: method });
+  const promptCapabilities = init.agentCapabilities?.promptCapabilities ?? null;
+  return { sessionId: await openSession(config, agent, turn, cwd, origin, init.agentCapabilities), promptCapabilities };
+}
+
+/** load, fork or new, as the guest can: the session id. */
+async function openSession(
+  config: GuestConfig,
+  agent: GuestProcess['connection']['agent'],
+  turn: TurnContext,
+  cwd: string,
+  origin: ForkOrigin | null,
+  capabilities: AgentCapabilities | null | undefined,
+): Promise<string> {
   const mcpServers = stdioServers(config.mcpServers);
   const stored = turn.agentSessionId;
-  if (stored !== null && init.agentCapabilities?.loadSession === true) {
+  if (stored !== null && capabilities?.loadSession === true) {
     try {
       await agent.request('session/load', { sessionId: stored, cwd, mcpServers });
       return stored;
@@ -118,7 +143,7 @@ async function startSession(config: GuestConfig, guest: GuestProcess, turn: Turn
       // Its memory is not where this guest keeps it (another node's folder, a cleared one): start anew, and say so.
       turn.emit({ type: 'status.update', kind: 'context', text: `the agent could not load its session (${err.message}): it starts without its memory of the ${turn.history.length} earlier messages` });
     }
-  } else if (stored === null && origin !== null && canFork(init.agentCapabilities?.sessionCapabilities)) {
+  } else if (stored === null && origin !== null && canFork(capabilities?.sessionCapabilities)) {
     try {
       const request: ForkSessionRequest = { sessionId: origin.agentSessionId, cwd, mcpServers };
       const forked = await agent.request<ForkSessionResponse>('session/fork', request);

@@ -22,7 +22,7 @@ describe('history cache (real store, real SQLite file)', () => {
 
   /** The session's messages as the database holds them, read by a second connection. */
   const stored = (sid: string): ChatMessage[] =>
-    (raw.prepare('SELECT role, content, tool_calls, tool_call_id FROM messages WHERE sid = ? ORDER BY seq').all(sid) as MessageRow[]).map(toChatMessage);
+    (raw.prepare('SELECT role, content, tool_calls, tool_call_id, parts FROM messages WHERE sid = ? ORDER BY seq').all(sid) as MessageRow[]).map(toChatMessage);
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'turnhost-cache-'));

@@ -1,0 +1,61 @@
+// A prompt's files to a guest agent (PROTOCOL.md §2.4, AGENT.md §6), with the Python example as
+// the guest, in its sandbox: an image as ACP's image block to a guest that declares images; a PDF
+// written to the session folder's .turnhost/attachments and linked; an image to a guest that
+// declares none refused, naming the agent.
+import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { EventParams } from '../../client/rpc-connection.js';
+import { pdfDocument, pngImage } from '../helpers/content-files.js';
+import { startDaemon, TestClient } from '../helpers/daemon.js';
+import { guestArgs, guestScene, PYTHON_GUEST, type GuestScene } from '../helpers/guests.js';
+import { Harness } from '../helpers/processes.js';
+
+const b64 = (bytes: Buffer): string => bytes.toString('base64');
+
+describe('content beyond text to a guest agent (the Python example, sandboxed)', function () {
+  this.timeout(60_000);
+  const h = new Harness();
+  afterEach(() => h.cleanup());
+
+  async function clientFor(scene: GuestScene): Promise<TestClient> {
+    return TestClient.connect(await startDaemon(h, guestArgs(scene), {}, scene.home));
+  }
+
+  async function turnOf(client: TestClient, sid: string, content: unknown[]): Promise<EventParams> {
+    client.events.length = 0;
+    await client.call('prompt.submit', { session_id: sid, content });
+    await client.until(() => client.events.some((e) => e.type === 'turn.end' || e.type === 'turn.error'), 'the turn to end');
+    return client.events.find((e) => e.type === 'turn.end' || e.type === 'turn.error')!;
+  }
+
+  it('a guest that declares images gets the PNG as an image block, and the PDF in .turnhost/attachments of its folder, linked', async () => {
+    const scene = guestScene(h, 'python');
+    const client = await clientFor(scene);
+    const png = pngImage(6, 6, 5);
+    const pdf = pdfDocument('attached');
+    await client.call('session.create', { session_id: 'img', cwd: scene.dir });
+    const end = await turnOf(client, 'img', [
+      { type: 'text', text: 'look' },
+      { type: 'image', mimeType: 'image/png', data: b64(png) },
+      { type: 'resource_link', name: 'report.pdf', mimeType: 'application/pdf', data: b64(pdf) },
+    ]);
+    expect(end.type, JSON.stringify(end.payload)).to.equal('turn.end');
+    const reply = client.events.filter((e) => e.type === 'message.delta').map((e) => String(e.payload['text'])).join('');
+    expect(reply).to.equal(`python guest: look\n[image image/png ${png.length} bytes]\n[file report.pdf ${pdf.length} bytes]`);
+    expect(readFileSync(join(scene.dir, '.turnhost', 'attachments', 'report.pdf')).equals(pdf)).to.equal(true);
+  });
+
+  it('a guest that declares no images: an image is refused with "agent acp does not take images"; a PDF still goes as a link', async () => {
+    const scene = guestScene(h, 'python');
+    scene.write({ args: [PYTHON_GUEST, scene.state, '--no-images'] });
+    const client = await clientFor(scene);
+    await client.call('session.create', { session_id: 'noimg', cwd: scene.dir });
+    const refused = await turnOf(client, 'noimg', [{ type: 'image', mimeType: 'image/png', data: b64(pngImage()) }]);
+    expect(refused.type).to.equal('turn.error');
+    expect(refused.payload).to.deep.include({ reason: 'invalid', message: 'agent acp does not take images' });
+    const pdf = pdfDocument('still');
+    const end = await turnOf(client, 'noimg', [{ type: 'resource_link', name: 'still.pdf', mimeType: 'application/pdf', data: b64(pdf) }]);
+    expect(end.type).to.equal('turn.end');
+  });
+});
