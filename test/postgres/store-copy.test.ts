@@ -1,14 +1,17 @@
 // Moving a whole store (PROTOCOL.md §2.3): `turnhost store copy` from a real daemon's SQLite home
 // to a real PostgreSQL and back, refused while a daemon runs; everything a person made comes
 // through (histories with their superseded paths, forks, people, shares, budgets, schedules, the
-// ledger, a deleted session's tombstone); a copy killed -9 in the middle is finished by --resume
+// ledger, a deleted session's tombstone, a file uploaded to a session); a copy killed -9 in the middle is finished by --resume
 // without doubling a row; the progress is plain lines when stderr is not a terminal.
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
+import { pngImage } from '../helpers/content-files.js';
 import { endedTurn, startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
 import { postgresForSuite } from '../helpers/postgres.js';
 import { Harness, HostProcess, stoppedWithin } from '../helpers/processes.js';
 
 const HISTORY_AGENT = ['--agent', 'test/fixtures/history-agent.mjs'];
+const KEPT_PNG = pngImage(8, 8, 21);
 
 describe('turnhost store copy (a real SQLite home, a real PostgreSQL)', function () {
   this.timeout(120_000);
@@ -32,6 +35,8 @@ describe('turnhost store copy (a real SQLite home, a real PostgreSQL)', function
     await endedTurn(client, 'gone', 'soon deleted');
     await client.call('session.delete', { session_id: 'gone' });
     await client.call('session.pin', { session_id: 'f' });
+    // A file uploaded to f (PROTOCOL.md §2.4): its bytes are copied once, and f still names it.
+    await client.call('blob.put', { session_id: 'f', mimeType: 'image/png', name: 'kept.png', data: KEPT_PNG.toString('base64') });
     expect((await cli('user', 'add', 'alice')).code).to.equal(0);
     expect((await cli('user', 'budget', 'alice', '--tokens-per-day', '5000')).code).to.equal(0);
     await client.call('session.share', { session_id: 'a', user: 'alice', role: 'viewer' });
@@ -71,7 +76,7 @@ describe('turnhost store copy (a real SQLite home, a real PostgreSQL)', function
     const copied = await h.runCli(['store', 'copy', '--to', url, '--home', home], {}, 60_000);
     expect(copied.code, copied.stderr).to.equal(0);
     // a, f, and the path a's rewind left (a branch of a).
-    expect(copied.stdout).to.match(/^copied \d+ row\(s\) of 18 tables \(10 message\(s\) in 3 histories: sessions and their branches\) from sqlite .* to postgres.* in [\d.]+ s; counts and each history's digest checked\n$/);
+    expect(copied.stdout).to.match(/^copied \d+ row\(s\) of 20 tables \(10 message\(s\) in 3 histories: sessions and their branches\) from sqlite .* to postgres.* in [\d.]+ s; counts and each history's digest checked\n$/);
     expect(copied.stderr, 'plain progress lines when stderr is not a terminal').to.match(/^store copy: \d+ of \d+ rows \(\d+%\), at \w+\n/);
     expect(copied.stderr).to.contain('(100%)');
     expect(await seen(home, url, sessions)).to.deep.equal(await seen(home, 'sqlite', sessions));
@@ -90,6 +95,8 @@ describe('turnhost store copy (a real SQLite home, a real PostgreSQL)', function
       const stored = JSON.parse((await h.runCli(['history', sid, '--all', '--json', '--home', home, '--store', 'sqlite'])).stdout) as { seq: number; role: string; content: string; turn_id: string | null }[];
       expect(served.map(({ seq, role, content, turn_id }) => ({ seq, role, content, turn_id })), sid).to.deep.equal(stored.map(({ seq, role, content, turn_id }) => ({ seq, role, content, turn_id })));
     }
+    const blob = await client.call<{ data: string }>('blob.get', { session_id: 'f', blob: `sha256:${createHash('sha256').update(KEPT_PNG).digest('hex')}` });
+    expect(Buffer.from(blob.data, 'base64').equals(KEPT_PNG)).to.equal(true);
     await endedTurn(client, 'f', 'on postgres');
     const busy = await h.runCli(['store', 'copy', '--from', url, '--to', 'sqlite', '--home', h.tempDir()]);
     expect([busy.code, busy.stderr]).to.deep.equal([1, `turnhost store copy: a turnhost host or node is using ${url.replace(/:[^:@/]+@/, ':***@')}: stop every daemon on it first\n`]);
