@@ -21,7 +21,7 @@ import { HOME_OWNER } from '../actors/daemon/identity.js';
 import { UserDirectory } from '../actors/daemon/user-directory.js';
 import { JwtVerifier } from './jwt-verifier.js';
 import { EventStream } from './event-stream.js';
-import { HttpFailure, notFound, readBody, sendError, sendJson, sendLines, wrongMethod } from './http-answers.js';
+import { HttpFailure, notFound, readBody, sendError, sendFile, sendJson, sendLines, wrongMethod } from './http-answers.js';
 import { TokenSource } from './http-token.js';
 import { CredentialWatch } from './credential-watch.js';
 import { agUiRun, MAX_OPEN_RUNS } from './ag-ui.js';
@@ -172,7 +172,8 @@ async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving
   if (match.kind === 'none') throw notFound(url.pathname);
   if (match.kind === 'wrong-method') throw wrongMethod(match.allowed);
   const answer = await match.handle({ req, parts: match.parts, query: url.searchParams, ctx: { ...serving.restClient, identity } });
-  if (answer.lines === undefined) sendJson(res, answer.status, answer.body);
+  if (answer.file !== undefined) sendFile(res, answer.file);
+  else if (answer.lines === undefined) sendJson(res, answer.status, answer.body);
   else sendLines(res, answer.lines.items, answer.lines.fileName);
 }
 

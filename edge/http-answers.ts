@@ -3,6 +3,7 @@
 // bodies are read here, bounded.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
+import { ContentRefused } from '../protocol/content.js';
 import { isRecord, type UnknownRecord } from '../protocol/fields.js';
 
 /** The largest request body read: 413 past it. */
@@ -72,6 +73,23 @@ export function sendLines(res: ServerResponse, items: readonly unknown[], fileNa
   res.end(text);
 }
 
+/**
+ * A file's bytes (PROTOCOL.md §2.4): never sniffed into something else, shown inline only when it
+ * is an image, downloaded otherwise; private to whoever may read its session.
+ */
+export function sendFile(res: ServerResponse, file: { bytes: Buffer; mimeType: string; name: string | null }): void {
+  const inline = file.mimeType.startsWith('image/');
+  const name = (file.name ?? 'file').replace(/[^\w.-]/g, '_');
+  res.writeHead(200, {
+    'content-type': file.mimeType,
+    'content-length': file.bytes.length,
+    'x-content-type-options': 'nosniff',
+    'content-disposition': `${inline ? 'inline' : 'attachment'}; filename="${name}"`,
+    'cache-control': 'private, no-store',
+  });
+  res.end(file.bytes);
+}
+
 /** Any failure as the error body; what is not a wire error is a 500 with its message. */
 export function sendError(res: ServerResponse, err: unknown): void {
   if (res.headersSent) {
@@ -80,7 +98,8 @@ export function sendError(res: ServerResponse, err: unknown): void {
   }
   if (err instanceof HttpFailure) return sendJson(res, err.status, { error: { code: err.code, message: err.message } }, err.status === 429 ? { 'retry-after': '1' } : {});
   const rpc = err instanceof RpcError ? err : new RpcError(ErrorCodes.internal, (err as Error)?.message ?? String(err));
-  const status = statusOf(rpc.code);
+  // A file refused at the door says why in its status too: 413 too large, 415 a type not taken.
+  const status = rpc instanceof ContentRefused ? rpc.httpStatus : statusOf(rpc.code);
   const retry = retryAfter(rpc);
   sendJson(res, status, { error: rpc.toJson() }, retry === null ? {} : { 'retry-after': String(retry) });
 }
@@ -112,16 +131,17 @@ export async function readJsonBody(req: IncomingMessage): Promise<UnknownRecord>
   return value;
 }
 
-/** The body's bytes: 413 past 1 MiB (as readJsonBody says). */
-export async function readBody(req: IncomingMessage): Promise<Buffer> {
+/** The body's bytes: 413 past `maxBytes` (1 MiB unless said, as readJsonBody says). */
+export async function readBody(req: IncomingMessage, maxBytes = BODY_MAX_BYTES): Promise<Buffer> {
+  const tooLarge = () => new HttpFailure(413, ErrorCodes.invalidRequest, `the body is larger than ${maxBytes / 1024 / 1024} MiB`);
   const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > BODY_MAX_BYTES) throw tooLarge();
+  if (declared > maxBytes) throw tooLarge();
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let bytes = 0;
     const onData = (chunk: Buffer): void => {
       bytes += chunk.length;
-      if (bytes <= BODY_MAX_BYTES) return void chunks.push(chunk);
+      if (bytes <= maxBytes) return void chunks.push(chunk);
       req.off('data', onData).off('end', onEnd).pause();
       reject(tooLarge());
     };
@@ -153,6 +173,3 @@ function lingerOnRefusedBody(req: IncomingMessage): void {
   req.resume();
 }
 
-function tooLarge(): HttpFailure {
-  return new HttpFailure(413, ErrorCodes.invalidRequest, `the body is larger than ${BODY_MAX_BYTES / 1024 / 1024} MiB`);
-}

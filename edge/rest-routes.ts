@@ -8,7 +8,9 @@ import type { GatewayMsg, HostStatus, SessionPeek, SupervisorMsg } from '../acto
 import { ask, type Ref } from '../actors/runtime.js';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
 import type { UnknownRecord } from '../protocol/fields.js';
-import { readJsonBody } from './http-answers.js';
+import { notFound, readBody, readJsonBody } from './http-answers.js';
+import { putBlob, readBlob } from '../actors/daemon/methods/content.js';
+import { optionalName } from '../protocol/content.js';
 import { traced } from './trace-headers.js';
 
 const ASK_TIMEOUT_MS = 40_000;
@@ -18,6 +20,8 @@ export interface RouteAnswer {
   body: unknown;
   /** Sent as JSON lines (`application/x-ndjson`), one per item, in place of `body`, under this file name. */
   lines?: { items: readonly unknown[]; fileName: string };
+  /** A file's bytes, in place of `body` (http-answers.ts, sendFile). */
+  file?: { bytes: Buffer; mimeType: string; name: string | null };
 }
 
 type Handler = (call: RouteCall) => Promise<RouteAnswer>;
@@ -78,7 +82,7 @@ const ROUTES: Route[] = [
     ok(await method('prompt.edit', { ...pick(await readJsonBody(req), ['text', 'on_busy', 'client_message_id']), ...traced(req), session_id: parts['id'], turn_id: parts['turn_id'] }, ctx), 202),
   ),
   route('POST', '/v1/sessions/{id}/prompts', async ({ ctx, parts, req }) =>
-    ok(await method('prompt.submit', { ...pick(await readJsonBody(req), ['text', 'on_busy', 'client_message_id']), ...traced(req), session_id: parts['id'] }, ctx), 202),
+    ok(await method('prompt.submit', { ...pick(await readJsonBody(req), ['text', 'content', 'on_busy', 'client_message_id']), ...traced(req), session_id: parts['id'] }, ctx), 202),
   ),
   route('POST', '/v1/sessions/{id}/interrupt', async ({ ctx, parts, req }) =>
     ok(await method('session.interrupt', { ...pick(await readJsonBody(req), ['turn_id', 'keep_queue']), session_id: parts['id'] }, ctx)),
@@ -96,6 +100,13 @@ const ROUTES: Route[] = [
     ok(await method('schedule.create', pick(await readJsonBody(req), ['session_id', 'text', 'cron', 'every_secs', 'at', 'tz', 'catch_up', 'on_busy']), ctx), 201),
   ),
   route('DELETE', '/v1/schedules/{id}', async ({ ctx, parts }) => ok(await method('schedule.delete', { schedule_id: parts['id'] }, ctx))),
+  // A prompt's files (PROTOCOL.md §2.4): the raw body, bounded by --max-blob-mib, named by the session.
+  route('POST', '/v1/sessions/{id}/blobs', async ({ ctx, parts, req }) => {
+    const name = optionalName(headerText(req.headers['x-filename']), 'X-Filename');
+    const bytes = await readBody(req, ctx.contentBounds.maxBlobBytes);
+    return ok(await putBlob(ctx, bytes, req.headers['content-type'], name, parts['id']!), 201);
+  }),
+  route('GET', '/v1/sessions/{id}/blobs/{sha256}', async ({ ctx, parts }) => ({ status: 200, body: null, file: await blobOf(ctx, parts['id']!, parts['sha256']!) })),
   route('POST', '/v1/requests/{request_id}/answer', async ({ ctx, parts, req }) => {
     const body = await readJsonBody(req);
     // One answer of a batch locks that question; a whole answer resolves the request.
@@ -103,6 +114,32 @@ const ROUTES: Route[] = [
     return ok(await method('request.answer', { result: body['result'], request_id: parts['request_id'] }, ctx));
   }),
 ];
+
+/** A header's value as a person wrote it (percent-encoded for what is not ASCII); undefined when absent or not decodable. */
+function headerText(value: string | string[] | undefined): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
+/**
+ * The bytes of a blob the session names, to whoever may read the session; one 404, the same
+ * whether the session is not theirs, names no such blob, or the blob is held for others only.
+ */
+async function blobOf(ctx: ClientContext, sid: string, sha256: string): Promise<NonNullable<RouteAnswer['file']>> {
+  const ref = sha256.startsWith('sha256:') ? sha256 : `sha256:${sha256}`;
+  try {
+    if (!ctx.identity.admin) await authorize('blob.get', { session_id: sid }, ctx);
+    const { info, bytes } = await readBlob(ctx, sid, ref);
+    return { bytes, mimeType: info.mimeType, name: info.name };
+  } catch (err) {
+    if (err instanceof RpcError && (err.code === ErrorCodes.sessionNotFound || err.code === ErrorCodes.invalidParams || err.code === ErrorCodes.forbidden)) throw notFound(`blob ${ref} of session ${sid}`);
+    throw err;
+  }
+}
 
 function route(method: string, path: string, handle: Handler): Route {
   return { method, path: path.split('/').filter((part) => part !== ''), handle };

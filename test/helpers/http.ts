@@ -7,6 +7,7 @@ export interface HttpAnswer {
   status: number;
   headers: IncomingHttpHeaders;
   text: string;
+  bytes: Buffer;
   json(): Record<string, unknown>;
 }
 
@@ -24,8 +25,9 @@ export function httpRequest(port: number, spec: RequestSpec, timeoutMs = 15_000)
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) as Record<string, unknown> });
+        const bytes = Buffer.concat(chunks);
+        const text = bytes.toString('utf8');
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, bytes, json: () => JSON.parse(text) as Record<string, unknown> });
       });
       res.on('error', reject);
     });

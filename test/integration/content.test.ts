@@ -9,6 +9,7 @@ import type { HistoryEntry } from '../../protocol/history-entry.js';
 import { pdfDocument, pngImage } from '../helpers/content-files.js';
 import { readDatabase } from '../helpers/database.js';
 import { hostPid, rpcError, startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
+import { httpRequest, type HttpAnswer } from '../helpers/http.js';
 import { Harness } from '../helpers/processes.js';
 
 const sha = (bytes: Buffer): string => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
@@ -144,5 +145,60 @@ describe('content beyond text: files in prompts (real daemon, SQLite)', function
     await next.nextEvent('turn.end', 'k');
     const [prompt] = await history(next, 'k');
     expect(prompt!.parts).to.deep.equal([{ type: 'resource_link', name: 'kept.pdf', blob: sha(pdf), mimeType: 'application/pdf', size: pdf.length }]);
+  });
+});
+
+describe('content beyond text over the HTTP edge: uploads, downloads, and who may read a file (real daemon)', function () {
+  this.timeout(60_000);
+  const h = new Harness();
+  afterEach(() => h.cleanup());
+
+  it("a member uploads a PNG and a PDF (the raw body), prompts with them and reads them back; another member gets one 404 for a file that exists and for one that does not, and may not name it; the bounds answer 413, 415 and 400", async () => {
+    const daemon = await startDaemon(h, ['--listen', '127.0.0.1:0', '--max-blob-mib', '1']);
+    const owner = await TestClient.connect(daemon);
+    const port = Number(new URL((await owner.call<{ http: { url: string } }>('host.status')).http.url).port);
+    const cli = async (...args: string[]) => (await h.runCli([...args, '--home', daemon.home])).stdout.trim();
+    const [alice, bob] = [await cli('user', 'add', 'alice'), await cli('user', 'add', 'bob')];
+    const as = (token: string, type = 'application/json') => ({ authorization: `Bearer ${token}`, 'content-type': type });
+    for (const [token, sid] of [[alice, 'al'], [bob, 'bo']] as const) {
+      expect((await httpRequest(port, { method: 'POST', path: '/v1/sessions', headers: as(token), body: { session_id: sid } })).status).to.equal(201);
+    }
+    const png = pngImage(10, 10, 13);
+    const pdf = pdfDocument('uploaded');
+    const upload = (token: string, sid: string, bytes: Buffer, type: string, name: string) =>
+      httpRequest(port, { method: 'POST', path: `/v1/sessions/${sid}/blobs`, headers: { ...as(token, type), 'x-filename': name }, body: bytes });
+    const pngUp = await upload(alice, 'al', png, 'image/png', 'screen shot.png');
+    expect([pngUp.status, pngUp.json()]).to.deep.equal([201, { blob: sha(png), size: png.length, mimeType: 'image/png' }]);
+    expect((await upload(alice, 'al', pdf, 'application/pdf', 'report.pdf')).status).to.equal(201);
+
+    const image = await httpRequest(port, { path: `/v1/sessions/al/blobs/${sha(png)}`, headers: as(alice) });
+    expect([image.status, image.headers['content-type'], image.headers['x-content-type-options'], image.headers['content-disposition']]).to.deep.equal([200, 'image/png', 'nosniff', 'inline; filename="screen_shot.png"']);
+    expect(image.bytes.equals(png)).to.equal(true);
+    const file = await httpRequest(port, { path: `/v1/sessions/al/blobs/${sha(pdf).slice(7)}`, headers: as(alice) });
+    expect([file.status, file.headers['content-type'], file.headers['content-disposition']]).to.deep.equal([200, 'application/pdf', 'attachment; filename="report.pdf"']);
+    expect(file.bytes.equals(pdf)).to.equal(true);
+
+    await owner.call('session.resume', { session_id: 'al' });
+    const submitted = await httpRequest(port, { method: 'POST', path: '/v1/sessions/al/prompts', headers: as(alice), body: { text: 'see', content: [{ type: 'image', mimeType: 'image/png', blob: sha(png) }] } });
+    expect(submitted.status, submitted.text).to.equal(202);
+    await owner.until(() => owner.events.some((e) => e.type === 'turn.end' && e.session_id === 'al'), 'the turn to end');
+    const [prompt] = await history(owner, 'al');
+    expect(prompt!.parts).to.deep.equal([{ type: 'text', text: 'see' }, { type: 'image', mimeType: 'image/png', blob: sha(png), size: png.length, name: 'screen shot.png' }]);
+
+    const elsewhere = await httpRequest(port, { path: `/v1/sessions/al/blobs/${sha(png)}`, headers: as(bob) });
+    const namedNowhere = await httpRequest(port, { path: `/v1/sessions/bo/blobs/${sha(png)}`, headers: as(bob) });
+    const nowhere = await httpRequest(port, { path: `/v1/sessions/bo/blobs/${sha(Buffer.from('never stored'))}`, headers: as(bob) });
+    expect([elsewhere.status, namedNowhere.status, nowhere.status]).to.deep.equal([404, 404, 404]);
+    const shape = (answer: HttpAnswer) => answer.text.replace(/sha256:[0-9a-f]{64}/, 'sha256:X');
+    expect(shape(namedNowhere), 'the same 404 whether the blob exists or not').to.equal(shape(nowhere));
+    const borrowed = await httpRequest(port, { method: 'POST', path: '/v1/sessions/bo/prompts', headers: as(bob), body: { content: [{ type: 'image', mimeType: 'image/png', blob: sha(png) }] } });
+    expect([borrowed.status, (borrowed.json()['error'] as { message: string }).message]).to.deep.equal([400, `invalid params: content[0]: ${sha(png)} is not a blob this session may read`]);
+
+    const tooBig = await upload(bob, 'bo', Buffer.concat([png, Buffer.alloc(1024 * 1024)]), 'image/png', 'big.png');
+    const notTaken = await upload(bob, 'bo', Buffer.from('PK\u0003\u0004zip'), 'application/zip', 'a.zip');
+    const notWhatItSays = await upload(bob, 'bo', pdf, 'image/png', 'fake.png');
+    expect([tooBig.status, notTaken.status, notWhatItSays.status]).to.deep.equal([413, 415, 400]);
+    expect(readDatabase(daemon.home, (db) => db.prepare("SELECT count(*) AS n FROM session_blobs WHERE sid = 'bo'").get())).to.deep.equal({ n: 0 });
+    owner.close();
   });
 });

@@ -61,7 +61,9 @@ async function referenced(blobs: Blobs, ctx: ClientContext, sid: string, block: 
   const info = (await blobs.named(sid, hex)) ?? (await blobs.uploaded(hex, ctx.identity.user));
   if (info === null) throw new ContentRefused(400, `content[${index}]: ${block.blob} is not a blob this session may read`);
   if (block.type === 'image' && !info.mimeType.startsWith('image/')) throw new ContentRefused(400, `content[${index}]: ${block.blob} is ${info.mimeType}, not an image`);
-  return { ...block, mimeType: info.mimeType, size: info.size } as ContentBlock;
+  // A block that names no file takes the name it was uploaded under: the page shows an image by it.
+  const name = 'name' in block && block.name !== undefined ? {} : info.name === null ? {} : { name: info.name };
+  return { ...block, mimeType: info.mimeType, size: info.size, ...name } as ContentBlock;
 }
 
 /** Bytes put by a client (blob.put, or the edge's upload), stored, and named for `sid` when given. */
