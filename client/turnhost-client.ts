@@ -8,6 +8,7 @@ import { homeFrom, homePaths } from '../protocol/home-paths.js';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
 import { RpcClient, type EventParams, type ServerRequest } from './rpc-connection.js';
 import type {
+  PutBlob,
   AgentsList,
   ApprovalHandler,
   ClarifyHandler,
@@ -264,6 +265,11 @@ export class TurnhostClient {
   /** The agents this caller may make a session with (AGENT.md §8). */
   agents(): Promise<AgentsList> {
     return this.call('agents.list', {});
+  }
+
+  /** Stores a file before a prompt names it (PROTOCOL.md §2.4); with `sessionId`, that session may read it at once. */
+  putBlob(file: { bytes: Buffer; mimeType: string; name?: string }, sessionId?: string): Promise<PutBlob> {
+    return this.call('blob.put', { mimeType: file.mimeType, data: file.bytes.toString('base64'), ...(file.name === undefined ? {} : { name: file.name }), ...(sessionId === undefined ? {} : { session_id: sessionId }) });
   }
 
   /** The session's line; `all`: with the superseded turns too, each message `superseded: true` (PROTOCOL.md §2.2). */

@@ -111,6 +111,15 @@ export interface SubmitOptions {
   client_message_id?: string;
   /** The caller's W3C trace context: the turn's span is its child (PROTOCOL.md §5.8). */
   trace_context?: { traceparent: string; tracestate?: string };
+  /** Blocks beyond the text (PROTOCOL.md §2.4): files by `blob` (putBlob's) or with their bytes (`data`, base64). */
+  content?: readonly Record<string, unknown>[];
+}
+
+/** A stored file (PROTOCOL.md §2.4): how a prompt names it. */
+export interface PutBlob {
+  blob: string;
+  size: number;
+  mimeType: string;
 }
 
 /** `turn_id` is the turn whose events carry the prompt (for `steered`, the running turn that took it). */

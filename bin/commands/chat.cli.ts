@@ -1,7 +1,7 @@
 // `turnhost chat` declared (PROTOCOL.md §3); the body is chat.ts.
 import type { Command } from 'commander';
 import { homeFrom } from '../../protocol/home-paths.js';
-import { homeOption } from '../cli-options.js';
+import { collect, homeOption } from '../cli-options.js';
 import { beforeDaemonStart } from '../daemon-flags.js';
 import { hostArgs, hostOptions } from '../host-options.js';
 import { run } from '../run-command.js';
@@ -13,11 +13,18 @@ function declareChat(program: Command): void {
     .argument('[text]', 'the prompt; without it, prompts are read line by line')
     .addOption(homeOption())
     .option('--session <id>', 'the session to use (default: a new one)')
+    .option('--attach <file>', 'a file for the (first) prompt: an image, a PDF, text (repeatable)', collect, [])
     .action((text: string | undefined, opts) =>
       run('chat', async () => {
         await beforeDaemonStart(opts);
         const { chatCommand } = await import('./chat.js');
-        return chatCommand(homeFrom(opts.home), { ...(opts.session ? { session: opts.session } : {}), ...(text !== undefined ? { text } : {}), ...(opts.agent ? { agent: opts.agent } : {}), hostArgs: hostArgs(opts) });
+        return chatCommand(homeFrom(opts.home), {
+          ...(opts.session ? { session: opts.session } : {}),
+          ...(text !== undefined ? { text } : {}),
+          ...(opts.agent ? { agent: opts.agent } : {}),
+          attach: opts.attach,
+          hostArgs: hostArgs(opts),
+        });
       }),
     );
 }

@@ -5,6 +5,8 @@
 // changes; from a pipe, each line waits for the turn before it (a line may answer a question).
 // Ctrl-C stops the running turn (and clears the queue); a second Ctrl-C leaves.
 import { singleAgentName } from '../../agents/catalogue-config.js';
+import { readFile } from 'node:fs/promises';
+import { basename, extname } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { TurnhostClient } from '../../client/turnhost-client.js';
 import type { ApprovalRequest, ClarifyRequest, HandlerContext, SessionEvent } from '../../client/types.js';
@@ -18,6 +20,8 @@ export interface ChatOptions {
   /** The agent asked for with --agent: a running daemon with another one is refused. */
   agent?: string;
   text?: string;
+  /** Files for the first prompt (--attach), as paths. */
+  attach?: string[];
   hostArgs: string[];
 }
 
@@ -67,7 +71,7 @@ export async function chatCommand(homeDir: string, options: ChatOptions): Promis
   try {
     await waitForHost(() => client.hostStatus());
     const sid = await openSession(client, options.session, agent);
-    const chat = new Chat(client, sid, input, output);
+    const chat = new Chat(client, sid, input, output, await attachedFiles(client, sid, options.attach ?? []));
     if (options.text !== undefined) return await chat.turn(options.text);
     process.stderr.write(`session ${sid} (Ctrl-D to leave)\n`);
     if (terminal !== null) return await chat.typing(terminal);
@@ -102,6 +106,43 @@ async function openSession(client: TurnhostClient, sid: string | undefined, agen
   return (await client.createSession({ ...(sid === undefined ? {} : { session_id: sid }), ...(agent === undefined ? {} : { agent }) })).session_id;
 }
 
+/** The types a file's name says, for those turnhost takes by default; the daemon checks the bytes. */
+const TYPES_BY_EXTENSION: Readonly<Record<string, string>> = {
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  webp: 'image/webp',
+  pdf: 'application/pdf',
+  txt: 'text/plain',
+  md: 'text/markdown',
+  csv: 'text/csv',
+  json: 'application/json',
+  mp3: 'audio/mpeg',
+  wav: 'audio/wav',
+};
+
+/** --attach's files, stored for the session (PROTOCOL.md §2.4): the blocks the first prompt carries. */
+async function attachedFiles(client: TurnhostClient, sid: string, paths: readonly string[]): Promise<Record<string, unknown>[]> {
+  const blocks: Record<string, unknown>[] = [];
+  for (const path of paths) {
+    const name = basename(path);
+    const mimeType = TYPES_BY_EXTENSION[extname(name).slice(1).toLowerCase()] ?? 'application/octet-stream';
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(path);
+    } catch (err) {
+      throw new Error(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    const put = await client.putBlob({ bytes, mimeType, name }, sid).catch((err: Error) => {
+      throw new Error(`${path}: ${err.message}`);
+    });
+    const type = mimeType.startsWith('image/') ? 'image' : mimeType.startsWith('audio/') ? 'audio' : 'resource_link';
+    blocks.push({ type, mimeType: put.mimeType, blob: put.blob, name });
+  }
+  return blocks;
+}
+
 /** Turn ids remembered as ended: a turn's end may arrive before the answer to its submit. */
 const ENDED_KEPT = 100;
 
@@ -128,6 +169,8 @@ class Chat {
     private readonly sid: string,
     private readonly input: Input,
     private readonly output: Output,
+    /** Files the first prompt carries (--attach); none after it. */
+    private attachments: Record<string, unknown>[] = [],
   ) {
     void this.follow(client.events(sid));
     client.onClarify((request, context) => this.asking(() => this.clarify(request, context)));
@@ -189,7 +232,9 @@ class Chat {
   /** Submits; `ended` settles with the turn's exit code when it ends; null when it has none to wait for (steered). */
   private async submit(text: string): Promise<{ ended: Promise<number> } | null | 'failed'> {
     try {
-      const result = await this.client.submit(this.sid, text);
+      const content = this.attachments;
+      this.attachments = [];
+      const result = await this.client.submit(this.sid, text, content.length === 0 ? {} : { content });
       if (result.status === 'queued') this.output.note(`(queued, #${result.position}: it runs when the turns before it end)\n`);
       if (result.status === 'steered') this.output.note('(handed to the running turn)\n');
       const turnId = result.status === 'steered' ? undefined : result.turn_id;

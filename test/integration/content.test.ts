@@ -4,6 +4,8 @@
 // a delete frees what no other session names; a blob put before a kill -9 is there after it.
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { ContentBlock } from '../../protocol/content.js';
 import type { HistoryEntry } from '../../protocol/history-entry.js';
 import { pdfDocument, pngImage } from '../helpers/content-files.js';
@@ -126,6 +128,20 @@ describe('content beyond text: files in prompts (real daemon, SQLite)', function
       { type: 'text', text: 'later' },
       { type: 'image', mimeType: 'image/png', blob: sha(png), size: png.length },
     ]);
+  });
+
+  it('turnhost chat --attach FILE (twice): the files go with the prompt; a file that cannot be read is one line, exit 1', async () => {
+    const { daemon } = await scene();
+    const dir = h.tempDir();
+    const png = pngImage(5, 5, 17);
+    const pdf = pdfDocument('by the cli');
+    writeFileSync(join(dir, 'shot.png'), png);
+    writeFileSync(join(dir, 'notes.pdf'), pdf);
+    const chat = await h.runCli(['chat', '--home', daemon.home, '--session', 'cli', '--attach', join(dir, 'shot.png'), '--attach', join(dir, 'notes.pdf'), 'these two']);
+    expect(chat.code, chat.stderr).to.equal(0);
+    expect(chat.stdout).to.include(`these two\n[image image/png ${png.length} bytes ${sha(png)}]\n[file notes.pdf application/pdf ${pdf.length} bytes ${sha(pdf)}]`);
+    const missing = await h.runCli(['chat', '--home', daemon.home, '--attach', join(dir, 'nothing.png'), 'hi']);
+    expect([missing.code, missing.stderr]).to.deep.equal([1, `turnhost chat: cannot read ${join(dir, 'nothing.png')}: ENOENT\n`]);
   });
 
   it('a blob put before a kill -9 of the daemon and its host is there after the restart, and a prompt names it', async () => {
