@@ -2,7 +2,7 @@
 // persistence and the wire; an agent only sees its turn.
 import type { TurnTrace } from './genai-spans.js';
 import type { ChatMessage } from '../protocol/chat.js';
-import type { ContentBlock } from '../protocol/content.js';
+import type { ContentBlock, MessagePart } from '../protocol/content.js';
 import type { SandboxStatus, TurnErrorReason } from '../protocol/outbound.js';
 import type { TurnUsage } from '../protocol/usage.js';
 import type { PlanEntry, ServerRequestMethod } from '../protocol/rpc.js';
@@ -20,7 +20,8 @@ export type AgentEvent =
   | { type: 'message.delta'; text: string }
   | { type: 'reasoning.delta'; text: string }
   | { type: 'tool.start'; id: string; name: string; arguments?: string; title?: string }
-  | { type: 'tool.complete'; id: string; ok: boolean; summary?: string }
+  | { type: 'tool.complete'; id: string; ok: boolean; summary?: string; content?: MessagePart[] }
+  | { type: 'tool.update'; id: string; content: MessagePart[] }
   | { type: 'status.update'; kind: string; text: string; entries?: PlanEntry[] }
   | { type: 'error'; message: string };
 

@@ -3,7 +3,7 @@
 import { decodeOr } from './codec.js';
 import { OWNER } from './people.js';
 import type { ToolCall } from '../protocol/chat.js';
-import { storedBlocks } from '../protocol/content.js';
+import { checkedParts } from '../protocol/content.js';
 import type { ExportLine } from './session-export.js';
 import type { HistoryEntry } from '../protocol/history-entry.js';
 import type { SessionStatus } from './store.js';
@@ -195,7 +195,7 @@ export function toHistoryEntry(row: HistoryRow): HistoryEntry {
   const entry: HistoryEntry = { seq: row.seq, role: row.role, content: row.content, turn_id: row.turn_id, at: new Date(row.created_at).toISOString() };
   if (row.tool_calls !== null) entry.tool_calls = JSON.parse(row.tool_calls) as ToolCall[];
   if (row.tool_call_id !== null) entry.tool_call_id = row.tool_call_id;
-  if (row.parts !== null) entry.parts = storedBlocks(JSON.parse(row.parts));
+  if (row.parts !== null) entry.parts = checkedParts(JSON.parse(row.parts));
   return entry;
 }
 

@@ -5,7 +5,7 @@
 // frames that wait on their commits leave in order. Reads see what has committed.
 import type { BudgetExceeded } from './ledger.js';
 import type { ChatMessage } from '../protocol/chat.js';
-import { storedBlocks } from '../protocol/content.js';
+import { checkedParts } from '../protocol/content.js';
 import type { RecoveredSession } from '../protocol/outbound.js';
 import type { HistoryCache } from './history-cache.js';
 import type { HomeSnapshots } from './home-snapshots.js';
@@ -265,6 +265,6 @@ export function toChatMessage(row: MessageRow): ChatMessage {
   const message: ChatMessage = { role: row.role, content: row.content };
   if (row.tool_calls !== null) message.tool_calls = JSON.parse(row.tool_calls) as ChatMessage['tool_calls'];
   if (row.tool_call_id !== null) message.tool_call_id = row.tool_call_id;
-  if (row.parts !== null) message.parts = storedBlocks(JSON.parse(row.parts));
+  if (row.parts !== null) message.parts = checkedParts(JSON.parse(row.parts));
   return message;
 }

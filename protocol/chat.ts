@@ -1,4 +1,4 @@
-import type { ContentBlock } from './content.js';
+import { checkedParts, type MessagePart } from './content.js';
 
 /** A function call an assistant message asked for (the Chat Completions shape, AGENT.md §3). */
 export interface ToolCall {
@@ -16,8 +16,8 @@ export interface ChatMessage {
   content: string;
   tool_calls?: ToolCall[];
   tool_call_id?: string;
-  /** A prompt's blocks when it carried more than text (PROTOCOL.md §2.4); `content` is their text form. */
-  parts?: ContentBlock[];
+  /** What it carries beyond text (PROTOCOL.md §2.4): a prompt's blocks, a tool result's diffs and terminals; `content` is their text form. */
+  parts?: MessagePart[];
 }
 
 /** Agents are user code: keeps a message's documented fields only, with their documented types. */
@@ -31,5 +31,7 @@ export function sanitizeMessage(message: ChatMessage): ChatMessage {
     }));
   }
   if (message.tool_call_id !== undefined && message.tool_call_id !== null) clean.tool_call_id = String(message.tool_call_id);
+  const parts = message.parts === undefined ? [] : checkedParts(message.parts);
+  if (parts.length > 0) clean.parts = parts;
   return clean;
 }

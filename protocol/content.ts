@@ -18,6 +18,33 @@ export type ContentBlock =
   | { type: 'resource_link'; name: string; mimeType?: string; blob?: BlobRef; size?: number; uri?: string }
   | { type: 'resource'; resource: { uri: string; mimeType?: string; text: string } };
 
+/** A file an agent's tool changed (ACP's `diff`): `oldText` null for a new file. */
+export interface DiffPart {
+  type: 'diff';
+  path: string;
+  oldText: string | null;
+  newText: string;
+  /** Set when the texts were over DIFF_TEXT_MAX and are not kept (the path is). */
+  truncated?: true;
+}
+
+/** A command an agent's tool ran in a terminal: its output as captured (the newest kept), and how it ended. */
+export interface TerminalPart {
+  type: 'terminal';
+  terminalId: string;
+  command?: string;
+  output?: string;
+  exitCode?: number | null;
+}
+
+/** What a message keeps beyond its text form: a prompt's blocks, a tool result's diffs and terminals. */
+export type MessagePart = ContentBlock | DiffPart | TerminalPart;
+
+/** A diff's old and new texts together past this are not kept: its path is (a frame stays small). */
+export const DIFF_TEXT_MAX = 512 * 1024;
+/** A terminal's output kept with its tool call: the newest this many characters. */
+export const TERMINAL_OUTPUT_MAX = 64 * 1024;
+
 /** A block whose bytes came with the request: stored, then named by its blob (a ContentBlock). */
 export interface NewBytes {
   type: 'image' | 'audio' | 'resource_link';
@@ -237,6 +264,49 @@ export function textForm(blocks: readonly ContentBlock[]): string {
 /** The hex of a blob reference. */
 export function blobHex(ref: BlobRef): string {
   return ref.slice('sha256:'.length);
+}
+
+/** A diff as kept: its texts, or its path alone when they are too large to carry. */
+export function keptDiff(path: string, oldText: string | null, newText: string): DiffPart {
+  if ((oldText?.length ?? 0) + newText.length > DIFF_TEXT_MAX) return { type: 'diff', path, oldText: null, newText: '', truncated: true };
+  return { type: 'diff', path, oldText, newText };
+}
+
+/** A part as a line of text: what `content` and `summary` carry for clients that read text. */
+export function describePart(part: MessagePart): string {
+  if (part.type === 'diff') return `[diff ${part.path}]`;
+  if (part.type === 'terminal') return part.output === undefined ? `[terminal ${part.terminalId}]` : part.output;
+  return describeBlock(part);
+}
+
+/**
+ * A message's parts as they came from another process or an agent: each checked, what is not a
+ * part dropped (an agent is user code; a frame may not be ours).
+ */
+export function checkedParts(value: unknown): MessagePart[] {
+  if (!Array.isArray(value)) return [];
+  const parts: MessagePart[] = [];
+  for (const raw of value) {
+    if (!isRecord(raw)) continue;
+    if (raw['type'] === 'diff' && typeof raw['path'] === 'string' && typeof raw['newText'] === 'string' && (raw['oldText'] === null || typeof raw['oldText'] === 'string')) {
+      parts.push(raw['truncated'] === true ? { type: 'diff', path: raw['path'], oldText: null, newText: '', truncated: true } : keptDiff(raw['path'], raw['oldText'] as string | null, raw['newText']));
+    } else if (raw['type'] === 'terminal' && typeof raw['terminalId'] === 'string') {
+      parts.push({
+        type: 'terminal',
+        terminalId: raw['terminalId'],
+        ...(typeof raw['command'] === 'string' ? { command: raw['command'] } : {}),
+        ...(typeof raw['output'] === 'string' ? { output: raw['output'].slice(-TERMINAL_OUTPUT_MAX) } : {}),
+        ...(raw['exitCode'] === null || Number.isSafeInteger(raw['exitCode']) ? { exitCode: raw['exitCode'] as number | null } : {}),
+      });
+    } else {
+      try {
+        parts.push(...storedBlocks([raw]));
+      } catch {
+        // not a part: dropped
+      }
+    }
+  }
+  return parts;
 }
 
 /**

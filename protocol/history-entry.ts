@@ -1,7 +1,7 @@
 // One message of a session's history as clients get it (PROTOCOL.md §2, `session.history`; §3,
 // `turnhost history --json`): the readers make it, the client library and the page read it.
 import type { ToolCall } from './chat.js';
-import type { ContentBlock } from './content.js';
+import type { MessagePart } from './content.js';
 import type { TurnUsage } from './usage.js';
 
 /** One row of `turnhost history ID --json`; the tool fields only on messages that have them. */
@@ -17,7 +17,7 @@ export interface HistoryEntry {
   tool_calls?: ToolCall[];
   tool_call_id?: string;
   /** A message's blocks when it carries more than text (PROTOCOL.md §2.4); `content` is their text form. */
-  parts?: ContentBlock[];
+  parts?: MessagePart[];
   /** On a turn's last assistant message: the model that answered, the turn's usage, and how long it ran (in `session.history`, not in `history --json`). */
   model?: string;
   usage?: TurnUsage;

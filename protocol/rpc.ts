@@ -1,4 +1,5 @@
 // JSON-RPC 2.0 messages a session's clients receive inside `rpc` frames (PROTOCOL.md §1.4).
+import type { MessagePart } from './content.js';
 import type { Nanos } from './nanos.js';
 import type { QueueView } from './queue-view.js';
 import type { TurnUsage } from './usage.js';
@@ -23,7 +24,10 @@ export type EventPayloads = {
   'message.complete': { text: string };
   'reasoning.delta': { text: string };
   'tool.start': { id: string; name: string; arguments?: string; title?: string };
-  'tool.complete': { id: string; ok: boolean; summary?: string };
+  /** `content`: what the tool's result carries beyond its summary (PROTOCOL.md §2.4): diffs, terminals, files. */
+  'tool.complete': { id: string; ok: boolean; summary?: string; content?: MessagePart[] };
+  /** A running tool call's content so far (a diff proposed, a terminal's output). */
+  'tool.update': { id: string; content: MessagePart[] };
   'status.update': { kind: string; text: string; entries?: PlanEntry[] };
   'request.cancel': { id: string; method: string; reason: CancelReason };
   /** To a viewer (PROTOCOL.md §5.6): a question is open that they may see but not answer. */

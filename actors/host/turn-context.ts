@@ -3,7 +3,7 @@ import type { AgentEvent, TurnContext, TurnResult, TurnUsage } from '../../agent
 import type { AgentCatalogue } from '../../agents/catalogue.js';
 import { UNTRACED } from '../../agents/genai-spans.js';
 import { sanitizeMessage, type ChatMessage } from '../../protocol/chat.js';
-import { blobHex, type ContentBlock } from '../../protocol/content.js';
+import { blobHex, checkedParts, type ContentBlock, type MessagePart } from '../../protocol/content.js';
 import { rpcEvent, type PlanEntry, type RpcEvent, type ServerRequestMethod } from '../../protocol/rpc.js';
 import type { SessionMsg } from './messages.js';
 import { ask, tell, SECOND_MS, type Ref } from '../runtime.js';
@@ -148,7 +148,12 @@ function toRpcEvent(sid: string, event: AgentEvent): RpcEvent | undefined {
         id: String(event.id),
         ok: event.ok === true,
         ...(event.summary === undefined ? {} : { summary: String(event.summary).slice(0, TOOL_SUMMARY_MAX) }),
+        ...partsOf(event.content),
       });
+    case 'tool.update': {
+      const content = checkedParts(event.content);
+      return content.length === 0 ? undefined : rpcEvent(sid, 'tool.update', { id: String(event.id), content });
+    }
     case 'status.update':
       return rpcEvent(sid, 'status.update', {
         kind: String(event.kind),
@@ -160,6 +165,12 @@ function toRpcEvent(sid: string, event: AgentEvent): RpcEvent | undefined {
     default:
       return undefined;
   }
+}
+
+/** An event's content, checked (agents are user code); nothing when it has none. */
+function partsOf(content: unknown): { content?: MessagePart[] } {
+  const parts = content === undefined ? [] : checkedParts(content);
+  return parts.length === 0 ? {} : { content: parts };
 }
 
 function planEntry(entry: PlanEntry): PlanEntry {

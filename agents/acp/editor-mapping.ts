@@ -12,8 +12,10 @@ import type {
   RequestPermissionResponse,
   SessionConfigOption,
   SessionUpdate,
+  ToolCallContent,
   ToolKind,
 } from '@agentclientprotocol/sdk';
+import type { MessagePart } from '../../protocol/content.js';
 import type { AgentsList, ApprovalAnswer, ApprovalRequest, ClarifyRequest, HistoryMessage, SessionEvent } from '../../client/types.js';
 
 /** The ids of the session config options `turnhost acp` offers (AGENT.md §8). */
@@ -92,14 +94,19 @@ export function updateOf(event: SessionEvent): SessionUpdate | null {
         ...(event.payload.arguments === undefined ? {} : { rawInput: event.payload.arguments }),
       };
     case 'tool.complete': {
-      const { summary } = event.payload as { summary?: string };
+      const { summary, content } = event.payload as { summary?: string; content?: MessagePart[] };
+      const parts = toolCallContent(content ?? []);
+      // A diff or a terminal says more than its summary (`[diff path]`): the editor gets them whole.
+      const shown: ToolCallContent[] = parts.length > 0 ? parts : summary ? [{ type: 'content', content: text(summary) }] : [];
       return {
         sessionUpdate: 'tool_call_update',
         toolCallId: event.payload.id,
         status: event.payload.ok ? 'completed' : 'failed',
-        ...(summary ? { content: [{ type: 'content', content: text(summary) }] } : {}),
+        ...(shown.length === 0 ? {} : { content: shown }),
       };
     }
+    case 'tool.update':
+      return { sessionUpdate: 'tool_call_update', toolCallId: event.payload.id, status: 'in_progress', content: toolCallContent(event.payload.content) };
     case 'turn.end': {
       const usage = (event.payload as { usage?: { prompt_tokens: number; completion_tokens: number } }).usage;
       return usage === undefined ? null : { sessionUpdate: 'usage_update', used: usage.prompt_tokens + usage.completion_tokens, size: DEFAULT_CONTEXT_TOKENS };
@@ -125,12 +132,34 @@ export function historyUpdates(messages: readonly HistoryMessage[]): SessionUpda
         break;
       case 'tool':
         if (message.tool_call_id !== undefined) {
-          updates.push({ sessionUpdate: 'tool_call_update', toolCallId: message.tool_call_id, status: 'completed', content: [{ type: 'content', content: text(message.content) }] });
+          const parts = toolCallContent(message.parts ?? []);
+          updates.push({ sessionUpdate: 'tool_call_update', toolCallId: message.tool_call_id, status: 'completed', content: parts.length > 0 ? parts : [{ type: 'content', content: text(message.content) }] });
         }
         break;
     }
   }
   return updates;
+}
+
+/**
+ * A tool result's parts as ACP tool call content: a diff as ACP's diff; a terminal as its command,
+ * output and exit code in text (its id names a terminal of turnhost's, not the editor's); a link as a link.
+ */
+function toolCallContent(parts: readonly MessagePart[]): ToolCallContent[] {
+  const content: ToolCallContent[] = [];
+  for (const part of parts) {
+    if (part.type === 'diff' && part.truncated !== true) content.push({ type: 'diff', path: part.path, oldText: part.oldText, newText: part.newText });
+    else if (part.type === 'diff') content.push({ type: 'content', content: text(`[diff ${part.path}: too large to show]`) });
+    else if (part.type === 'terminal') content.push({ type: 'content', content: text(terminalText(part)) });
+    else if (part.type === 'resource_link' && part.uri !== undefined) content.push({ type: 'content', content: { type: 'resource_link', name: part.name, uri: part.uri } });
+  }
+  return content;
+}
+
+function terminalText(part: Extract<MessagePart, { type: 'terminal' }>): string {
+  const command = part.command === undefined ? '' : `$ ${part.command}\n`;
+  const exit = part.exitCode === undefined ? '' : `\n(exit code ${part.exitCode})`;
+  return `${command}${part.output ?? ''}${exit}`;
 }
 
 const ALLOW = 'allow';

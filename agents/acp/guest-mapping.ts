@@ -17,6 +17,8 @@ import type {
 import type { AgentEvent } from '../agent.js';
 import type { PlanEntry } from '../../protocol/rpc.js';
 import { shownText } from '../../protocol/tool-arguments.js';
+import { keptDiff, TERMINAL_OUTPUT_MAX, type MessagePart } from '../../protocol/content.js';
+import { isRecord } from '../../protocol/fields.js';
 
 /** A guest's tool as the approval policy and the history name it: its ACP kind. */
 export function toolName(kind: string | null | undefined): string {
@@ -35,6 +37,30 @@ export function blockText(block: ContentBlock): string {
     default:
       return `[${block.type}]`;
   }
+}
+
+/**
+ * A tool call's content as turnhost keeps it (PROTOCOL.md §2.4): diffs whole (their texts up to a
+ * bound), terminals with what the guest said of their output, links; text stays in the summary.
+ * A guest's own terminal output comes in `_meta.terminal_output` (Claude Code's adapter).
+ */
+export function toolParts(content: readonly ToolCallContent[] | null | undefined): MessagePart[] {
+  const parts: MessagePart[] = [];
+  for (const item of content ?? []) {
+    if (item.type === 'diff') parts.push(keptDiff(item.path, item.oldText ?? null, item.newText));
+    else if (item.type === 'terminal') parts.push({ type: 'terminal', terminalId: item.terminalId, ...terminalMeta(item._meta) });
+    else if (item.type === 'content' && item.content.type === 'resource_link') parts.push({ type: 'resource_link', name: item.content.name, uri: item.content.uri, ...(item.content.mimeType ? { mimeType: item.content.mimeType } : {}) });
+  }
+  return parts;
+}
+
+function terminalMeta(meta: unknown): { output?: string; exitCode?: number | null } {
+  const said = isRecord(meta) && isRecord(meta['terminal_output']) ? meta['terminal_output'] : null;
+  if (said === null) return {};
+  return {
+    ...(typeof said['data'] === 'string' ? { output: said['data'].slice(-TERMINAL_OUTPUT_MAX) } : {}),
+    ...(Number.isSafeInteger(said['exit_code']) ? { exitCode: said['exit_code'] as number } : {}),
+  };
 }
 
 /** A tool call's result in a line or a few: its content, else its rawOutput. */

@@ -18,6 +18,7 @@ import { endTool, nameTool, startTool } from '../genai-spans.js';
 import type { RecordedSpan } from '../span-recorder.js';
 import type { Policy } from '../model/approval.js';
 import type { GuestConfig } from './guest-config.js';
+import type { MessagePart } from '../../protocol/content.js';
 import { guestPrompt } from './guest-prompt.js';
 import {
   approvalParams,
@@ -28,6 +29,7 @@ import {
   permissionOutcome,
   STOP_WORDS,
   toolName,
+  toolParts,
   toolResultText,
   turnStop,
   updateEvent,
@@ -214,7 +216,9 @@ class TurnRecord {
     if (hasInput(news.rawInput)) call.rawInput = news.rawInput;
     const final = news.status === 'completed' || news.status === 'failed';
     if (!call.announced && (hasInput(call.rawInput) || final || news.status === 'in_progress')) this.announce(id, call);
-    if (final) this.completeTool(id, news.status === 'completed', toolResultText(news.content, news.rawOutput));
+    const parts = toolParts(news.content);
+    if (final) this.completeTool(id, news.status === 'completed', toolResultText(news.content, news.rawOutput), true, parts);
+    else if (parts.length > 0 && call.announced) this.turn.emit({ type: 'tool.update', id, content: parts });
     return call;
   }
 
@@ -223,20 +227,20 @@ class TurnRecord {
     this.turn.emit({ type: 'tool.start', id, name: toolName(call.kind), arguments: argumentsText(call.rawInput), ...(call.title ? { title: call.title } : {}) });
   }
 
-  private completeTool(id: string, ok: boolean, result: string, announce = true): void {
+  private completeTool(id: string, ok: boolean, result: string, announce = true, parts: MessagePart[] = []): void {
     const call = this.open.get(id);
     if (call === undefined) return;
     this.open.delete(id);
     this.done.add(id);
     if (announce) {
       if (!call.announced) this.announce(id, call);
-      this.turn.emit({ type: 'tool.complete', id, ok, summary: result });
+      this.turn.emit({ type: 'tool.complete', id, ok, summary: result, ...(parts.length === 0 ? {} : { content: parts }) });
     }
     const name = toolName(call.kind);
     nameTool(call.span, this.turn.trace, name, argumentsText(call.rawInput));
     endTool(call.span, this.turn.trace, ok, result);
     this.turn.append({ role: 'assistant', content: call.textBefore, tool_calls: [{ id, type: 'function', function: { name, arguments: argumentsText(call.rawInput) } }] });
-    this.turn.append({ role: 'tool', tool_call_id: id, content: result });
+    this.turn.append({ role: 'tool', tool_call_id: id, content: result, ...(parts.length === 0 ? {} : { parts }) });
     this.appended += 2;
   }
 }

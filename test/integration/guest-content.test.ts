@@ -9,6 +9,7 @@ import type { EventParams } from '../../client/rpc-connection.js';
 import { pdfDocument, pngImage } from '../helpers/content-files.js';
 import { startDaemon, TestClient } from '../helpers/daemon.js';
 import { guestArgs, guestScene, PYTHON_GUEST, type GuestScene } from '../helpers/guests.js';
+import { Editor } from '../helpers/editor.js';
 import { Harness } from '../helpers/processes.js';
 
 const b64 = (bytes: Buffer): string => bytes.toString('base64');
@@ -57,5 +58,46 @@ describe('content beyond text to a guest agent (the Python example, sandboxed)',
     const pdf = pdfDocument('still');
     const end = await turnOf(client, 'noimg', [{ type: 'resource_link', name: 'still.pdf', mimeType: 'application/pdf', data: b64(pdf) }]);
     expect(end.type).to.equal('turn.end');
+  });
+});
+
+describe("a guest's diffs and terminals, kept whole (the TS fixture guest; turnhost acp)", function () {
+  this.timeout(60_000);
+  const h = new Harness();
+  afterEach(() => h.cleanup());
+
+  const DIFF = { type: 'diff', path: '/work/src/a.ts', oldText: 'const a = 1;\n', newText: 'const a = 2;\n' };
+
+  it('the socket client gets tool.update and tool.complete with the diff and the terminal; the history keeps them as the tool result\'s parts, its content the text form', async () => {
+    const scene = guestScene(h);
+    scene.write({}, { approval: { default: 'allow' } });
+    const client = await TestClient.connect(await startDaemon(h, guestArgs(scene), {}, scene.home));
+    await client.call('session.create', { session_id: 'ed' });
+    await client.call('prompt.submit', { session_id: 'ed', text: 'edit /work/src/a.ts' });
+    await client.nextEvent('turn.end', 'ed');
+    const update = client.events.find((e) => e.type === 'tool.update')!;
+    const complete = client.events.find((e) => e.type === 'tool.complete')!;
+    expect(update.payload['content']).to.deep.equal([DIFF]);
+    expect(complete.payload).to.deep.include({ ok: true, summary: '[diff /work/src/a.ts]\n[terminal term-1]', content: [DIFF, { type: 'terminal', terminalId: 'term-1', output: 'tests passed\n', exitCode: 0 }] });
+    const messages = (await client.call<{ messages: { role: string; content: string; parts?: unknown[] }[] }>('session.history', { session_id: 'ed' })).messages;
+    const result = messages.find((m) => m.role === 'tool')!;
+    expect(result).to.deep.include({ content: '[diff /work/src/a.ts]\n[terminal term-1]', parts: [DIFF, { type: 'terminal', terminalId: 'term-1', output: 'tests passed\n', exitCode: 0 }] });
+  });
+
+  it('an editor behind turnhost acp gets the guest\'s diff as an ACP diff, as it would from the guest directly, and again on session/load', async () => {
+    const scene = guestScene(h);
+    scene.write({}, { approval: { default: 'allow' } });
+    const editor = await Editor.start(h, scene.home, {}, {}, { args: guestArgs(scene) });
+    const { sessionId } = await editor.agent.request('session/new', { cwd: scene.dir, mcpServers: [] });
+    expect((await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit /work/src/a.ts' }] })).stopReason).to.equal('end_turn');
+    const updates = editor.updates.map((n) => n.update).filter((u) => u.sessionUpdate === 'tool_call_update');
+    expect(updates.map((u) => ('content' in u ? u.content : null))).to.deep.equal([
+      [DIFF],
+      [DIFF, { type: 'content', content: { type: 'text', text: 'tests passed\n\n(exit code 0)' } }],
+    ]);
+    const second = await Editor.start(h, scene.home, {}, {}, { args: guestArgs(scene) });
+    await second.agent.request('session/load', { sessionId, cwd: scene.dir, mcpServers: [] });
+    const replayed = second.updates.map((n) => n.update).find((u) => u.sessionUpdate === 'tool_call_update');
+    expect(replayed && 'content' in replayed ? replayed.content?.[0] : null).to.deep.equal(DIFF);
   });
 });
