@@ -59,6 +59,28 @@ const DEFAULT_CONTEXT_TOKENS = 128_000;
 const text = (value: string): ContentBlock => ({ type: 'text', text: value });
 
 /** A prompt's blocks as turnhost's text: its text, and each resource by its text or its link. */
+/**
+ * An editor's prompt as turnhost's (PROTOCOL.md §2.4): text alone when it holds no bytes, else its
+ * blocks. A link to a file (an editor's mention of one) stays its URI as text, as before: turnhost
+ * never opens a file URI, and the agent reads the file where it can.
+ */
+export function editorPrompt(blocks: readonly ContentBlock[]): { text: string; content?: Record<string, unknown>[] } {
+  const carriesBytes = blocks.some((block) => block.type === 'image' || block.type === 'audio' || (block.type === 'resource' && 'blob' in block.resource));
+  if (!carriesBytes) return { text: promptText(blocks) };
+  const content = blocks.map((block): Record<string, unknown> => {
+    switch (block.type) {
+      case 'image':
+      case 'audio':
+        return { type: block.type, mimeType: block.mimeType, data: block.data };
+      case 'resource':
+        return 'blob' in block.resource ? { type: 'resource', resource: block.resource } : { type: 'text', text: block.resource.text };
+      default:
+        return { type: 'text', text: promptText([block]) };
+    }
+  });
+  return { text: '', content };
+}
+
 export function promptText(blocks: readonly ContentBlock[]): string {
   return blocks
     .map((block) => {

@@ -23,7 +23,7 @@ import {
   clarifyFromPermission,
   clarifyPermission,
   historyUpdates,
-  promptText,
+  editorPrompt,
   sessionConfigOptions,
   updateOf,
   AGENT_OPTION,
@@ -79,7 +79,8 @@ class AcpBridge {
       this.editorCapabilities = params.clientCapabilities ?? {};
       return {
         protocolVersion: PROTOCOL_VERSION,
-        agentCapabilities: { loadSession: true, promptCapabilities: { embeddedContext: true }, sessionCapabilities: { fork: {} } },
+        // Images: turnhost stores them and hands them to the session's agent, which may refuse them by name (PROTOCOL.md §2.4).
+        agentCapabilities: { loadSession: true, promptCapabilities: { embeddedContext: true, image: true }, sessionCapabilities: { fork: {} } },
         agentInfo: { name: 'turnhost', version: packageVersion() },
       };
     })
@@ -124,7 +125,7 @@ class AcpBridge {
       });
       return { sessionId: forked.session_id };
     })
-    .onRequest('session/prompt', async ({ params, client: editor }) => this.prompt(params.sessionId, promptText(params.prompt), editor))
+    .onRequest('session/prompt', async ({ params, client: editor }) => this.prompt(params.sessionId, editorPrompt(params.prompt), editor))
     .onNotification('session/cancel', async ({ params }) => {
       const turnId = this.running.get(params.sessionId);
       if (turnId !== undefined) await this.client.interrupt(params.sessionId, { turn_id: turnId, keep_queue: true });
@@ -157,11 +158,14 @@ class AcpBridge {
   }
 
   /** A prompt runs as its turn (after the turns queued before it); its updates stream until that turn ends. */
-  private async prompt(sid: string, text: string, editor: AgentContext): Promise<{ stopReason: StopReason }> {
+  private async prompt(sid: string, prompt: ReturnType<typeof editorPrompt>, editor: AgentContext): Promise<{ stopReason: StopReason }> {
     await this.made(sid);
     const events = this.client.events(sid);
     try {
-      const submitted = await this.client.submit(sid, text);
+      const submitted = await this.client.submit(sid, prompt.text, prompt.content === undefined ? {} : { content: prompt.content }).catch((err: unknown) => {
+        // A file refused at the door (its type, its size, what the agent takes) is the editor's bad request.
+        throw err instanceof RpcError && err.code === ErrorCodes.invalidParams ? RequestError.invalidParams(undefined, err.message) : err;
+      });
       const turnId = submitted.turn_id;
       if (turnId === undefined) return { stopReason: 'end_turn' };
       this.running.set(sid, turnId);

@@ -47,6 +47,16 @@ describe('content beyond text to a guest agent (the Python example, sandboxed)',
     expect(readFileSync(join(scene.dir, '.turnhost', 'attachments', 'report.pdf')).equals(pdf)).to.equal(true);
   });
 
+  it('an editor pastes an image through turnhost acp: the guest gets it as an image block', async () => {
+    const scene = guestScene(h, 'python');
+    const editor = await Editor.start(h, scene.home, {}, {}, { args: guestArgs(scene) });
+    const png = pngImage(3, 3, 23);
+    const { sessionId } = await editor.agent.request('session/new', { cwd: scene.dir, mcpServers: [] });
+    const ended = await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'pasted' }, { type: 'image', mimeType: 'image/png', data: b64(png) }] });
+    expect(ended.stopReason).to.equal('end_turn');
+    expect(editor.text('agent_message_chunk')).to.equal(`python guest: pasted\n[image image/png ${png.length} bytes]`);
+  });
+
   it('a guest that declares no images: an image is refused with "agent acp does not take images"; a PDF still goes as a link', async () => {
     const scene = guestScene(h, 'python');
     scene.write({ args: [PYTHON_GUEST, scene.state, '--no-images'] });
