@@ -3,6 +3,7 @@
 // RUN_FINISHED and its error as RUN_ERROR with the reason as `code`. A question the agent asks ends
 // the run with an interrupt outcome: the turn waits in turnhost for the next run's `resume`.
 // AG-UI wants every message closed before another kind begins and before the run ends.
+import type { MessagePart } from '../protocol/content.js';
 import { EventType, type BaseEvent, type Interrupt, type RunFinishedOutcome, type TokenUsage } from '@ag-ui/core';
 import { isRecord, type UnknownRecord } from '../protocol/fields.js';
 
@@ -45,6 +46,10 @@ export class AgUiTurn {
         return false;
       case 'tool.complete':
         this.emit({ type: EventType.TOOL_CALL_RESULT, messageId: `${String(payload['id'])}-result`, toolCallId: String(payload['id']), content: toolResult(payload), role: 'tool' } as BaseEvent);
+        this.activities(payload);
+        return false;
+      case 'tool.update':
+        this.activities(payload);
         return false;
       case 'turn.end':
         this.finish(payload['interrupted'] === true ? { type: 'cancelled' } : { type: 'success' }, usageOf(payload));
@@ -55,6 +60,19 @@ export class AgUiTurn {
       default:
         return false;
     }
+  }
+
+  /**
+   * A tool's diffs and terminals (PROTOCOL.md §2.4) as AG-UI activities, each a snapshot under an id
+   * of its own: an update of the same diff replaces what a client shows.
+   */
+  private activities(payload: UnknownRecord): void {
+    const parts = Array.isArray(payload['content']) ? (payload['content'] as MessagePart[]) : [];
+    parts.forEach((part, index) => {
+      if (part.type !== 'diff' && part.type !== 'terminal') return;
+      const { type: activityType, ...content } = part;
+      this.emit({ type: EventType.ACTIVITY_SNAPSHOT, messageId: `${String(payload['id'])}-${activityType}-${index}`, activityType, content } as BaseEvent);
+    });
   }
 
   /** The agent asks: the run ends here, and the turn waits for the answers. */

@@ -116,13 +116,14 @@ function openStream(res: ServerResponse, options: EdgeOptions): Stream {
 async function submit(input: RunAgentInput, trace: ReturnType<typeof traced>, run: Run, ctx: ClientContext, agent: string | null): Promise<void> {
   const text = lastUserText(input);
   if (text === null) return run.error('invalid', 'the run has no user message to send, and no resume');
+  const content = lastUserContent(input);
   // A member's new thread is a session they make (and own), as is one of a named agent; the
   // owner's thread of the default agent is made by its first prompt.
   const isNew = (await (await ctx.reader())?.session(input.threadId)) === undefined;
   if (isNew && (!ctx.identity.admin || agent !== null)) await callMethod('session.create', { session_id: input.threadId, ...(agent === null ? {} : { agent }) }, ctx);
   const edit = await editPoint(input, ctx);
   const params = { session_id: input.threadId, client_message_id: input.runId, on_busy: 'queue', ...trace };
-  const answer = (await (edit === null ? callMethod('prompt.submit', { ...params, text }, ctx) : callMethod('prompt.edit', { ...params, ...edit }, ctx))) as {
+  const answer = (await (edit === null ? callMethod('prompt.submit', { ...params, ...(content === null ? { text } : { content }) }, ctx) : callMethod('prompt.edit', { ...params, ...edit }, ctx))) as {
     status: string;
     turn_id: string;
     state?: string;
@@ -192,6 +193,34 @@ async function editPoint(input: RunAgentInput, ctx: ClientContext): Promise<{ tu
 function lastUserText(input: RunAgentInput): string | null {
   const user = [...input.messages].reverse().find((m) => m.role === 'user');
   return user === undefined ? null : userText(user);
+}
+
+/**
+ * The last user message's parts as turnhost's blocks (PROTOCOL.md §2.4), when it carries more than
+ * text: images and audio as they are, documents as files, a `url` source as a link (never fetched),
+ * legacy `binary` parts by their type. Null for a message of text alone.
+ */
+function lastUserContent(input: RunAgentInput): Record<string, unknown>[] | null {
+  const user = [...input.messages].reverse().find((m) => m.role === 'user');
+  const parts = (user as { content?: unknown } | undefined)?.content;
+  if (!Array.isArray(parts) || !parts.some((part) => isRecord(part) && part['type'] !== 'text')) return null;
+  return parts.filter(isRecord).map(turnhostBlock);
+}
+
+function turnhostBlock(part: UnknownRecord): Record<string, unknown> {
+  const type = part['type'];
+  if (type === 'text') return { type: 'text', text: String(part['text'] ?? '') };
+  const legacy = type === 'binary';
+  const source = isRecord(part['source']) ? part['source'] : legacy ? { type: part['data'] === undefined ? 'url' : 'data', value: part['data'] ?? part['url'], mimeType: part['mimeType'] } : {};
+  const mimeType = typeof source['mimeType'] === 'string' ? source['mimeType'] : typeof part['mimeType'] === 'string' ? part['mimeType'] : undefined;
+  const metadata = isRecord(part['metadata']) ? part['metadata'] : {};
+  const name = typeof part['filename'] === 'string' ? part['filename'] : typeof metadata['filename'] === 'string' ? metadata['filename'] : undefined;
+  const kind = legacy ? (mimeType?.startsWith('image/') ? 'image' : mimeType?.startsWith('audio/') ? 'audio' : 'document') : type;
+  if (source['type'] === 'url') return { type: 'resource_link', name: name ?? 'link', uri: source['value'], ...(mimeType === undefined ? {} : { mimeType }) };
+  // A `file` source is a provider's handle, opaque to turnhost: refused at the door as a block of no known type.
+  if (source['type'] !== 'data') return { type: `${String(type)} (source ${String(source['type'])})` };
+  if (kind === 'image' || kind === 'audio') return { type: kind, mimeType, data: source['value'], ...(name === undefined ? {} : { name }) };
+  return { type: 'resource_link', name: name ?? 'document', mimeType, data: source['value'] };
 }
 
 function userText(user: RunAgentInput['messages'][number]): string | null {

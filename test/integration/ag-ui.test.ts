@@ -5,7 +5,9 @@ import { HttpAgent } from '@ag-ui/client';
 import type { BaseEvent } from '@ag-ui/core';
 import { EventSchemas } from '@ag-ui/core/schemas';
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { request, type ClientRequest } from 'node:http';
+import { pdfDocument, pngImage } from '../helpers/content-files.js';
 import { startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
 import { Harness } from '../helpers/processes.js';
 
@@ -48,6 +50,25 @@ describe('AG-UI over the edge: AG-UI\'s own HttpAgent against a real daemon', fu
     expect(on.messages.at(-1)).to.include({ role: 'assistant', content: 'hello from a web app' });
     const history = (await h.runCli(['history', 'ag-1', '--home', daemon.home, '--json'])).stdout;
     expect((JSON.parse(history) as { content: string }[]).map((m) => m.content)).to.deep.equal(['hello from a web app', 'hello from a web app']);
+  });
+
+  it('a user message with an image and a document part (PROTOCOL.md §2.4): stored as files, the agent told of each', async () => {
+    const on = agent('ag-files');
+    const png = pngImage(4, 4, 31);
+    const pdf = pdfDocument('from ag-ui');
+    on.addMessage({
+      id: 'u1',
+      role: 'user',
+      content: [
+        { type: 'text', text: 'both of these' },
+        { type: 'image', source: { type: 'data', value: png.toString('base64'), mimeType: 'image/png' } },
+        { type: 'document', source: { type: 'data', value: pdf.toString('base64'), mimeType: 'application/pdf' }, metadata: { filename: 'brief.pdf' } },
+      ],
+    } as Parameters<HttpAgent['addMessage']>[0]);
+    const events = await run(on, { runId: 'run-files' });
+    expect(finished(events)).to.deep.include({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
+    const hash = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+    expect(reply(events)).to.equal(`both of these\n[image image/png ${png.length} bytes sha256:${hash(png)}]\n[file brief.pdf application/pdf ${pdf.length} bytes sha256:${hash(pdf)}]`);
   });
 
   it('a tool call: TOOL_CALL_START, _END and _RESULT with the tool\'s name and outcome', async () => {
