@@ -2,6 +2,9 @@
 // the guest, in its sandbox: an image as ACP's image block to a guest that declares images; a PDF
 // written to the session folder's .turnhost/attachments and linked; an image to a guest that
 // declares none refused, naming the agent.
+import { HttpAgent } from '@ag-ui/client';
+import type { BaseEvent } from '@ag-ui/core';
+import { EventSchemas } from '@ag-ui/core/schemas';
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -92,6 +95,24 @@ describe("a guest's diffs and terminals, kept whole (the TS fixture guest; turnh
     const messages = (await client.call<{ messages: { role: string; content: string; parts?: unknown[] }[] }>('session.history', { session_id: 'ed' })).messages;
     const result = messages.find((m) => m.role === 'tool')!;
     expect(result).to.deep.include({ content: '[diff /work/src/a.ts]\n[terminal term-1]', parts: [DIFF, { type: 'terminal', terminalId: 'term-1', output: 'tests passed\n', exitCode: 0 }] });
+  });
+
+  it('an AG-UI client gets the diff and the terminal as ACTIVITY_SNAPSHOTs (checked against AG-UI\'s schema)', async () => {
+    const scene = guestScene(h);
+    scene.write({}, { approval: { default: 'allow' } });
+    const token = 'content-ag-ui-token-0123456789abcdef';
+    const daemon = await startDaemon(h, [...guestArgs(scene), '--listen', '127.0.0.1:0'], { TURNHOST_TOKEN: token }, scene.home);
+    const url = (await (await TestClient.connect(daemon)).call<{ http: { url: string } }>('host.status')).http.url;
+    const on = new HttpAgent({ url: `${url}/v1/ag-ui`, headers: { authorization: `Bearer ${token}` }, threadId: 'ag-edit' });
+    on.addMessage({ id: 'u1', role: 'user', content: 'edit /work/src/a.ts' });
+    const events: BaseEvent[] = [];
+    await on.runAgent({ runId: 'run-edit' }, { onEvent: ({ event }) => void events.push(EventSchemas.parse(event) as BaseEvent) });
+    const activities = events.filter((e) => e.type === 'ACTIVITY_SNAPSHOT') as unknown as { activityType: string; content: Record<string, unknown> }[];
+    expect(activities.map((a) => [a.activityType, a.content])).to.deep.equal([
+      ['diff', { path: DIFF.path, oldText: DIFF.oldText, newText: DIFF.newText }],
+      ['diff', { path: DIFF.path, oldText: DIFF.oldText, newText: DIFF.newText }],
+      ['terminal', { terminalId: 'term-1', output: 'tests passed\n', exitCode: 0 }],
+    ]);
   });
 
   it('an editor behind turnhost acp gets the guest\'s diff as an ACP diff, as it would from the guest directly, and again on session/load', async () => {
