@@ -6,39 +6,11 @@
 import { createHash } from 'node:crypto';
 import { ErrorCodes, RpcError } from './client-rpc.js';
 import { isRecord, type UnknownRecord } from './fields.js';
+import type { BlobRef, ContentBlock, DiffPart, MessagePart } from './message-parts.js';
 
-/** `sha256:` and 64 hex digits: how a stored blob is named. */
-export type BlobRef = string;
+export type { BlobRef, ContentBlock, DiffPart, MessagePart, TerminalPart } from './message-parts.js';
+
 const BLOB_REF = /^sha256:[0-9a-f]{64}$/;
-
-/** A block as turnhost stores it, hands it to agents and sends it back: bytes only by reference. */
-export type ContentBlock =
-  | { type: 'text'; text: string }
-  | { type: 'image' | 'audio'; mimeType: string; blob: BlobRef; size: number; name?: string }
-  | { type: 'resource_link'; name: string; mimeType?: string; blob?: BlobRef; size?: number; uri?: string }
-  | { type: 'resource'; resource: { uri: string; mimeType?: string; text: string } };
-
-/** A file an agent's tool changed (ACP's `diff`): `oldText` null for a new file. */
-export interface DiffPart {
-  type: 'diff';
-  path: string;
-  oldText: string | null;
-  newText: string;
-  /** Set when the texts were over DIFF_TEXT_MAX and are not kept (the path is). */
-  truncated?: true;
-}
-
-/** A command an agent's tool ran in a terminal: its output as captured (the newest kept), and how it ended. */
-export interface TerminalPart {
-  type: 'terminal';
-  terminalId: string;
-  command?: string;
-  output?: string;
-  exitCode?: number | null;
-}
-
-/** What a message keeps beyond its text form: a prompt's blocks, a tool result's diffs and terminals. */
-export type MessagePart = ContentBlock | DiffPart | TerminalPart;
 
 /** A diff's old and new texts together past this are not kept: its path is (a frame stays small). */
 export const DIFF_TEXT_MAX = 512 * 1024;

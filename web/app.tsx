@@ -101,11 +101,18 @@ function App() {
   }
 
   async function act(what: () => Promise<unknown>): Promise<void> {
+    await attempt(what);
+  }
+
+  /** Runs what a person asked for; a refusal is said (the alert below the session). True when it went through. */
+  async function attempt(what: () => Promise<unknown>): Promise<boolean> {
     try {
       setError(null);
       await what();
+      return true;
     } catch (err) {
       setError((err as Error).message);
+      return false;
     }
   }
 
@@ -119,7 +126,7 @@ function App() {
       choose((await rpc.call<{ session_id: string }>('session.create', agent === null ? {} : { agent })).session_id);
       await refreshSessions();
     });
-  const actions = useRef<TurnActions>({ canWrite: false, edit: async () => {}, fork: async () => {}, retry: async () => {} });
+  const actions = useRef<TurnActions>({ canWrite: false, edit: async () => {}, fork: async () => {}, retry: async () => {}, blobUrl: () => '' });
   actions.current = {
     canWrite: role !== 'viewer',
     edit: (turnId, text, where) =>
@@ -140,6 +147,7 @@ function App() {
         await refreshSessions();
       }),
     retry: () => act(async () => void (sid !== null && (await rpc.call('session.retry', { session_id: sid })))),
+    blobUrl: (blob) => blobUrl(sid ?? '', blob),
   };
   const shown = session.view.current?.sid === sid ? session.view.current : null;
   const live = shown ? [...shown.live.values()] : [];
@@ -208,7 +216,8 @@ function App() {
             queue={session.queue}
             schedules={session.schedules}
             running={runningTurn !== null || shown?.runningAtOpen === true}
-            onSend={(text, steer) => act(() => rpc.call('prompt.submit', { session_id: sid, text, ...(steer ? { on_busy: 'steer' } : {}) }))}
+            onSend={(text, steer, content) => attempt(() => rpc.call('prompt.submit', { session_id: sid, text, ...(content.length === 0 ? {} : { content }), ...(steer ? { on_busy: 'steer' } : {}) }))}
+            upload={(file, progress) => uploadFile(sid, file, progress)}
             onStop={() => act(() => rpc.call('session.interrupt', { session_id: sid, ...(runningTurn ? { turn_id: runningTurn.turnId } : {}) }))}
             onQueue={(queueId, action, text) => act(() => rpc.call('session.queue.update', { session_id: sid, queue_id: queueId, action, ...(text === undefined ? {} : { text }) }))}
           />
@@ -227,6 +236,32 @@ function App() {
       )}
     </div>
   );
+}
+
+/** Where the page reads a file of a session: the edge answers only to whoever may read it. */
+function blobUrl(sid: string, blob: string): string {
+  return `/v1/sessions/${encodeURIComponent(sid)}/blobs/${encodeURIComponent(blob)}`;
+}
+
+/**
+ * A file uploaded to the session (PROTOCOL.md §2.4), with the page's login cookie: XMLHttpRequest,
+ * for its upload progress, which fetch does not report. A refusal rejects with the edge's message.
+ */
+function uploadFile(sid: string, file: File, progress: (done: number) => void): Promise<{ blob: string; mimeType: string }> {
+  return new Promise((resolve, reject) => {
+    const request = new XMLHttpRequest();
+    request.open('POST', `/v1/sessions/${encodeURIComponent(sid)}/blobs`);
+    request.setRequestHeader('content-type', file.type || 'application/octet-stream');
+    request.setRequestHeader('x-filename', encodeURIComponent(file.name || 'pasted'));
+    request.upload.onprogress = (e) => progress(e.loaded);
+    request.onload = () => {
+      const body = JSON.parse(request.responseText || '{}') as { blob?: string; mimeType?: string; error?: { message: string } };
+      if (request.status === 201 && body.blob !== undefined) resolve({ blob: body.blob, mimeType: body.mimeType ?? file.type });
+      else reject(new Error(body.error?.message ?? `the upload failed (${request.status})`));
+    };
+    request.onerror = () => reject(new Error('the upload failed: the daemon could not be reached'));
+    request.send(file);
+  });
 }
 
 render(<App />, document.getElementById('app')!);

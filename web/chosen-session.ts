@@ -3,6 +3,7 @@
 // since it was opened, resumed from the last event seen after a reconnect. App holds the
 // connection and says which session; this keeps that session's state and applies its events.
 import { useRef, useState } from 'preact/hooks';
+import type { MessagePart } from '../protocol/message-parts.js';
 import type { UsageTotals } from '../protocol/usage.js';
 import type { QueueItem } from './queue-list.js';
 import type { EventMessage, ServerRequest } from './rpc.js';
@@ -132,6 +133,12 @@ export function useChosenSession(around: AroundSession) {
       case 'tool.complete': {
         const tool = turn?.tools.find((t) => t.id === String(p['id']));
         if (tool) tool.outcome = { ok: p['ok'] === true, summary: String(p['summary'] ?? '') };
+        if (tool && Array.isArray(p['content'])) tool.parts = p['content'] as MessagePart[];
+        break;
+      }
+      case 'tool.update': {
+        const tool = turn?.tools.find((t) => t.id === String(p['id']));
+        if (tool && Array.isArray(p['content'])) tool.parts = p['content'] as MessagePart[];
         break;
       }
       case 'status.update':

@@ -1,14 +1,64 @@
-// Where a person writes to the session (PROTOCOL.md §2.1): send, steer, stop.
+// Where a person writes to the session (PROTOCOL.md §2.1, §2.4): send, steer, stop, and files to
+// send with the prompt: chosen with Attach, pasted, or dropped on the prompt. Each is uploaded as it
+// is added (its progress shown), listed with a thumbnail or its name and size, and can be removed
+// before sending. A prompt the daemon refuses stays, with its files, and the refusal is said.
 import { useState } from 'preact/hooks';
+import { sizeText } from './message-parts.js';
+
+/** A file on its way into the prompt: uploading (`done` of `size` bytes), stored (`blob`), or refused. */
+export interface Attachment {
+  id: number;
+  name: string;
+  mimeType: string;
+  size: number;
+  done: number;
+  blob?: string;
+  failed?: string;
+  /** An image's thumbnail (an object URL, revoked when it is removed or sent). */
+  preview?: string;
+}
+
+export type Upload = (file: File, progress: (done: number) => void) => Promise<{ blob: string; mimeType: string }>;
+
+let nextAttachment = 0;
 
 /** The prompt box: Enter sends (Shift+Enter is a new line), Steer sends into the running turn, Stop stops it. */
-export function Composer({ running, onSend, onStop }: { running: boolean; onSend(text: string, steer: boolean): Promise<void>; onStop(): Promise<void> }) {
+export function Composer({
+  running,
+  upload,
+  onSend,
+  onStop,
+}: {
+  running: boolean;
+  upload: Upload;
+  onSend(text: string, steer: boolean, content: Record<string, unknown>[]): Promise<boolean>;
+  onStop(): Promise<void>;
+}) {
   const [text, setText] = useState('');
-  const send = (steer: boolean): void => {
-    if (text.trim() === '') return;
-    const sent = text;
+  const [files, setFiles] = useState<Attachment[]>([]);
+  const change = (id: number, to: Partial<Attachment>) => setFiles((all) => all.map((f) => (f.id === id ? { ...f, ...to } : f)));
+  const add = (list: Iterable<File>): void => {
+    for (const file of list) {
+      const item: Attachment = { id: ++nextAttachment, name: file.name || 'pasted', mimeType: file.type || 'application/octet-stream', size: file.size, done: 0, ...(file.type.startsWith('image/') ? { preview: URL.createObjectURL(file) } : {}) };
+      setFiles((all) => [...all, item]);
+      upload(file, (done) => change(item.id, { done })).then(
+        (stored) => change(item.id, { blob: stored.blob, mimeType: stored.mimeType, done: item.size }),
+        (err: Error) => change(item.id, { failed: err.message }),
+      );
+    }
+  };
+  const remove = (item: Attachment): void => {
+    if (item.preview !== undefined) URL.revokeObjectURL(item.preview);
+    setFiles((all) => all.filter((f) => f.id !== item.id));
+  };
+  const ready = files.every((f) => f.blob !== undefined);
+  const send = async (steer: boolean): Promise<void> => {
+    if ((text.trim() === '' && files.length === 0) || !ready) return;
+    const content = files.map((f) => ({ type: f.mimeType.startsWith('image/') ? 'image' : 'resource_link', mimeType: f.mimeType, blob: f.blob, name: f.name }));
+    if (!(await onSend(text, steer, content))) return;
     setText('');
-    void onSend(sent, steer);
+    for (const f of files) if (f.preview !== undefined) URL.revokeObjectURL(f.preview);
+    setFiles([]);
   };
   return (
     <div class="writing">
@@ -20,13 +70,55 @@ export function Composer({ running, onSend, onStop }: { running: boolean; onSend
         onKeyDown={(e) => {
           if (e.key === 'Enter' && !e.shiftKey) {
             e.preventDefault();
-            send(false);
+            void send(false);
           }
         }}
+        onPaste={(e) => {
+          const pasted = [...(e.clipboardData?.files ?? [])];
+          if (pasted.length === 0) return;
+          e.preventDefault();
+          add(pasted);
+        }}
+        onDragOver={(e) => e.preventDefault()}
+        onDrop={(e) => {
+          e.preventDefault();
+          add(e.dataTransfer?.files ?? []);
+        }}
       />
-      <button type="button" class="primary" onClick={() => send(false)}>Send</button>
-      <button type="button" onClick={() => send(true)}>Steer</button>
+      <label class="button">
+        Attach
+        <input
+          type="file"
+          multiple
+          class="hidden-input"
+          onChange={(e) => {
+            const input = e.target as HTMLInputElement;
+            add(input.files ?? []);
+            input.value = '';
+          }}
+        />
+      </label>
+      <button type="button" class="primary" disabled={!ready} onClick={() => void send(false)}>Send</button>
+      <button type="button" disabled={!ready} onClick={() => void send(true)}>Steer</button>
       <button type="button" disabled={!running} onClick={() => void onStop()}>Stop</button>
+      {files.length > 0 && (
+        <ul aria-label="Attachments" class="attachments">
+          {files.map((f) => (
+            <li key={f.id}>
+              {f.preview !== undefined ? <img src={f.preview} alt={f.name} /> : <span>{f.name}</span>}
+              <span class="size">{sizeText(f.size)}</span>
+              {f.failed !== undefined ? (
+                <span role="alert">{f.failed}</span>
+              ) : (
+                f.blob === undefined && <progress max={f.size} value={f.done} aria-label={`Uploading ${f.name}`} />
+              )}
+              <button type="button" class="quiet" onClick={() => remove(f)}>
+                Remove
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
     </div>
   );
 }

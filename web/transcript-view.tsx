@@ -3,6 +3,7 @@
 import { Component } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
 import { markdownHtml } from './markdown.js';
+import { Parts, type BlobUrl } from './message-parts.js';
 import type { Line } from './transcript.js';
 
 /** What a past turn's buttons do (PROTOCOL.md §2.2); read at the click, so a line drawn once acts on the session shown now. */
@@ -11,6 +12,8 @@ export interface TurnActions {
   edit(turnId: string, text: string, where: 'here' | 'branch'): Promise<void>;
   fork(turnId: string): Promise<void>;
   retry(): Promise<void>;
+  /** Where a file of the open session is read (PROTOCOL.md §2.4). */
+  blobUrl: BlobUrl;
 }
 
 /** The transcript: every line, kept scrolled to its end as lines come; a code block's Copy button works here. */
@@ -58,6 +61,8 @@ class TranscriptLine extends Component<LineProps, LineState> {
       next.line.ends !== line.ends ||
       next.line.turnId !== line.turnId ||
       next.line.lead !== line.lead ||
+      next.line.parts !== line.parts ||
+      next.line.tool?.parts !== line.tool?.parts ||
       nextState.open !== this.state.open ||
       nextState.draft !== this.state.draft
     );
@@ -82,7 +87,10 @@ class TranscriptLine extends Component<LineProps, LineState> {
               )}
             </div>
             {draft === null ? (
-              <div dangerouslySetInnerHTML={{ __html: markdownHtml(line.text) }} />
+              <>
+                <div dangerouslySetInnerHTML={{ __html: markdownHtml(line.text) }} />
+                {line.parts !== undefined && <Parts parts={line.parts} blobUrl={act.blobUrl} />}
+              </>
             ) : (
               <form class="edit" aria-label="Edit prompt" onSubmit={(e) => e.preventDefault()}>
                 <textarea aria-label="Edited prompt" value={draft} rows={3} onInput={(e) => this.setState({ draft: (e.target as HTMLTextAreaElement).value })} />
@@ -132,6 +140,7 @@ class TranscriptLine extends Component<LineProps, LineState> {
             </button>{' '}
             <span class="state">{line.tool!.state}</span>
             {open && <pre class="detail">{line.tool!.detail}</pre>}
+            {line.tool!.parts !== undefined && <Parts parts={line.tool!.parts} blobUrl={act.blobUrl} />}
           </div>
         );
       case 'reasoning':

@@ -4,6 +4,7 @@
 // The history's lines are made once per history; a streaming reply is one line per Markdown block
 // (blocks.ts), so that a fragment changes one line, never the reply or the transcript. The turns a
 // rewind, a retry or an edit superseded (PROTOCOL.md §2.2) are one folded line where they left.
+import type { MessagePart } from '../protocol/message-parts.js';
 import { ReplyBlocks } from './blocks.js';
 
 export interface HistoryEntry {
@@ -24,6 +25,8 @@ export interface HistoryEntry {
   superseded?: boolean;
   superseded_at?: string;
   superseded_by?: string | null;
+  /** What it carries beyond text (PROTOCOL.md §2.4); `content` is then their text form. */
+  parts?: MessagePart[];
 }
 
 export interface Usage {
@@ -39,6 +42,8 @@ export interface LiveTool {
   name: string;
   args: string;
   outcome?: { ok: boolean; summary: string };
+  /** Its diffs and terminals, as the last tool.update or tool.complete said. */
+  parts?: MessagePart[];
 }
 
 /** A turn as its events told it. */
@@ -64,6 +69,8 @@ export interface ToolView {
   state: 'running' | 'ok' | 'failed' | 'called' | 'done';
   /** `→ name(args)`, then `← name …: result` once it is in. */
   detail: string;
+  /** Its diffs and terminals: shown under it, open or not. */
+  parts?: MessagePart[];
 }
 
 export interface Line {
@@ -84,6 +91,8 @@ export interface Line {
   folded?: Line[];
   /** The first reply of its turn: it is named (the assistant's). */
   lead?: boolean;
+  /** On a prompt: its files (PROTOCOL.md §2.4). */
+  parts?: MessagePart[];
 }
 
 export function newLiveTurn(turnId: string): LiveTurn {
@@ -133,12 +142,12 @@ function lineRun(history: readonly HistoryEntry[], replied: Set<string>): Line[]
   for (const entry of history) {
     const key = `h${entry.seq}${entry.superseded ? `-${entry.superseded_at ?? ''}` : ''}`;
     const turn = entry.turn_id === null ? {} : { turnId: entry.turn_id };
-    if (entry.role === 'user') lines.push({ key, kind: 'prompt', text: entry.content, ...turn, ...(entry.by === undefined ? {} : { by: entry.by }), ...(entry.at === undefined ? {} : { at: entry.at }) });
+    if (entry.role === 'user') lines.push({ key, kind: 'prompt', ...promptOf(entry), ...turn, ...(entry.by === undefined ? {} : { by: entry.by }), ...(entry.at === undefined ? {} : { at: entry.at }) });
     else if (entry.role === 'tool') {
       const at = calls.get(entry.tool_call_id ?? '');
       const call = at === undefined ? undefined : lines[at]!.tool!;
       if (call === undefined) lines.push({ key, kind: 'note', text: `← tool: ${entry.content}` });
-      else lines[at!] = toolLine(lines[at!]!.key, { ...call, state: 'done', detail: `${call.detail}\n← ${call.name}: ${entry.content}` });
+      else lines[at!] = toolLine(lines[at!]!.key, { ...call, state: 'done', detail: `${call.detail}\n← ${call.name}: ${entry.content}`, ...(entry.parts === undefined ? {} : { parts: entry.parts }) });
     } else if (entry.role === 'assistant') {
       const final = (entry.tool_calls ?? []).length === 0 && entry.turn_id !== null;
       const lead = !lines.some((line) => line.kind === 'reply' && line.turnId !== undefined && line.turnId === entry.turn_id);
@@ -155,6 +164,13 @@ function lineRun(history: readonly HistoryEntry[], replied: Set<string>): Line[]
   return lines;
 }
 
+/** A prompt as shown: its text blocks as the text, its files beside it; a prompt of text alone, its text. */
+function promptOf(entry: HistoryEntry): { text: string; parts?: MessagePart[] } {
+  if (entry.parts === undefined) return { text: entry.content };
+  const text = entry.parts.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
+  return { text, parts: entry.parts };
+}
+
 /** The lines of the turns still streaming (or ended and not yet in the history). */
 export function liveLines(live: readonly LiveTurn[], replied: ReadonlySet<string>): Line[] {
   const lines: Line[] = [];
@@ -166,7 +182,8 @@ export function liveLines(live: readonly LiveTurn[], replied: ReadonlySet<string
       const call = `→ ${tool.name}(${tool.args})`;
       const outcome = tool.outcome;
       const state = outcome === undefined ? 'running' : outcome.ok ? 'ok' : 'failed';
-      lines.push(toolLine(`t${tool.id}`, { id: tool.id, name: tool.name, state, detail: outcome === undefined ? call : `${call}\n← ${tool.name} ${state}: ${outcome.summary}` }));
+      const parts = tool.parts === undefined ? {} : { parts: tool.parts };
+      lines.push(toolLine(`t${tool.id}`, { id: tool.id, name: tool.name, state, detail: outcome === undefined ? call : `${call}\n← ${tool.name} ${state}: ${outcome.summary}`, ...parts }));
     }
     turn.reply.done.forEach((block, i) => lines.push({ key: `${key}-reply${i}`, kind: 'reply', text: block, ...(i === 0 ? { lead: true } : {}) }));
     if (turn.reply.tail !== '') lines.push({ key: `${key}-reply-open`, kind: 'reply', text: turn.reply.tail, ...(turn.reply.done.length === 0 ? { lead: true } : {}) });

@@ -9,6 +9,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { readToken } from '../../edge/http-token.js';
 import { startDaemon, TestClient } from '../helpers/daemon.js';
 import { guestArgs, guestScene } from '../helpers/guests.js';
+import { pdfDocument, pngImage } from '../helpers/content-files.js';
 import { Harness } from '../helpers/processes.js';
 import { FakeOpenAI } from '../helpers/fake-openai.js';
 
@@ -164,6 +165,60 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await transcript.getByText(/← acp_execute( ok)?: output of make check \(once\)/).waitFor();
     await tool.click();
     expect(await transcript.getByText(/← acp_execute/).count()).to.equal(0);
+    await page.close();
+  });
+
+  it('files (PROTOCOL.md §2.4): Attach and paste add attachments, listed with a thumbnail or name and size, one removed; sent, the image is shown by its file name and the PDF downloads; a guest\'s diff is a disclosure named by its path; keyboard only at 360 px', async () => {
+    const scene = guestScene(h);
+    scene.write({}, { approval: { default: 'allow' } });
+    const edge = await pageDaemon(h, guestArgs(scene));
+    const page = await loggedIn(browser, edge, 360);
+    await newSession(page);
+    const dir = h.tempDir('turnhost-page-files-');
+    const png = pngImage(12, 12, 41);
+    const pdf = pdfDocument('attached on the page');
+    writeFileSync(join(dir, 'shot.png'), png);
+    writeFileSync(join(dir, 'report.pdf'), pdf);
+    writeFileSync(join(dir, 'extra.pdf'), pdfDocument('removed'));
+    // Attach, from the keyboard: Tab to it, Enter opens the file chooser.
+    const chooser = page.waitForEvent('filechooser');
+    await page.getByRole('textbox', { name: 'Prompt' }).focus();
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await (await chooser).setFiles([join(dir, 'report.pdf'), join(dir, 'extra.pdf')]);
+    // A pasted screenshot.
+    await page.getByRole('textbox', { name: 'Prompt' }).focus();
+    await page.evaluate((bytes) => {
+      const data = new DataTransfer();
+      data.items.add(new File([new Uint8Array(bytes)], 'shot.png', { type: 'image/png' }));
+      document.querySelector('textarea[aria-label="Prompt"]')!.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+    }, [...png]);
+    const attachments = page.getByRole('list', { name: 'Attachments' });
+    await itemCount(page, 'Attachments', 3);
+    await attachments.getByRole('img', { name: 'shot.png' }).waitFor();
+    await attachments.getByRole('listitem').filter({ hasText: 'report.pdf' }).getByText(`${pdf.length} B`).waitFor();
+    await attachments.getByRole('listitem').filter({ hasText: 'extra.pdf' }).getByRole('button', { name: 'Remove' }).click();
+    await itemCount(page, 'Attachments', 2);
+    await page.getByRole('button', { name: 'Send' }).and(page.locator(':not([disabled])')).waitFor();
+    await send(page, 'what do you see');
+    const transcript = page.getByRole('log', { name: 'Transcript' });
+    await transcript.getByRole('img', { name: 'shot.png' }).waitFor();
+    const link = transcript.getByRole('link', { name: /report\.pdf/ });
+    const download = page.waitForEvent('download');
+    await link.click();
+    const saved = join(dir, 'downloaded.pdf');
+    await (await download).saveAs(saved);
+    expect(readFileSync(saved).equals(pdf)).to.equal(true);
+    expect(await page.getByRole('list', { name: 'Attachments' }).count(), 'sent: the list is empty').to.equal(0);
+
+    await send(page, 'edit /work/src/a.ts');
+    const diff = transcript.getByRole('group').filter({ has: page.getByText('/work/src/a.ts', { exact: true }) }).first();
+    await transcript.getByText('/work/src/a.ts', { exact: true }).first().click();
+    await diff.getByText('const a = 2;').first().waitFor();
+    expect(await transcript.locator('.diff .removed').first().innerText()).to.equal('- const a = 1;');
+    expect(await transcript.locator('.diff .added').first().innerText()).to.equal('+ const a = 2;');
+    await transcript.getByText('tests passed').first().waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scrolling at 360 px').to.equal(true);
     await page.close();
   });
 
