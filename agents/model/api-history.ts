@@ -40,11 +40,12 @@ export class ApiHistories {
   private readonly parts = new WeakMap<ChatMessage, ConvertedPart>();
 
   /** The system prompt, the history (repaired), then what this turn added, as the API takes them. */
-  messages(system: ApiMessage, history: readonly ChatMessage[], added: readonly ChatMessage[]): CallMessages {
+  /** `prompt`: the turn's prompt (added[0]) as the API takes it, when it carries images. */
+  messages(system: ApiMessage, history: readonly ChatMessage[], added: readonly ChatMessage[], prompt?: ApiMessage): CallMessages {
     const part = this.convertedPart(history);
     const rest = new Repair();
     for (let i = part.consumed; i < history.length; i++) rest.add(history[i]!);
-    for (const message of added) rest.add(message);
+    added.forEach((message, i) => (i === 0 && prompt !== undefined ? rest.addConverted(prompt) : rest.add(message)));
     const tail = rest.finish();
     return {
       json: [Buffer.from(`[${JSON.stringify(system)}`), part.json, Buffer.from(`${afterCommas(tail)}]`)],

@@ -30,6 +30,8 @@ const fileSchema = z.strictObject({
   personalities: z.record(z.string(), z.string()).default({}),
   temperature: z.number().optional(),
   max_tokens: z.number().int().positive().optional(),
+  // Content beyond text (PROTOCOL.md §2.4): a prompt's images go to the model as image_url data URLs.
+  vision: z.boolean().default(false),
   context_tokens: z.number().int().positive().default(128_000),
   compress_at: z.number().min(0).max(1).default(0.75),
   keep_recent: z.number().int().min(0).default(6),

@@ -6,9 +6,12 @@ import type { ChatMessage, ToolCall } from '../../protocol/chat.js';
 
 export type ApiMessage =
   | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
+  | { role: 'user'; content: string | ApiContentPart[] }
   | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] }
   | { role: 'tool'; tool_call_id: string; content: string };
+
+/** A user message's parts in Chat Completions: text, and images as `image_url` (data URLs here). */
+export type ApiContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
 
 export const MISSING_RESULT = '(no result: the turn was interrupted)';
 
@@ -43,6 +46,12 @@ export class Repair {
     if (message.role === 'assistant' && message.tool_calls && message.tool_calls.length > 0) this.awaiting = message.tool_calls;
   }
 
+  /** A message already in the API's shape (a prompt with its images): after any open call block. */
+  addConverted(message: ApiMessage): void {
+    this.closeCallBlock();
+    this.out.push(message);
+  }
+
   /** Closes the open call block, if any (its missing results filled in), and returns `out`. */
   finish(): ApiMessage[] {
     this.closeCallBlock();
@@ -73,7 +82,8 @@ function apiMessage(message: ChatMessage): ApiMessage {
 export function characterCount(messages: readonly ApiMessage[]): number {
   let count = 0;
   for (const m of messages) {
-    count += (m.content ?? '').length;
+    // An image counts as its text parts do not: a model prices it apart, so only text is estimated here.
+    count += typeof m.content === 'string' ? m.content.length : (m.content ?? []).reduce((sum, part) => sum + (part.type === 'text' ? part.text.length : 0), 0);
     if (m.role === 'assistant' && m.tool_calls) for (const call of m.tool_calls) count += call.function.name.length + call.function.arguments.length;
   }
   return count;

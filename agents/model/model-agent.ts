@@ -7,6 +7,7 @@ import { approvalPolicy, type Policy } from './approval.js';
 import { PromptSizes, summarize } from './compression.js';
 import { loadModelConfig, type ConfigSource, type ModelConfig } from './config.js';
 import { ApiHistories } from './api-history.js';
+import { promptMessage } from './prompt-content.js';
 import type { ApiMessage } from './history.js';
 import { McpServers, type McpLog } from './mcp.js';
 import { ContextTooLong, CutReply, ModelApi, type ModelReply, type StreamHandlers, type StreamRequest } from './openai-api.js';
@@ -78,9 +79,10 @@ class ModelAgent implements Agent {
     const done = (reply: string): TurnResult => ({ reply, model, usage });
     let prior: readonly ChatMessage[] = turn.history;
     const added: ChatMessage[] = [{ role: 'user', content: turn.prompt }];
+    const prompt = (await promptMessage(turn, config.vision, this.source.definition ?? this.name)) ?? undefined;
     let compressed = false;
     const request = (): { request: StreamRequest; chars: number } => {
-      const { json, chars } = this.apiHistories.messages(system, prior, added);
+      const { json, chars } = this.apiHistories.messages(system, prior, added, prompt);
       return { request: { model, messagesJson: json, tools: offeredTools(tools), temperature: config.temperature, max_tokens: config.max_tokens }, chars };
     };
     while (usage.calls < config.max_tool_rounds) {

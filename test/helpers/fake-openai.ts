@@ -45,11 +45,14 @@ export interface SeenRequest {
   headers: IncomingMessage['headers'];
 }
 
+/** A user message's part, as a request with images carries it (PROTOCOL.md §2.4). */
+export type ChatPart = { type: string; text?: string; image_url?: { url: string } };
+
 export interface ChatBody {
   model: string;
   stream?: boolean;
   stream_options?: { include_usage?: boolean };
-  messages: { role: string; content: string | null; tool_calls?: { id: string; function: { name: string; arguments: string } }[]; tool_call_id?: string }[];
+  messages: { role: string; content: string | null | ChatPart[]; tool_calls?: { id: string; function: { name: string; arguments: string } }[]; tool_call_id?: string }[];
   tools?: { function: { name: string } }[];
   [key: string]: unknown;
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { hostPid, hostReady, startDaemon, TestClient } from '../helpers/daemon.js';
 import { fixtureServer, modelScenes } from '../helpers/model-agent.js';
 import { filesUnder } from '../helpers/files.js';
+import { pngImage } from '../helpers/content-files.js';
 import { Harness } from '../helpers/processes.js';
 
 const KEY = 'sk-test-LEAKCANARY-7f3a9c2e41';
@@ -18,6 +19,41 @@ describe('model agent through the daemon (real processes, fake model server, MCP
   const h = new Harness();
   const { scene, cleanup } = modelScenes(h);
   afterEach(cleanup);
+
+  it('content (PROTOCOL.md §2.4): with vision, a pasted PNG goes to the model as an image_url data URL and a text file as text; without, an image ends the turn "agent openai does not take images"', async () => {
+    const s = await scene();
+    s.writeConfig({ vision: true });
+    const daemon = await startDaemon(h, ['--agent', 'openai'], { OPENAI_API_KEY: KEY }, s.home);
+    const client = await TestClient.connect(daemon);
+    await client.call('session.create', { session_id: 'v' });
+    const png = pngImage(4, 4, 51);
+    s.fake.reply({ text: ['a small picture'] });
+    await client.call('prompt.submit', {
+      session_id: 'v',
+      content: [
+        { type: 'text', text: 'what is this?' },
+        { type: 'image', mimeType: 'image/png', data: png.toString('base64') },
+        { type: 'resource_link', name: 'notes.md', mimeType: 'text/markdown', data: Buffer.from('# notes').toString('base64') },
+      ],
+    });
+    await client.nextEvent('turn.end', 'v');
+    const sent = s.fake.requests[0]!.body.messages.at(-1)!;
+    expect(sent).to.deep.equal({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'what is this?' },
+        { type: 'image_url', image_url: { url: `data:image/png;base64,${png.toString('base64')}` } },
+        { type: 'text', text: 'notes.md:\n# notes' },
+      ],
+    });
+    s.writeConfig({ vision: false });
+    await client.call('agents.reload');
+    client.events.length = 0;
+    await client.call('prompt.submit', { session_id: 'v', content: [{ type: 'image', mimeType: 'image/png', data: png.toString('base64') }] });
+    const refused = await client.nextEvent('turn.error', 'v');
+    expect(refused.payload).to.deep.include({ reason: 'invalid', message: 'agent openai does not take images' });
+    expect(s.fake.requests).to.have.length(1);
+  });
 
   it('two clients: both get the approval question, the first answer wins; the key reaches the host and nothing else', async () => {
     const s = await scene();

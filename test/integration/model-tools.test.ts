@@ -170,7 +170,7 @@ describe('model agent: tools, approvals and clarify (real host, fake model serve
     expect(results[0]!.content).to.include('failed on purpose');
     expect(results[1]!.content).to.include('no tool named "no_such_tool"');
     expect(results[2]!.content).to.include('not valid');
-    expect(Buffer.byteLength(results[3]!.content!)).to.be.below(66 * 1024);
+    expect(Buffer.byteLength(results[3]!.content as string)).to.be.below(66 * 1024);
     expect(results[3]!.content).to.match(/\[result cut: 4464 of 70000 bytes left out\]$/);
     const oks = eventsOf(host, 's1', 'tool.complete').map((e) => [e.payload['id'], e.payload['ok']]);
     expect(oks).to.have.deep.members([['c1', false], ['c2', false], ['c3', false], ['c4', true]]);
@@ -288,7 +288,7 @@ describe('model agent: MCP servers (real host, fixture server)', () => {
     s.fake.reply({ toolCalls: [{ id: 'e', name: 'mcp_t_env', args: ['{}'] }] }, { text: ['ok'] });
     const host = await startModelHost(h, s, [], { OPENAI_API_KEY: 'sk-secret', USER: 'someone', SHELL: '/bin/sh', LANG: 'C.UTF-8' });
     await runTurn(host, 's1', 'r1', 'env');
-    const names = JSON.parse(s.fake.requests[1]!.body.messages.find((m) => m.role === 'tool')!.content!) as string[];
+    const names = JSON.parse(s.fake.requests[1]!.body.messages.find((m) => m.role === 'tool')!.content as string) as string[];
     const allowed = ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'OWN_SETTING', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'https_proxy', 'http_proxy', 'no_proxy'];
     expect(names.filter((n) => !allowed.includes(n))).to.deep.equal([]);
     expect(names).to.include.members(['PATH', 'OWN_SETTING', 'LANG']);
