@@ -18,7 +18,8 @@ export async function startDaemon(home: string, args: readonly string[] = []): P
   await new Promise<void>((resolve, reject) => {
     daemon.stderr!.on('data', (chunk: Buffer) => {
       log += chunk.toString();
-      if (log.includes('"msg":"host ready"')) resolve();
+      // Its socket and its host: either may be ready first.
+      if (log.includes('"msg":"host ready"') && log.includes('"msg":"daemon listening"')) resolve();
     });
     daemon.once('exit', (code) => reject(new Error(`daemon exited (${code}): ${log}`)));
   });

@@ -1,4 +1,4 @@
-// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, agents, queue, edge, store, cluster, protocols, guests, page, people, webhooks, branches, ledger, life, or all.
+// `npm run bench -- <name>…`: host, shutdown, daemon, recovery, agent, agents, queue, edge, store, cluster, protocols, guests, page, people, webhooks, branches, ledger, life, content, or all.
 import { benchAgent } from './agent.js';
 import { benchAgents } from './agents.js';
 import { benchBranches } from './branches.js';
@@ -9,6 +9,7 @@ import { benchGuests } from './guests.js';
 import { benchHost } from './host.js';
 import { benchLedger } from './ledger.js';
 import { benchLife } from './life.js';
+import { benchContent } from './content.js';
 import { benchPage } from './page.js';
 import { benchPeople } from './people.js';
 import { benchProtocols } from './protocols.js';
@@ -37,6 +38,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   branches: benchBranches,
   ledger: benchLedger,
   life: benchLife,
+  content: benchContent,
 };
 
 const names = process.argv.slice(2);

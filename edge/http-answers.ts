@@ -137,15 +137,22 @@ export async function readBody(req: IncomingMessage, maxBytes = BODY_MAX_BYTES):
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > maxBytes) throw tooLarge();
   return new Promise<Buffer>((resolve, reject) => {
+    // A declared length is read into one buffer of that size: a 20 MiB upload is held once, not as
+    // its chunks and then their copy.
+    const whole = declared > 0 ? Buffer.allocUnsafe(declared) : null;
     const chunks: Buffer[] = [];
     let bytes = 0;
     const onData = (chunk: Buffer): void => {
-      bytes += chunk.length;
-      if (bytes <= maxBytes) return void chunks.push(chunk);
+      if (bytes + chunk.length <= maxBytes && (whole === null || bytes + chunk.length <= whole.length)) {
+        if (whole === null) chunks.push(chunk);
+        else chunk.copy(whole, bytes);
+        bytes += chunk.length;
+        return;
+      }
       req.off('data', onData).off('end', onEnd).pause();
       reject(tooLarge());
     };
-    const onEnd = (): void => resolve(Buffer.concat(chunks));
+    const onEnd = (): void => resolve(whole === null ? Buffer.concat(chunks) : whole.subarray(0, bytes));
     req.on('data', onData).once('end', onEnd).once('error', reject);
   });
 }

@@ -164,10 +164,14 @@ export class GuestProcess {
     const child = this.child;
     const log = this.log;
     const sid = this.sid;
+    // The connection cancels the stream when it closes (the session released) while the guest may
+    // still write, and end its stdout, after: a closed stream takes neither (it throws).
+    let open = true;
     const readable = new ReadableStream<AnyMessage>({
       start(controller) {
         const reader = new LineReader({
           line: (text) => {
+            if (!open) return;
             const message = parseMessage(text);
             if (message !== null) controller.enqueue(message);
             else if (text.trim() !== '') log.warn({ name: 'acp-garbage', sid, line: text.slice(0, LOGGED_LINE_MAX) }, 'a line from the guest agent is not JSON-RPC: skipped');
@@ -175,7 +179,14 @@ export class GuestProcess {
           oversized: () => log.warn({ name: 'acp-garbage', sid }, `a line from the guest agent over ${MAX_GUEST_LINE_BYTES} bytes was skipped`),
         }, MAX_GUEST_LINE_BYTES);
         child.stdout?.on('data', (chunk: Buffer) => reader.push(chunk));
-        child.stdout?.once('end', () => controller.close());
+        child.stdout?.once('end', () => {
+          if (!open) return;
+          open = false;
+          controller.close();
+        });
+      },
+      cancel() {
+        open = false;
       },
     });
     const writable = new WritableStream<AnyMessage>({

@@ -3,14 +3,14 @@ import type { Command } from 'commander';
 import { parseListenAddress } from '../../edge/listen-address.js';
 import { homeFrom } from '../../protocol/home-paths.js';
 import { homeOption, loginDaysOption } from '../cli-options.js';
-import { beforeDaemonStart, jwtArgs, jwtFrom, jwtOptions, retentionArgs, retentionOptions, webhookArgs, webhookOptions } from '../daemon-flags.js';
+import { beforeDaemonStart, contentArgs, contentOptions, jwtArgs, jwtFrom, jwtOptions, retentionArgs, retentionOptions, webhookArgs, webhookOptions } from '../daemon-flags.js';
 import { hostArgs, hostOptions } from '../host-options.js';
 import { run } from '../run-command.js';
 import type { CommandTable } from '../command-table.js';
 
 /** The page, with a daemon that listens when none runs. */
 function declareWeb(program: Command): void {
-  retentionOptions(webhookOptions(jwtOptions(hostOptions(program.command('web').description('the page: starts the daemon listening on 127.0.0.1:7433 when none runs, prints the login address')))))
+  contentOptions(retentionOptions(webhookOptions(jwtOptions(hostOptions(program.command('web').description('the page: starts the daemon listening on 127.0.0.1:7433 when none runs, prints the login address'))))))
     .addOption(homeOption())
     .option('--listen <host:port>', 'where a daemon started here listens (default 127.0.0.1:7433)')
     .option('--open', 'also open a single-use login address in a browser (the token is never on its command line)')
@@ -23,7 +23,7 @@ function declareWeb(program: Command): void {
         parseListenAddress(listen);
         const loginDays = opts.loginDays === undefined ? [] : ['--login-days', String(opts.loginDays)];
         jwtFrom(opts);
-        return webCommand(homeFrom(opts.home), { daemonArgs: [...hostArgs(opts), '--listen', listen, ...loginDays, ...jwtArgs(opts), ...webhookArgs(opts), ...retentionArgs(opts)], open: opts.open === true });
+        return webCommand(homeFrom(opts.home), { daemonArgs: [...hostArgs(opts), '--listen', listen, ...loginDays, ...jwtArgs(opts), ...webhookArgs(opts), ...retentionArgs(opts), ...contentArgs(opts)], open: opts.open === true });
       }),
     );
 }
