@@ -18,10 +18,10 @@ export interface BlobInfo {
 }
 
 export const BLOB_BYTES_SQL = 'SELECT bytes FROM home_contents WHERE sha256 = $1';
-const PUT_CONTENT_SQL = 'INSERT INTO home_contents (sha256, bytes) VALUES ($1, $2) ON CONFLICT (sha256) DO NOTHING';
+export const BLOB_PUT_CONTENT_SQL = 'INSERT INTO home_contents (sha256, bytes) VALUES ($1, $2) ON CONFLICT (sha256) DO NOTHING';
 const RECORD_UPLOAD_SQL = `INSERT INTO blob_uploads (sha256, by_user, mime_type, size, name, at) VALUES ($1, $2, $3, $4, $5, $6)
   ON CONFLICT (sha256, by_user) DO UPDATE SET mime_type = excluded.mime_type, name = excluded.name, at = excluded.at`;
-const NAME_SQL = `INSERT INTO session_blobs (sid, sha256, mime_type, size, name, at) VALUES ($1, $2, $3, $4, $5, $6)
+export const BLOB_NAME_SQL = `INSERT INTO session_blobs (sid, sha256, mime_type, size, name, at) VALUES ($1, $2, $3, $4, $5, $6)
   ON CONFLICT (sid, sha256) DO NOTHING`;
 /** Only while its bytes are there: an upload whose content went with the last session that named it names nothing. */
 const UPLOADED_SQL = `SELECT u.sha256, u.mime_type, u.size, u.name FROM blob_uploads u
@@ -39,13 +39,13 @@ export class Blobs {
 
   /** Stores the bytes once, and records who uploaded them (what they may name in a prompt). */
   async put(info: BlobInfo, bytes: Buffer, byUser: string, now = Date.now()): Promise<void> {
-    await this.query(PUT_CONTENT_SQL, [info.sha256, bytes]);
+    await this.query(BLOB_PUT_CONTENT_SQL, [info.sha256, bytes]);
     await this.query(RECORD_UPLOAD_SQL, [info.sha256, byUser, info.mimeType, info.size, info.name, now]);
   }
 
   /** The session may read it from now on. */
   async name(sid: string, info: BlobInfo, now = Date.now()): Promise<void> {
-    await this.query(NAME_SQL, [sid, info.sha256, info.mimeType, info.size, info.name, now]);
+    await this.query(BLOB_NAME_SQL, [sid, info.sha256, info.mimeType, info.size, info.name, now]);
   }
 
   /** The blob as the session names it; null when it names none such. */

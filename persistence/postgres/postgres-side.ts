@@ -5,7 +5,7 @@ import type { ForkMade, ForkRequest, SideStore } from '../side-store.js';
 import { Blobs, FORK_BLOBS_SQL } from '../blobs.js';
 import { SqlLedger } from '../ledger.js';
 import { SessionFlags } from '../session-flags.js';
-import { IMPORT_CHECK_SQL, IMPORT_COLUMNS, importMade, importRefusal, importRows, ImportRefused, type ImportMade, type ImportPlan, type ImportRequest } from '../session-export.js';
+import { IMPORT_CHECK_SQL, IMPORT_COLUMNS, importedBlobStatements, importMade, importRefusal, importRows, ImportRefused, type ImportMade, type ImportPlan, type ImportRequest } from '../session-export.js';
 import { bulkInsert, columnTypes } from './bulk-insert.js';
 import { FORK_LOCK_SQL, FORK_SQL } from '../session-line.js';
 import type { StoreLocation } from '../store-location.js';
@@ -89,6 +89,7 @@ async function importInto(pool: pg.Pool, plan: ImportPlan, request: ImportReques
     const rows = importRows(plan, request.sid, request.sessionKey, now, renamed);
     for (const table of ['sessions', 'turns', 'messages'] as const) await bulkInsert(client, table, IMPORT_COLUMNS[table], rows[table], await columnTypes(client, table));
     if (request.owner !== null) await client.query(IMPORT_CHECK_SQL.owner, [request.sid, request.owner]);
+    for (const { sql, params } of importedBlobStatements(plan, request.sid, now)) await client.query(sql, params);
     await client.query('COMMIT');
     return importMade(plan, request.sid, renamed);
   } catch (err) {

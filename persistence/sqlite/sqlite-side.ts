@@ -12,7 +12,7 @@ import { migrate } from './schema.js';
 import { numberedQuery } from './numbered-query.js';
 import { SqlLedger } from '../ledger.js';
 import { SessionFlags } from '../session-flags.js';
-import { IMPORT_CHECK_SQL, IMPORT_COLUMNS, importMade, importRefusal, importRows, type ImportMade, type ImportPlan, type ImportRequest } from '../session-export.js';
+import { IMPORT_CHECK_SQL, IMPORT_COLUMNS, importedBlobStatements, importMade, importRefusal, importRows, type ImportMade, type ImportPlan, type ImportRequest } from '../session-export.js';
 
 /** One transaction: the checks, then every row; nothing is written when any of it fails. */
 function importInto(db: Database.Database, plan: ImportPlan, request: ImportRequest, now: number): ImportMade {
@@ -28,6 +28,7 @@ function importInto(db: Database.Database, plan: ImportPlan, request: ImportRequ
       for (const row of rows[table]) insert.run(...row);
     }
     if (request.owner !== null) db.prepare(IMPORT_CHECK_SQL.owner).run(bound([request.sid, request.owner]));
+    for (const { sql, params } of importedBlobStatements(plan, request.sid, now)) db.prepare(sql).run(bound(params));
     return importMade(plan, request.sid, renamed);
   }).immediate();
 }

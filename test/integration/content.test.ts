@@ -4,7 +4,7 @@
 // a delete frees what no other session names; a blob put before a kill -9 is there after it.
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ContentBlock } from '../../protocol/content.js';
 import type { HistoryEntry } from '../../protocol/history-entry.js';
@@ -142,6 +142,38 @@ describe('content beyond text: files in prompts (real daemon, SQLite)', function
     expect(chat.stdout).to.include(`these two\n[image image/png ${png.length} bytes ${sha(png)}]\n[file notes.pdf application/pdf ${pdf.length} bytes ${sha(pdf)}]`);
     const missing = await h.runCli(['chat', '--home', daemon.home, '--attach', join(dir, 'nothing.png'), 'hi']);
     expect([missing.code, missing.stderr]).to.deep.equal([1, `turnhost chat: cannot read ${join(dir, 'nothing.png')}: ENOENT\n`]);
+  });
+
+  it('export with files is turnhost-session/2 (each file a line before the first message naming it); another home imports it, files and all; a file line that lies about its bytes is refused', async () => {
+    const { daemon, client } = await scene();
+    const png = pngImage(6, 6, 61);
+    await client.call('session.create', { session_id: 'ex' });
+    await client.call('prompt.submit', { session_id: 'ex', content: [{ type: 'text', text: 'keep this' }, { type: 'image', mimeType: 'image/png', data: b64(png), name: 'kept.png' }] });
+    await client.nextEvent('turn.end', 'ex');
+    const folder = h.tempDir();
+    const file = join(folder, 'ex.jsonl');
+    expect((await h.runCli(['export', 'ex', '--out', file, '--home', daemon.home])).code).to.equal(0);
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, Record<string, unknown>>);
+    expect(lines[0]).to.deep.include({ format: 'turnhost-session/2' });
+    const blobAt = lines.findIndex((line) => 'blob' in line);
+    const firstMessage = lines.findIndex((line) => 'message' in line);
+    expect(blobAt).to.be.within(1, firstMessage - 1);
+    expect(lines[blobAt]!['blob']).to.deep.equal({ sha256: sha(png), mimeType: 'image/png', size: png.length, name: 'kept.png', data: b64(png) });
+
+    const other = await startDaemon(h);
+    const imported = await h.runCli(['import', file, '--as', 'copy', '--home', other.home]);
+    expect([imported.code, imported.stdout], imported.stderr).to.deep.equal([0, 'copy: imported 2 message(s), 1 turn(s)\n']);
+    const there = await TestClient.connect(other);
+    const [prompt] = await history(there, 'copy');
+    expect(prompt!.parts).to.deep.equal([{ type: 'text', text: 'keep this' }, { type: 'image', mimeType: 'image/png', blob: sha(png), size: png.length, name: 'kept.png' }]);
+    const back = await there.call<{ data: string }>('blob.get', { session_id: 'copy', blob: sha(png) });
+    expect(Buffer.from(back.data, 'base64').equals(png)).to.equal(true);
+
+    const lying = join(folder, 'lying.jsonl');
+    const forged = lines.map((line) => ('blob' in line ? { blob: { ...line['blob'], data: b64(pngImage(6, 6, 62)) } } : line));
+    writeFileSync(lying, forged.map((line) => JSON.stringify(line)).join('\n'));
+    const refused = await h.runCli(['import', lying, '--as', 'forged', '--home', other.home]);
+    expect([refused.code, refused.stderr]).to.deep.equal([1, `turnhost import: ${lying}: line ${blobAt + 1}: the file's bytes are not ${sha(png)}; nothing imported\n`]);
   });
 
   it('a blob put before a kill -9 of the daemon and its host is there after the restart, and a prompt names it', async () => {

@@ -343,8 +343,8 @@ describe("a session's life: delete, archive, pin (real daemon, real host)", func
     const refused = await cli(other, 'import', broken, '--as', 'nope');
     expect([refused.code, refused.stderr]).to.deep.equal([1, `turnhost import: ${broken}: line 6: seq must be a whole number, 0 or more; nothing imported\n`]);
     const newer = join(folder, 'newer.jsonl');
-    writeFileSync(newer, readFileSync(file, 'utf8').replace('turnhost-session/1', 'turnhost-session/2'));
-    expect((await cli(other, 'import', newer)).stderr).to.contain('the file is turnhost-session/2, newer than this turnhost reads (turnhost-session/1)');
+    writeFileSync(newer, readFileSync(file, 'utf8').replace('turnhost-session/1', 'turnhost-session/3'));
+    expect((await cli(other, 'import', newer)).stderr).to.contain('the file is turnhost-session/3, newer than this turnhost reads (turnhost-session/2)');
     expect((await cli(other, 'import', file, '--as', 'copy')).stderr).to.contain('the session id copy is taken');
     expect(JSON.parse((await cli(other, 'sessions', '--json')).stdout)).to.have.length(1);
 

@@ -45,13 +45,13 @@ describe("a session's file", () => {
     expect(refusal('')).to.equal('the file is empty');
     expect(refusal([HEADER, turn('t1'), 'not json'].join('\n'))).to.match(/^line 3: not JSON/);
     expect(refusal(HEADER.replace('turnhost-session/1', 'turnhost-session/7'))).to.equal(
-      'line 1: the file is turnhost-session/7, newer than this turnhost reads (turnhost-session/1): import it with a newer turnhost',
+      'line 1: the file is turnhost-session/7, newer than this turnhost reads (turnhost-session/2): import it with a newer turnhost',
     );
     expect(refusal(JSON.stringify({ format: 'something-else/1' }))).to.match(/^line 1: not a turnhost session file/);
     expect(refusal([HEADER, turn('t1'), message(1, 't1')].join('\n'))).to.equal("line 3: message 1 is out of order: the session's line is at 0");
     expect(refusal([HEADER, message(0, 'nope')].join('\n'))).to.equal('line 2: message 0 names turn nope, which no line before it gives');
     expect(refusal([HEADER, turn('t1'), turn('t1')].join('\n'))).to.equal('line 3: turn t1 is in the file twice');
-    expect(refusal([HEADER, JSON.stringify({ other: 1 })].join('\n'))).to.equal('line 2: expected {"turn": …} or {"message": …}');
+    expect(refusal([HEADER, JSON.stringify({ other: 1 })].join('\n'))).to.equal('line 2: expected {"turn": …}, {"blob": …} or {"message": …}');
   });
 });
 
