@@ -4,13 +4,20 @@
 // with its usage. Not the guest's own memory. Read here from either store (readExport), checked
 // whole before anything is written (parseExport): a bad line is refused naming its number, and a
 // file of a newer format by its name. The import writes it as a new session (importRows).
+// A session that carries files (PROTOCOL.md §2.4) is written `turnhost-session/2`: each file a line of
+// its own (`{blob: {sha256, mimeType, size, name, data}}`) before the first message that names it,
+// its messages with their `parts`; one without is written /1, which older builds read. Both are read.
 import { createHash } from 'node:crypto';
 import type { ToolCall } from '../protocol/chat.js';
+import { blobHex, checkedParts, type MessagePart } from '../protocol/content.js';
+import { BLOB_NAME_SQL, BLOB_PUT_CONTENT_SQL } from './blobs.js';
 import { isRecord, type UnknownRecord } from '../protocol/fields.js';
 import { HISTORY_COLUMNS, LINE_HISTORY_SQL, mergeSuperseded, SUPERSEDED_SQL, type HistoryRow, type SupersededRow } from './history-rows.js';
 
 export const EXPORT_FORMAT = 'turnhost-session/1';
-const FORMAT_VERSION = 1;
+/** The format of a session with files. */
+export const EXPORT_FORMAT_FILES = 'turnhost-session/2';
+const FORMAT_VERSION = 2;
 
 /** The columns of a turn the file keeps. */
 export const EXPORT_TURN_COLUMNS =
@@ -78,11 +85,31 @@ export interface ExportedMessage {
   at: string;
   tool_calls?: ToolCall[];
   tool_call_id?: string;
+  /** What it carries beyond text (PROTOCOL.md §2.4); its files are `blob` lines before it. */
+  parts?: MessagePart[];
   /** On a message of a superseded path: that path's number in the file, from 1. */
   branch?: number;
 }
 
-export type ExportLine = { format: string; session: ExportedSession } | { turn: ExportedTurn } | { message: ExportedMessage };
+/** A file a message names: its bytes, base64. */
+export interface ExportedBlob {
+  sha256: string;
+  mimeType: string;
+  size: number;
+  name: string | null;
+  data: string;
+}
+
+export type ExportLine = { format: string; session: ExportedSession } | { turn: ExportedTurn } | { blob: ExportedBlob } | { message: ExportedMessage };
+
+/** A file of the session, with its bytes: what a blob line holds. */
+const SESSION_BLOB_SQL = `SELECT b.mime_type, b.size, b.name, c.bytes FROM session_blobs b JOIN home_contents c ON c.sha256 = b.sha256
+  WHERE b.sid = $1 AND b.sha256 = $2`;
+
+/** The blobs a message's parts name, as hex. */
+function namedBlobs(message: ExportedMessage): string[] {
+  return (message.parts ?? []).flatMap((part) => ('blob' in part && typeof part.blob === 'string' ? [blobHex(part.blob)] : []));
+}
 
 /** The session's lines, in order; undefined when it is not there. */
 export async function readExport(source: ExportSource, sid: string, now = Date.now()): Promise<ExportLine[] | undefined> {
@@ -131,6 +158,16 @@ export async function readExport(source: ExportSource, sid: string, now = Date.n
       written.add(turn.turn_id);
       lines.push({ turn });
     }
+    for (const hex of namedBlobs(message)) {
+      if (written.has(hex)) continue;
+      written.add(hex);
+      const [file] = await source.rows<{ mime_type: string; size: Count; name: string | null; bytes: Buffer | Uint8Array }>(SESSION_BLOB_SQL, [sid, hex]);
+      // A file the session no longer holds (freed with another session that named it): the message keeps its text form.
+      if (file === undefined) continue;
+      lines.push({ blob: { sha256: `sha256:${hex}`, mimeType: file.mime_type, size: Number(file.size), name: file.name, data: Buffer.from(file.bytes).toString('base64') } });
+      // The header was written /1: a file line makes the whole file /2.
+      (lines[0] as { format: string }).format = EXPORT_FORMAT_FILES;
+    }
     lines.push({ message });
   }
   return lines;
@@ -140,6 +177,7 @@ function exportedMessage(row: HistoryRow, branch?: number): ExportedMessage {
   const message: ExportedMessage = { seq: Number(row.seq), role: row.role, content: row.content, turn_id: row.turn_id, at: iso(row.created_at)! };
   if (row.tool_calls !== null) message.tool_calls = JSON.parse(row.tool_calls) as ToolCall[];
   if (row.tool_call_id !== null) message.tool_call_id = row.tool_call_id;
+  if (row.parts !== null) message.parts = checkedParts(JSON.parse(row.parts));
   if (branch !== undefined) message.branch = branch;
   return message;
 }
@@ -192,6 +230,17 @@ export interface ImportPlan {
   /** Each superseded path, in the file's order (branch 1, 2, …). */
   branches: ExportedMessage[][];
   messageCount: number;
+  /** The files its messages name, checked against their hashes. */
+  blobs: ImportedBlob[];
+}
+
+/** A file of an import, decoded and checked. */
+export interface ImportedBlob {
+  sha256: string;
+  mimeType: string;
+  size: number;
+  name: string | null;
+  bytes: Buffer;
 }
 
 /** The file's lines checked whole; throws ImportError at the first that is not right. */
@@ -200,8 +249,9 @@ export function parseExport(text: string): ImportPlan {
   if (lines.at(-1) === '') lines.pop();
   if (lines.length === 0) throw new ImportError(0, 'the file is empty');
   const source = headerOf(lines[0]!);
-  const plan: ImportPlan = { source, turns: [], live: [], branches: [], messageCount: 0 };
+  const plan: ImportPlan = { source, turns: [], live: [], branches: [], messageCount: 0, blobs: [] };
   const turnIds = new Set<string>();
+  const blobs = new Set<string>();
   for (let i = 1; i < lines.length; i++) {
     const number = i + 1;
     const record = recordOf(lines[i]!, number);
@@ -210,12 +260,18 @@ export function parseExport(text: string): ImportPlan {
       if (turnIds.has(turn.turn_id)) throw new ImportError(number, `turn ${turn.turn_id} is in the file twice`);
       turnIds.add(turn.turn_id);
       plan.turns.push(turn);
+    } else if ('blob' in record) {
+      const blob = blobOf(record['blob'], number);
+      if (!blobs.has(blob.sha256)) plan.blobs.push(blob);
+      blobs.add(blob.sha256);
     } else if ('message' in record) {
       const message = messageOf(record['message'], number);
       if (message.turn_id !== null && !turnIds.has(message.turn_id)) throw new ImportError(number, `message ${message.seq} names turn ${message.turn_id}, which no line before it gives`);
+      const missing = namedBlobs(message).find((hex) => !blobs.has(hex));
+      if (missing !== undefined) throw new ImportError(number, `message ${message.seq} names the file sha256:${missing}, which no line before it gives`);
       placeMessage(plan, message, number);
     } else {
-      throw new ImportError(number, 'expected {"turn": …} or {"message": …}');
+      throw new ImportError(number, 'expected {"turn": …}, {"blob": …} or {"message": …}');
     }
   }
   plan.messageCount = plan.live.length + plan.branches.reduce((sum, path) => sum + path.length, 0);
@@ -228,8 +284,8 @@ function headerOf(line: string): ExportedSession {
   if (typeof format !== 'string') throw new ImportError(1, `not a turnhost session file: the first line has no "format" (expected "${EXPORT_FORMAT}")`);
   const version = /^turnhost-session\/(\d+)$/.exec(format);
   if (version === null) throw new ImportError(1, `not a turnhost session file: format "${format}" (expected "${EXPORT_FORMAT}")`);
-  if (Number(version[1]) > FORMAT_VERSION) throw new ImportError(1, `the file is ${format}, newer than this turnhost reads (${EXPORT_FORMAT}): import it with a newer turnhost`);
-  if (format !== EXPORT_FORMAT) throw new ImportError(1, `format "${format}" is not one this turnhost reads (${EXPORT_FORMAT})`);
+  if (Number(version[1]) > FORMAT_VERSION) throw new ImportError(1, `the file is ${format}, newer than this turnhost reads (${EXPORT_FORMAT_FILES}): import it with a newer turnhost`);
+  if (format !== EXPORT_FORMAT && format !== EXPORT_FORMAT_FILES) throw new ImportError(1, `format "${format}" is not one this turnhost reads (${EXPORT_FORMAT}, ${EXPORT_FORMAT_FILES})`);
   const s = record['session'];
   if (!isRecord(s)) throw new ImportError(1, '"session" must be an object');
   return {
@@ -296,11 +352,25 @@ function messageOf(value: unknown, number: number): ExportedMessage {
     message.tool_calls = value['tool_calls'] as ToolCall[];
   }
   if (value['tool_call_id'] !== undefined) message.tool_call_id = field(value, 'tool_call_id', 'string', number);
+  if (value['parts'] !== undefined) {
+    if (!Array.isArray(value['parts'])) throw new ImportError(number, 'parts must be an array');
+    message.parts = checkedParts(value['parts']);
+  }
   if (value['branch'] !== undefined) {
     message.branch = count(value, 'branch', number);
     if (message.branch < 1) throw new ImportError(number, 'branch must be 1 or more');
   }
   return message;
+}
+
+/** A blob line: its bytes decode to what its hash and size say. */
+function blobOf(value: unknown, number: number): ImportedBlob {
+  if (!isRecord(value)) throw new ImportError(number, '"blob" must be an object');
+  const ref = field(value, 'sha256', 'string', number);
+  if (!/^sha256:[0-9a-f]{64}$/.test(ref)) throw new ImportError(number, 'sha256 must be "sha256:" and 64 lowercase hex digits');
+  const bytes = Buffer.from(field(value, 'data', 'string', number), 'base64');
+  if (createHash('sha256').update(bytes).digest('hex') !== blobHex(ref)) throw new ImportError(number, `the file's bytes are not ${ref}`);
+  return { sha256: blobHex(ref), mimeType: field(value, 'mimeType', 'string', number), size: bytes.length, name: nullable(value, 'name', 'string', number), bytes };
 }
 
 /** The live line is 0, 1, 2, …; each superseded path rises, and a path's number is the next or one seen. */
@@ -408,8 +478,7 @@ export function importRows(plan: ImportPlan, sid: string, sessionKey: string, no
     turnId(m.turn_id),
     m.tool_calls === undefined ? null : JSON.stringify(m.tool_calls),
     m.tool_call_id ?? null,
-    // A file carries no blobs yet (PROTOCOL.md §2.4's /2 is to come): the prompt keeps its text form.
-    null,
+    m.parts === undefined ? null : JSON.stringify(m.parts),
     ms(m.at),
     owner,
   ];
@@ -440,6 +509,14 @@ export const IMPORT_CHECK_SQL = {
   taken: 'SELECT 1 AS taken FROM sessions WHERE sid = $1 UNION ALL SELECT 1 FROM deleted_sessions WHERE sid = $1',
   owner: "INSERT INTO session_access (sid, user_name, role) VALUES ($1, $2, 'owner')",
 } as const;
+
+/** An import's files, as the statements and their parameters both stores run after its rows (persistence/blobs.ts). */
+export function importedBlobStatements(plan: ImportPlan, sid: string, now: number): { sql: string; params: unknown[] }[] {
+  return plan.blobs.flatMap((blob) => [
+    { sql: BLOB_PUT_CONTENT_SQL, params: [blob.sha256, blob.bytes] },
+    { sql: BLOB_NAME_SQL, params: [sid, blob.sha256, blob.mimeType, blob.size, blob.name, now] },
+  ]);
+}
 
 export function importRefusal(sid: string): ImportRefused {
   return new ImportRefused(`the session id ${sid} is taken (or was a deleted session's)`);
