@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostPid, hostReady, startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
-import { filesUnder } from '../helpers/files.js';
+import { fileWhere, filesUnder } from '../helpers/files.js';
 import { guestArgs, guestScene, logged, type GuestScene } from '../helpers/guests.js';
 import { Harness, processesNaming } from '../helpers/processes.js';
 import { GUEST_PASSED_NAMES } from '../../agents/acp/guest-config.js';
@@ -393,9 +393,12 @@ describe('guest agents over ACP (--agent acp, AGENT.md §6): a guest written wit
       scene.write({}, { approval: { default: 'allow' }, sandbox: { mode } });
       const { daemon, client } = await daemonFor(scene);
       await client.call('session.create', { session_id: 'py' });
-      // A process the guest leaves running in the background: an orphan once the guest dies.
+      // A process the guest leaves running in the background: an orphan once the guest dies. It
+      // says when it runs (a file in the session's folder): until then, the shell's child that is
+      // to become it still bears the shell's command line, the marker included (a second process).
       const marker = `${scene.state}-orphan`;
-      await run(client, 'py', `run sh -c 'sleep 600; : ${marker}' >/dev/null 2>&1 &`);
+      await run(client, 'py', `run sh -c 'touch orphan-started; sleep 600; : ${marker}' >/dev/null 2>&1 &`);
+      await fileWhere(join(scene.home, 'workspaces', 'owner', 'py', 'orphan-started'), () => true, 'the orphan to start', 5_000);
       const guests = scene.guests();
       expect(guests).to.have.length(1);
       const orphan = processesNaming([marker]);
