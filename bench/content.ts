@@ -79,6 +79,22 @@ class Watcher {
 
 const PYTHON_GUEST = join(ROOT, 'examples', 'acp-guest.py');
 
+/** SAMPLES of each, in alternating order (the text prompt first in even samples): ms each. */
+async function interleaved(text: (i: number) => Promise<number>, withImage: (i: number) => Promise<number>): Promise<{ textMs: number[]; imageMs: number[] }> {
+  const textMs: number[] = [];
+  const imageMs: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    if (i % 2 === 0) {
+      textMs.push(await text(i));
+      imageMs.push(await withImage(i));
+    } else {
+      imageMs.push(await withImage(i));
+      textMs.push(await text(i));
+    }
+  }
+  return { textMs, imageMs };
+}
+
 /** The floor: the Python guest alone, prompted by the ACP SDK's client; ms to its first message chunk. */
 async function firstByteDirect(dir: string, image: Buffer): Promise<{ textMs: number[]; imageMs: number[] }> {
   const child = spawn('python3', [PYTHON_GUEST], { cwd: dir, env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', GUEST_STATE_DIR: join(dir, 'direct-state') }, stdio: ['pipe', 'pipe', 'ignore'] });
@@ -101,20 +117,10 @@ async function firstByteDirect(dir: string, image: Buffer): Promise<{ textMs: nu
       return (await first) - started;
     };
     await prompt([{ type: 'text', text: 'warm up' }]);
-    const textMs: number[] = [];
-    const imageMs: number[] = [];
-    for (let i = 0; i < SAMPLES; i++) {
-      const text = () => prompt([{ type: 'text', text: `a text prompt ${i}` }]);
-      const withImage = () => prompt([{ type: 'text', text: `an image ${i}` }, { type: 'image', mimeType: 'image/png', data }]);
-      if (i % 2 === 0) {
-        textMs.push(await text());
-        imageMs.push(await withImage());
-      } else {
-        imageMs.push(await withImage());
-        textMs.push(await text());
-      }
-    }
-    return { textMs, imageMs };
+    return interleaved(
+      (i) => prompt([{ type: 'text', text: `a text prompt ${i}` }]),
+      (i) => prompt([{ type: 'text', text: `an image ${i}` }, { type: 'image', mimeType: 'image/png', data }]),
+    );
   } finally {
     child.kill('SIGTERM');
     await new Promise((resolve) => child.once('exit', resolve));
@@ -132,20 +138,10 @@ async function firstByte(dir: string, image: Buffer): Promise<{ textMs: number[]
     // Past a line's 8 MiB, a file goes through the edge (PROTOCOL.md §2.4).
     const { blob } = await upload(await edgePort(client), readToken(home), 'fb', image, 'image/png');
     await client.turn('fb', { text: 'warm up' });
-    const textMs: number[] = [];
-    const imageMs: number[] = [];
-    for (let i = 0; i < SAMPLES; i++) {
-      const text = () => client.turn('fb', { text: `a text prompt ${i}` });
-      const withImage = () => client.turn('fb', { content: [{ type: 'text', text: `an image ${i}` }, { type: 'image', mimeType: 'image/png', blob }] });
-      if (i % 2 === 0) {
-        textMs.push(await text());
-        imageMs.push(await withImage());
-      } else {
-        imageMs.push(await withImage());
-        textMs.push(await text());
-      }
-    }
-    return { textMs, imageMs };
+    return interleaved(
+      (i) => client.turn('fb', { text: `a text prompt ${i}` }),
+      (i) => client.turn('fb', { content: [{ type: 'text', text: `an image ${i}` }, { type: 'image', mimeType: 'image/png', blob }] }),
+    );
   } finally {
     client.rpc.close();
     await stopDaemon(daemon);

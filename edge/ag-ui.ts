@@ -7,6 +7,7 @@
 // a question of the agent ends the run with an interrupt while the turn waits; the next run's
 // `resume` answers it and follows the rest of that turn. A stream that goes away leaves the turn
 // running in turnhost.
+import { ContentRefused } from '../protocol/content.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { EventType, type BaseEvent, type RunAgentInput } from '@ag-ui/core';
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
@@ -204,10 +205,10 @@ function lastUserContent(input: RunAgentInput): Record<string, unknown>[] | null
   const user = [...input.messages].reverse().find((m) => m.role === 'user');
   const parts = (user as { content?: unknown } | undefined)?.content;
   if (!Array.isArray(parts) || !parts.some((part) => isRecord(part) && part['type'] !== 'text')) return null;
-  return parts.filter(isRecord).map(turnhostBlock);
+  return parts.filter(isRecord).map((part, index) => turnhostBlock(part, index));
 }
 
-function turnhostBlock(part: UnknownRecord): Record<string, unknown> {
+function turnhostBlock(part: UnknownRecord, index: number): Record<string, unknown> {
   const type = part['type'];
   if (type === 'text') return { type: 'text', text: String(part['text'] ?? '') };
   const legacy = type === 'binary';
@@ -217,8 +218,8 @@ function turnhostBlock(part: UnknownRecord): Record<string, unknown> {
   const name = typeof part['filename'] === 'string' ? part['filename'] : typeof metadata['filename'] === 'string' ? metadata['filename'] : undefined;
   const kind = legacy ? (mimeType?.startsWith('image/') ? 'image' : mimeType?.startsWith('audio/') ? 'audio' : 'document') : type;
   if (source['type'] === 'url') return { type: 'resource_link', name: name ?? 'link', uri: source['value'], ...(mimeType === undefined ? {} : { mimeType }) };
-  // A `file` source is a provider's handle, opaque to turnhost: refused at the door as a block of no known type.
-  if (source['type'] !== 'data') return { type: `${String(type)} (source ${String(source['type'])})` };
+  // A `file` source is a provider's handle, opaque to turnhost: it cannot be read, so it is refused.
+  if (source['type'] !== 'data') throw new ContentRefused(400, `content[${index}]: a ${String(type)} part's source must be data or url, not ${String(source['type'])}`);
   if (kind === 'image' || kind === 'audio') return { type: kind, mimeType, data: source['value'], ...(name === undefined ? {} : { name }) };
   return { type: 'resource_link', name: name ?? 'document', mimeType, data: source['value'] };
 }

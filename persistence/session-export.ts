@@ -9,7 +9,7 @@
 // its messages with their `parts`; one without is written /1, which older builds read. Both are read.
 import { createHash } from 'node:crypto';
 import type { ToolCall } from '../protocol/chat.js';
-import { blobHex, checkedParts, type MessagePart } from '../protocol/content.js';
+import { blobHex, checkedParts, isBlobRef, type MessagePart } from '../protocol/content.js';
 import { BLOB_NAME_SQL, BLOB_PUT_CONTENT_SQL } from './blobs.js';
 import { isRecord, type UnknownRecord } from '../protocol/fields.js';
 import { HISTORY_COLUMNS, LINE_HISTORY_SQL, mergeSuperseded, SUPERSEDED_SQL, type HistoryRow, type SupersededRow } from './history-rows.js';
@@ -135,22 +135,22 @@ export async function readExport(source: ExportSource, sid: string, now = Date.n
   const messages = mergeSuperseded(live, [...branches.values()], (m) => m.branch !== undefined);
   const ids = [...new Set(messages.map((m) => m.turn_id).filter((id): id is string => id !== null))];
   const turns = new Map((await source.turns(ids)).map((t) => [t.turn_id, exportedTurn(t)]));
-  const lines: ExportLine[] = [
-    {
-      format: EXPORT_FORMAT,
-      session: {
-        session_id: row.sid,
-        status: row.status,
-        end_reason: row.end_reason,
-        created_at: iso(row.created_at)!,
-        updated_at: iso(row.updated_at)!,
-        agent: row.agent,
-        overrides: row.overrides,
-        forked_from: row.forked_from_sid === null ? null : { session_id: row.forked_from_sid, turn_id: row.forked_from_turn },
-        exported_at: new Date(now).toISOString(),
-      },
+  // Its format is /2 once a file line follows (below).
+  const header = {
+    format: EXPORT_FORMAT,
+    session: {
+      session_id: row.sid,
+      status: row.status,
+      end_reason: row.end_reason,
+      created_at: iso(row.created_at)!,
+      updated_at: iso(row.updated_at)!,
+      agent: row.agent,
+      overrides: row.overrides,
+      forked_from: row.forked_from_sid === null ? null : { session_id: row.forked_from_sid, turn_id: row.forked_from_turn },
+      exported_at: new Date(now).toISOString(),
     },
-  ];
+  };
+  const lines: ExportLine[] = [header];
   const written = new Set<string>();
   for (const message of messages) {
     const turn = message.turn_id === null ? undefined : turns.get(message.turn_id);
@@ -165,8 +165,7 @@ export async function readExport(source: ExportSource, sid: string, now = Date.n
       // A file the session no longer holds (freed with another session that named it): the message keeps its text form.
       if (file === undefined) continue;
       lines.push({ blob: { sha256: `sha256:${hex}`, mimeType: file.mime_type, size: Number(file.size), name: file.name, data: Buffer.from(file.bytes).toString('base64') } });
-      // The header was written /1: a file line makes the whole file /2.
-      (lines[0] as { format: string }).format = EXPORT_FORMAT_FILES;
+      header.format = EXPORT_FORMAT_FILES;
     }
     lines.push({ message });
   }
@@ -367,7 +366,7 @@ function messageOf(value: unknown, number: number): ExportedMessage {
 function blobOf(value: unknown, number: number): ImportedBlob {
   if (!isRecord(value)) throw new ImportError(number, '"blob" must be an object');
   const ref = field(value, 'sha256', 'string', number);
-  if (!/^sha256:[0-9a-f]{64}$/.test(ref)) throw new ImportError(number, 'sha256 must be "sha256:" and 64 lowercase hex digits');
+  if (!isBlobRef(ref)) throw new ImportError(number, 'sha256 must be "sha256:" and 64 lowercase hex digits');
   const bytes = Buffer.from(field(value, 'data', 'string', number), 'base64');
   if (createHash('sha256').update(bytes).digest('hex') !== blobHex(ref)) throw new ImportError(number, `the file's bytes are not ${ref}`);
   return { sha256: blobHex(ref), mimeType: field(value, 'mimeType', 'string', number), size: bytes.length, name: nullable(value, 'name', 'string', number), bytes };

@@ -111,8 +111,13 @@ function checkedUri(value: unknown, where: string): string {
   return value;
 }
 
+/** `sha256:` and 64 lowercase hex digits. */
+export function isBlobRef(value: unknown): value is BlobRef {
+  return typeof value === 'string' && BLOB_REF.test(value);
+}
+
 function checkedRef(value: unknown, where: string): BlobRef {
-  if (typeof value !== 'string' || !BLOB_REF.test(value)) throw refuse(400, where, 'blob must be "sha256:" and 64 lowercase hex digits');
+  if (!isBlobRef(value)) throw refuse(400, where, 'blob must be "sha256:" and 64 lowercase hex digits');
   return value;
 }
 
@@ -292,8 +297,8 @@ export function storedBlocks(value: unknown): ContentBlock[] {
     const type = raw['type'];
     const ok =
       (type === 'text' && typeof raw['text'] === 'string') ||
-      ((type === 'image' || type === 'audio') && typeof raw['mimeType'] === 'string' && typeof raw['blob'] === 'string' && BLOB_REF.test(raw['blob']) && typeof raw['size'] === 'number') ||
-      (type === 'resource_link' && typeof raw['name'] === 'string' && (raw['blob'] === undefined || (typeof raw['blob'] === 'string' && BLOB_REF.test(raw['blob'])))) ||
+      ((type === 'image' || type === 'audio') && typeof raw['mimeType'] === 'string' && isBlobRef(raw['blob']) && typeof raw['size'] === 'number') ||
+      (type === 'resource_link' && typeof raw['name'] === 'string' && (raw['blob'] === undefined || isBlobRef(raw['blob']))) ||
       (type === 'resource' && isRecord(raw['resource']) && typeof raw['resource']['uri'] === 'string' && typeof raw['resource']['text'] === 'string');
     if (!ok) throw new TypeError(`content[${index}] is not a stored content block`);
     return raw as ContentBlock;

@@ -10,6 +10,7 @@ import {
   ContentRefused,
   decodeBytes,
   incomingContent,
+  isBlobRef,
   optionalName,
   storedBlock,
   textForm,
@@ -79,7 +80,7 @@ export async function putBlob(ctx: ClientContext, bytes: Buffer, mimeType: unkno
 /** The blob as `sid` names it, with its bytes; the same refusal whether it exists elsewhere or not. */
 export async function readBlob(ctx: ClientContext, sid: string, ref: string): Promise<{ info: BlobInfo; bytes: Buffer }> {
   const missing = new RpcError(ErrorCodes.invalidParams, `invalid params: session ${sid} names no blob ${ref}`);
-  if (!/^sha256:[0-9a-f]{64}$/.test(ref)) throw missing;
+  if (!isBlobRef(ref)) throw missing;
   const blobs = (await openSide(ctx)).blobs;
   const info = await blobs.named(sid, blobHex(ref));
   const bytes = info === null ? null : await blobs.bytes(info.sha256);
