@@ -524,6 +524,8 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await page.getByRole('button', { name: 'Retry' }).click();
     const folds = log.getByRole('button', { name: /superseded message/ });
     await folds.first().waitFor();
+    // The retried turn runs after the fold is drawn: its reply is awaited, then counted.
+    await log.locator('.reply').getByText('second', { exact: true }).first().waitFor();
     expect(await log.locator('.reply').getByText('second', { exact: true }).count(), 'the retried reply shown once').to.equal(1);
 
     // Edit the second prompt, here.
