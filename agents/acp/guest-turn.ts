@@ -21,6 +21,7 @@ import type { GuestConfig } from './guest-config.js';
 import type { MessagePart } from '../../protocol/content.js';
 import { guestPrompt } from './guest-prompt.js';
 import {
+  type TerminalLookup,
   approvalParams,
   argumentsText,
   chooseKind,
@@ -49,7 +50,19 @@ interface OpenToolCall {
   announced: boolean;
   /** Its `execute_tool` span, from its first sight to its result (null: tracing is off). */
   span: RecordedSpan | null;
+  /** What the guest last said it holds (diffs, terminals): a terminal of turnhost's in it is shown as it runs. */
+  content: readonly ToolCallContent[];
+  /** A tool.update of a running terminal's output waits this long at most (null: none pending). */
+  updateTimer: NodeJS.Timeout | null;
+  /** When its last tool.update went out (ms). */
+  updatedAt: number;
 }
+
+/**
+ * A terminal's output as it comes brings its tool call up to date at most this often: the
+ * clients (and the daemon's event log, which outlives a crash of the host) see what it printed.
+ */
+const TERMINAL_UPDATE_MS = 250;
 
 
 const CANCELLED: RequestPermissionResponse = { outcome: { outcome: 'cancelled' } };
@@ -61,7 +74,7 @@ export interface GuestTurnOutcome {
 }
 
 export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn: TurnContext, policy: Policy, agentName: string): Promise<GuestTurnOutcome> {
-  const record = new TurnRecord(turn);
+  const record = new TurnRecord(turn, (terminalId) => live.terminals.part(terminalId));
   live.sink = turnSink(record, turn, policy);
   const cancel = cancelOnInterrupt(config, live, turn);
   let stopReason: StopReason;
@@ -146,6 +159,7 @@ function turnSink(record: TurnRecord, turn: TurnContext, policy: Policy): TurnSi
       const answer = await turn.ask('clarify.request', clarifyParams(request));
       return elicitationAnswer(request, answer);
     },
+    terminalChanged: (terminalId) => record.terminalChanged(terminalId),
   };
 }
 
@@ -159,7 +173,10 @@ class TurnRecord {
   usage: GuestUsage | undefined;
   appended = 0;
 
-  constructor(private readonly turn: TurnContext) {}
+  constructor(
+    private readonly turn: TurnContext,
+    private readonly terminals: TerminalLookup,
+  ) {}
 
   update(update: SessionUpdate): void {
     switch (update.sessionUpdate) {
@@ -193,6 +210,18 @@ class TurnRecord {
     return { ...request, toolCall: { ...request.toolCall, kind: call.kind ?? null, title: call.title ?? null, rawInput: call.rawInput } };
   }
 
+  /** A terminal wrote: each open call that shows it is brought up to date, no more often than TERMINAL_UPDATE_MS. */
+  terminalChanged(terminalId: string): void {
+    for (const [id, call] of this.open) {
+      if (!call.announced || call.updateTimer !== null || !call.content.some((c) => c.type === 'terminal' && c.terminalId === terminalId)) continue;
+      const wait = Math.max(0, call.updatedAt + TERMINAL_UPDATE_MS - Date.now());
+      call.updateTimer = setTimeout(() => {
+        call.updateTimer = null;
+        if (this.open.get(id) === call) this.sendUpdate(id, call, toolParts(call.content, this.terminals));
+      }, wait);
+    }
+  }
+
   /** The reply: what the guest wrote after its last tool call. Calls without a result are kept as such. */
   finish(): string {
     for (const id of [...this.open.keys()]) this.completeTool(id, false, '(no result: the turn ended first)', false);
@@ -207,7 +236,7 @@ class TurnRecord {
     let call = this.open.get(id);
     if (call === undefined) {
       if (this.done.has(id)) return undefined;
-      call = { kind: null, title: null, rawInput: undefined, textBefore: this.text, announced: false, span: startTool(this.turn.trace, toolName(news.kind), id) };
+      call = { kind: null, title: null, rawInput: undefined, textBefore: this.text, announced: false, span: startTool(this.turn.trace, toolName(news.kind), id), content: [], updateTimer: null, updatedAt: 0 };
       this.text = '';
       this.open.set(id, call);
     }
@@ -216,10 +245,16 @@ class TurnRecord {
     if (hasInput(news.rawInput)) call.rawInput = news.rawInput;
     const final = news.status === 'completed' || news.status === 'failed';
     if (!call.announced && (hasInput(call.rawInput) || final || news.status === 'in_progress')) this.announce(id, call);
-    const parts = toolParts(news.content);
+    if (news.content) call.content = news.content;
+    const parts = toolParts(news.content, this.terminals);
     if (final) this.completeTool(id, news.status === 'completed', toolResultText(news.content, news.rawOutput), true, parts);
-    else if (parts.length > 0 && call.announced) this.turn.emit({ type: 'tool.update', id, content: parts });
+    else if (parts.length > 0 && call.announced) this.sendUpdate(id, call, parts);
     return call;
+  }
+
+  private sendUpdate(id: string, call: OpenToolCall, parts: MessagePart[]): void {
+    call.updatedAt = Date.now();
+    this.turn.emit({ type: 'tool.update', id, content: parts });
   }
 
   private announce(id: string, call: OpenToolCall): void {
@@ -230,6 +265,7 @@ class TurnRecord {
   private completeTool(id: string, ok: boolean, result: string, announce = true, parts: MessagePart[] = []): void {
     const call = this.open.get(id);
     if (call === undefined) return;
+    if (call.updateTimer !== null) clearTimeout(call.updateTimer);
     this.open.delete(id);
     this.done.add(id);
     if (announce) {

@@ -26,6 +26,7 @@ import type { McpServerConfig } from '../agent-config.js';
 import type { GuestConfig } from './guest-config.js';
 import { EXIT_WAIT_MS, GuestProcess, untilAborted, type GuestLog } from './guest-process.js';
 import type { AgentSandbox } from '../sandbox/sandbox.js';
+import { GuestTerminals } from './guest-terminals.js';
 
 /** ACP's "authentication required" (AGENT.md §6: a turn error of reason `auth`). */
 const AUTH_REQUIRED = -32000;
@@ -35,6 +36,8 @@ export interface TurnSink {
   update(update: SessionUpdate): void;
   permission(request: RequestPermissionRequest, signal: AbortSignal): Promise<RequestPermissionResponse>;
   elicitation(request: CreateElicitationRequest, signal: AbortSignal): Promise<CreateElicitationResponse>;
+  /** A terminal turnhost runs for the guest wrote or ended. */
+  terminalChanged(terminalId: string): void;
 }
 
 export class LiveSession {
@@ -56,6 +59,8 @@ export class LiveSession {
     readonly cwd: string,
     /** What its prompts may hold beyond text and links, as the guest declared at initialize. */
     readonly promptCapabilities: PromptCapabilities | null,
+    /** The commands turnhost runs for it (ACP's terminal methods). */
+    readonly terminals: GuestTerminals,
   ) {}
 
   get healthy(): boolean {
@@ -68,10 +73,16 @@ export class LiveSession {
    */
   static async open(config: GuestConfig, turn: TurnContext, cwd: string, log: GuestLog, sandbox: AgentSandbox, origin: ForkOrigin | null): Promise<LiveSession> {
     let live: LiveSession | null = null;
+    const terminals = new GuestTerminals(sandbox, config.env, (terminalId) => live?.sink?.terminalChanged(terminalId));
     const app = client({ name: 'turnhost' })
       .onNotification('session/update', ({ params }) => {
         if (params.sessionId === live?.sessionId) live.sink?.update(params.update);
       })
+      .onRequest('terminal/create', ({ params }) => terminals.create(params))
+      .onRequest('terminal/output', ({ params }) => terminals.output(params.terminalId))
+      .onRequest('terminal/wait_for_exit', ({ params, signal }) => terminals.waitForExit(params.terminalId, signal))
+      .onRequest('terminal/kill', ({ params }) => terminals.kill(params.terminalId))
+      .onRequest('terminal/release', ({ params }) => terminals.release(params.terminalId))
       .onRequest('session/request_permission', ({ params, signal }) => live?.sink?.permission(params, signal) ?? { outcome: { outcome: 'cancelled' } })
       .onRequest('elicitation/create', ({ params, signal }) => live?.sink?.elicitation(params, signal) ?? ({ action: 'decline' } as CreateElicitationResponse));
     let guest: GuestProcess;
@@ -84,9 +95,10 @@ export class LiveSession {
     const deadline = AbortSignal.timeout(config.startTimeoutMs);
     try {
       const started = await withinStart(config, guest, deadline, () => startSession(config, guest, turn, cwd, origin));
-      live = new LiveSession(turn.sid, guest, started.sessionId, sandbox, cwd, started.promptCapabilities);
+      live = new LiveSession(turn.sid, guest, started.sessionId, sandbox, cwd, started.promptCapabilities, terminals);
       return live;
     } catch (err) {
+      await terminals.close();
       await guest.end();
       await sandbox.close();
       throw err;
@@ -95,6 +107,7 @@ export class LiveSession {
 
   async end(): Promise<void> {
     if (this.idleTimer !== null) clearTimeout(this.idleTimer);
+    await this.terminals.close();
     await this.process.end();
     await this.sandbox.close();
   }
@@ -113,8 +126,9 @@ async function startSession(
   const agent = guest.connection.agent;
   const init = await agent.request('initialize', {
     protocolVersion: PROTOCOL_VERSION,
-    // No fs or terminal: a guest uses its own tools. Elicitations are asked as clarify questions.
-    clientCapabilities: { elicitation: { form: {} } },
+    // Terminals run in the session's sandbox (guest-terminals.ts); no fs: a guest reads its folder
+    // itself. Elicitations are asked as clarify questions.
+    clientCapabilities: { terminal: true, elicitation: { form: {} } },
     clientInfo: { name: 'turnhost', version: packageVersion() },
   });
   const method = envAuthMethod(init.authMethods, config.env);

@@ -39,8 +39,12 @@ export interface AgentSandbox {
    * the sandbox when something it names stays hidden.
    */
   wrap(command: string, args: readonly string[], env: Readonly<Record<string, string>>): Confined;
-  /** The spawned process and all it starts are bounded; `over` is told why when the tree passes a bound, and should end it. */
-  watch(pid: number, over: (why: string) => void): void;
+  /**
+   * The spawned process and all it starts are bounded; `over` is told why when the tree passes a
+   * bound, and should end it. Each tree (the guest, each terminal it had turnhost start) is
+   * bounded on its own. Returns what stops the watch.
+   */
+  watch(pid: number, over: (why: string) => void): () => void;
   /** Its proxy goes, and the watch; its folder and home stay. */
   close(): Promise<void>;
 }
@@ -152,7 +156,7 @@ export class Sandboxes {
       homes: ['/home'],
     };
     const limits = { memoryBytes: config.memoryBytes, maxProcesses: MAX_PROCESSES };
-    let unwatch: (() => void) | null = null;
+    const watches = new Set<() => void>();
     return {
       folder,
       wrap: (command, args, env) => {
@@ -162,11 +166,16 @@ export class Sandboxes {
         return { command: 'bwrap', args: bwrapArgs(config, places, command, args), env: { ...env, ...insideEnvironment(agentHome) }, fds: pinned === null ? [] : [pinned] }; // the first fd after stdio: FOLDER_FD
       },
       watch: (pid, over) => {
-        unwatch?.();
-        unwatch = this.watchdog.watch(pid, limits, over);
+        const unwatch = this.watchdog.watch(pid, limits, over);
+        watches.add(unwatch);
+        return () => {
+          unwatch();
+          watches.delete(unwatch);
+        };
       },
       close: async () => {
-        unwatch?.();
+        for (const unwatch of watches) unwatch();
+        watches.clear();
         if (pinned !== null) closeSync(pinned);
         await proxy.close();
         rmSync(proxyDir, { recursive: true, force: true });
@@ -241,7 +250,7 @@ function unconfined(folder: string): AgentSandbox {
       setprivPath === null
         ? { command, args: [...args], env: { ...env }, fds: [] }
         : { command: setprivPath, args: ['--pdeathsig', 'KILL', '--', command, ...args], env: { ...env }, fds: [] },
-    watch: () => {},
+    watch: () => () => {},
     close: async () => {},
   };
 }

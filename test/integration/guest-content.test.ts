@@ -10,10 +10,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EventParams } from '../../client/rpc-connection.js';
 import { pdfDocument, pngImage } from '../helpers/content-files.js';
-import { startDaemon, TestClient } from '../helpers/daemon.js';
+import { hostPid, startDaemon, TestClient } from '../helpers/daemon.js';
 import { guestArgs, guestScene, PYTHON_GUEST, type GuestScene } from '../helpers/guests.js';
 import { Editor } from '../helpers/editor.js';
-import { Harness } from '../helpers/processes.js';
+import { Harness, processesNaming } from '../helpers/processes.js';
 
 const b64 = (bytes: Buffer): string => bytes.toString('base64');
 
@@ -130,5 +130,59 @@ describe("a guest's diffs and terminals, kept whole (the TS fixture guest; turnh
     await second.agent.request('session/load', { sessionId, cwd: scene.dir, mcpServers: [] });
     const replayed = second.updates.map((n) => n.update).find((u) => u.sessionUpdate === 'tool_call_update');
     expect(replayed && 'content' in replayed ? replayed.content?.[0] : null).to.deep.equal(DIFF);
+  });
+});
+
+describe('terminals turnhost runs for a guest (ACP terminal/*, in its sandbox)', function () {
+  this.timeout(60_000);
+  const h = new Harness();
+  afterEach(() => h.cleanup());
+
+  type Part = { type: string; terminalId?: string; command?: string; output?: string; exitCode?: number | null };
+
+  async function sandboxedGuest(): Promise<{ client: TestClient; scene: GuestScene; daemon: Awaited<ReturnType<typeof startDaemon>> }> {
+    const scene = guestScene(h);
+    scene.write({}, { approval: { default: 'allow' } });
+    const daemon = await startDaemon(h, guestArgs(scene), {}, scene.home);
+    return { client: await TestClient.connect(daemon), scene, daemon };
+  }
+
+  it('a command runs in the session\'s folder inside the sandbox; its command, output and exit code reach tool.complete and the history\'s parts', async () => {
+    const { client, scene } = await sandboxedGuest();
+    await client.call('session.create', { session_id: 'term', cwd: scene.dir });
+    await client.call('prompt.submit', { session_id: 'term', text: `run pwd; echo made > made.txt; test -e ${scene.home}/turnhost.db || echo home-hidden; exit 3` });
+    await client.nextEvent('turn.end', 'term');
+    const expected: Part = { type: 'terminal', terminalId: 'term-1', command: `pwd; echo made > made.txt; test -e ${scene.home}/turnhost.db || echo home-hidden; exit 3`, output: `${scene.dir}\nhome-hidden\n`, exitCode: 3 };
+    expect(client.reply('term')).to.equal(`exit 3 truncated false: ${scene.dir}\nhome-hidden\n`);
+    expect(client.event('tool.complete', 'term')!.payload['content']).to.deep.equal([expected]);
+    expect(readFileSync(join(scene.dir, 'made.txt'), 'utf8')).to.equal('made\n');
+    const messages = (await client.call<{ messages: { role: string; parts?: Part[] }[] }>('session.history', { session_id: 'term' })).messages;
+    expect(messages.find((m) => m.role === 'tool')!.parts).to.deep.equal([expected]);
+  });
+
+  it('outputByteLimit keeps the newest bytes, cut at a character\'s start, and says it truncated', async () => {
+    const { client, scene } = await sandboxedGuest();
+    await client.call('session.create', { session_id: 'cut', cwd: scene.dir });
+    // 2000 two-byte characters, then "end": 10 bytes kept would split a character; 9 are whole.
+    await client.call('prompt.submit', { session_id: 'cut', text: "run --limit 10 printf 'é%.0s' $(seq 2000); printf end" });
+    await client.nextEvent('turn.end', 'cut');
+    expect(client.reply('cut')).to.equal('exit 0 truncated true: éééend');
+  });
+
+  it('output captured before a kill -9 of the host is still shown after it (tool.update, replayed), and the command is gone with its host', async () => {
+    const { client, scene } = await sandboxedGuest();
+    const marker = `th-term-${process.pid}-${Date.now()}`;
+    await client.call('session.create', { session_id: 'kept', cwd: scene.dir });
+    await client.call('prompt.submit', { session_id: 'kept', text: `run echo captured-before-crash; exec sh -c "sleep 120; :" ${marker}` });
+    const shown = (e: { payload: Record<string, unknown> }) => ((e.payload['content'] as Part[] | undefined) ?? []).some((p) => p.output === 'captured-before-crash\n');
+    await client.nextEvent('tool.update', 'kept', shown);
+    const sleeper = processesNaming([marker]);
+    expect(sleeper, 'the command runs').to.have.length.greaterThan(0);
+    process.kill(await hostPid(client), 'SIGKILL');
+    await client.nextEvent('turn.error', 'kept');
+    const after = await TestClient.connect({ socket: join(scene.home, 'turnhost.sock') });
+    await after.call('session.resume', { session_id: 'kept', after_seq: 0 });
+    await after.until(() => after.events.some((e) => e.type === 'tool.update' && shown(e)), 'the replayed tool.update');
+    expect(await scene.gone(sleeper, 10_000), 'the terminal\'s command died with its host').to.equal(true);
   });
 });
