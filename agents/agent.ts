@@ -39,6 +39,8 @@ export interface TurnContext {
   readonly content: readonly ContentBlock[];
   /** A blob's bytes (`sha256:…`), read from the store when asked. */
   blob(ref: string): Promise<Buffer>;
+  /** Keeps bytes the agent sends back (a guest's image) once in the store, named by this session: the block naming them. */
+  keepBlob(type: 'image' | 'audio', mimeType: string, bytes: Buffer): Promise<ContentBlock>;
   /** The session's history before this turn's prompt. */
   readonly history: readonly ChatMessage[];
   readonly overrides: Readonly<SessionOverrides>;
@@ -105,6 +107,8 @@ export interface TurnResult {
   usage?: TurnUsage;
   /** Set when the reply was cut by the model's token limit: sent on turn.end (AGENT.md §4). */
   finishReason?: 'length';
+  /** What the reply holds beyond its text (a guest's images, PROTOCOL.md §2.4): the reply message's parts. */
+  parts?: MessagePart[];
   /** Set when the agent ended the turn as cancelled of its own accord (a guest's `cancelled`, AGENT.md §6): it ends interrupted, as an interrupt's would. */
   interrupted?: true;
 }

@@ -3,7 +3,7 @@
 // RUN_FINISHED and its error as RUN_ERROR with the reason as `code`. A question the agent asks ends
 // the run with an interrupt outcome: the turn waits in turnhost for the next run's `resume`.
 // AG-UI wants every message closed before another kind begins and before the run ends.
-import type { MessagePart } from '../protocol/content.js';
+import { blobHex, type MessagePart } from '../protocol/content.js';
 import { EventType, type BaseEvent, type Interrupt, type RunFinishedOutcome, type TokenUsage } from '@ag-ui/core';
 import { isRecord, type UnknownRecord } from '../protocol/fields.js';
 
@@ -63,15 +63,17 @@ export class AgUiTurn {
   }
 
   /**
-   * A tool's diffs and terminals (PROTOCOL.md §2.4) as AG-UI activities, each a snapshot under an id
-   * of its own: an update of the same diff replaces what a client shows.
+   * A tool's diffs, terminals and images (PROTOCOL.md §2.4) as AG-UI activities, each a snapshot
+   * under an id of its own: an update of the same diff replaces what a client shows. An image or
+   * audio names its bytes by the edge's address for them (the run's credential reads them).
    */
   private activities(payload: UnknownRecord): void {
     const parts = Array.isArray(payload['content']) ? (payload['content'] as MessagePart[]) : [];
     parts.forEach((part, index) => {
-      if (part.type !== 'diff' && part.type !== 'terminal') return;
+      if (part.type !== 'diff' && part.type !== 'terminal' && part.type !== 'image' && part.type !== 'audio') return;
       const { type: activityType, ...content } = part;
-      this.emit({ type: EventType.ACTIVITY_SNAPSHOT, messageId: `${String(payload['id'])}-${activityType}-${index}`, activityType, content } as BaseEvent);
+      const shown = 'blob' in content ? { ...content, url: `/v1/sessions/${encodeURIComponent(this.threadId)}/blobs/${blobHex(content.blob)}` } : content;
+      this.emit({ type: EventType.ACTIVITY_SNAPSHOT, messageId: `${String(payload['id'])}-${activityType}-${index}`, activityType, content: shown } as BaseEvent);
     });
   }
 

@@ -43,6 +43,12 @@ export class Blobs {
     await this.query(RECORD_UPLOAD_SQL, [info.sha256, byUser, info.mimeType, info.size, info.name, now]);
   }
 
+  /** Bytes an agent sent back (a guest's image): kept once, and named by its session. */
+  async keep(sid: string, info: BlobInfo, bytes: Buffer, now = Date.now()): Promise<void> {
+    await this.query(BLOB_PUT_CONTENT_SQL, [info.sha256, bytes]);
+    await this.name(sid, info, now);
+  }
+
   /** The session may read it from now on. */
   async name(sid: string, info: BlobInfo, now = Date.now()): Promise<void> {
     await this.query(BLOB_NAME_SQL, [sid, info.sha256, info.mimeType, info.size, info.name, now]);

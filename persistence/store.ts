@@ -3,6 +3,7 @@
 // has. Writes are units of work grouped into one transaction per group; a unit's promise resolves
 // once the transaction holding it has committed, and groups commit in the order they gathered, so
 // frames that wait on their commits leave in order. Reads see what has committed.
+import type { Blobs } from './blobs.js';
 import type { BudgetExceeded } from './ledger.js';
 import type { ChatMessage } from '../protocol/chat.js';
 import { checkedParts } from '../protocol/content.js';
@@ -110,6 +111,8 @@ export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   /** A guest's home in the store (persistence/home-snapshots.ts), out of the turns' way. */
   readonly homes: HomeSnapshots;
+  /** The files in the same content store (persistence/blobs.ts): what an agent sends back is kept here. */
+  readonly blobs: Blobs;
   /** The sessions' committed histories, so that a turn reads nothing back (history-cache.ts). */
   readonly history: HistoryCache;
 

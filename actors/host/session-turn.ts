@@ -319,7 +319,7 @@ export async function finishTurn(s: SessionState, turnId: string, result: TurnRe
   const outcome: TurnOutcome = interrupted ? 'interrupted' : error ? 'failed' : 'completed';
   const reply = result?.reply ?? null;
   const messages = turn.pending.slice();
-  if (reply !== null && (outcome === 'completed' || reply !== '')) messages.push({ role: 'assistant', content: reply });
+  if (reply !== null && (outcome === 'completed' || reply !== '')) messages.push({ role: 'assistant', content: reply, ...(result?.parts === undefined ? {} : { parts: result.parts }) });
   const failure = outcome === 'failed' ? (error?.message ?? 'agent failed') : null;
   // What the result says, else what the agent reported as it went (a failed turn keeps what was known).
   const report: TurnReport = { ...turn.report, ...(result?.model === undefined ? {} : { model: result.model }), ...(result?.usage === undefined ? {} : { usage: result.usage }) };

@@ -1,4 +1,5 @@
 // What an agent sees of its turn, and how its promise reports back to the session actor.
+import { createHash } from 'node:crypto';
 import type { AgentEvent, TurnContext, TurnResult, TurnUsage } from '../../agents/agent.js';
 import type { AgentCatalogue } from '../../agents/catalogue.js';
 import { UNTRACED } from '../../agents/genai-spans.js';
@@ -47,6 +48,11 @@ export function buildTurnContext(spec: TurnSpec, turn: RunningTurn, services: Ho
       const bytes = (await services.store.homes.contents([hex])).get(hex);
       if (bytes === undefined) throw new Error(`the store holds no blob ${ref}`);
       return bytes;
+    },
+    async keepBlob(type: 'image' | 'audio', mimeType: string, bytes: Buffer): Promise<ContentBlock> {
+      const sha256 = createHash('sha256').update(bytes).digest('hex');
+      await services.store.blobs.keep(spec.sid, { sha256, mimeType, size: bytes.length, name: null }, bytes);
+      return { type, mimeType, blob: `sha256:${sha256}`, size: bytes.length };
     },
     history: spec.history,
     overrides: spec.overrides,
@@ -221,5 +227,7 @@ function checkedResult(result: Partial<TurnResult> | undefined): TurnResult {
   if (usage !== undefined) checked.usage = usage;
   if (result?.finishReason === 'length') checked.finishReason = 'length';
   if (result?.interrupted === true) checked.interrupted = true;
+  const parts = checkedParts(result?.parts);
+  if (parts.length > 0) checked.parts = parts;
   return checked;
 }

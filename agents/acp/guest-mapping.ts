@@ -17,7 +17,7 @@ import type {
 import type { AgentEvent } from '../agent.js';
 import type { PlanEntry } from '../../protocol/rpc.js';
 import { shownText } from '../../protocol/tool-arguments.js';
-import { keptDiff, TERMINAL_OUTPUT_MAX, type MessagePart, type TerminalPart } from '../../protocol/content.js';
+import { keptDiff, TERMINAL_OUTPUT_MAX, type ContentBlock as StoredBlock, type MessagePart, type TerminalPart } from '../../protocol/content.js';
 import { isRecord } from '../../protocol/fields.js';
 
 /** A guest's tool as the approval policy and the history name it: its ACP kind. */
@@ -39,27 +39,35 @@ export function blockText(block: ContentBlock): string {
   }
 }
 
-/** What turnhost's own terminal of that id shows (its command, output, exit code); null for one it does not run. */
-export type TerminalLookup = (terminalId: string) => Omit<TerminalPart, 'type' | 'terminalId'> | null;
+/** What a tool call's content points at that turnhost holds: its own terminals, the guest's images as kept. */
+export interface PartSources {
+  /** What turnhost's own terminal of that id shows (its command, output, exit code); null for one it does not run. */
+  terminal(terminalId: string): Omit<TerminalPart, 'type' | 'terminalId'> | null;
+  /** An image or audio block the guest sent, as stored (a blob); null when it was not kept. */
+  kept(block: ContentBlock): StoredBlock | null;
+}
 
 /**
  * A tool call's content as turnhost keeps it (PROTOCOL.md §2.4): diffs whole (their texts up to a
  * bound), terminals with their output (a terminal turnhost runs for the guest: as captured; a
- * guest's own: what it said in `_meta.terminal_output`, as Claude Code's adapter does), links;
- * text stays in the summary.
+ * guest's own: what it said in `_meta.terminal_output`, as Claude Code's adapter does), images
+ * and audio as blobs, links; text stays in the summary.
  */
-export function toolParts(content: readonly ToolCallContent[] | null | undefined, terminals: TerminalLookup): MessagePart[] {
+export function toolParts(content: readonly ToolCallContent[] | null | undefined, sources: PartSources): MessagePart[] {
   const parts: MessagePart[] = [];
   for (const item of content ?? []) {
     if (item.type === 'diff') parts.push(keptDiff(item.path, item.oldText ?? null, item.newText));
-    else if (item.type === 'terminal') parts.push({ type: 'terminal', terminalId: item.terminalId, ...ownTerminal(terminals(item.terminalId)), ...terminalMeta(item._meta) });
-    else if (item.type === 'content' && item.content.type === 'resource_link') parts.push({ type: 'resource_link', name: item.content.name, uri: item.content.uri, ...(item.content.mimeType ? { mimeType: item.content.mimeType } : {}) });
+    else if (item.type === 'terminal') parts.push({ type: 'terminal', terminalId: item.terminalId, ...ownTerminal(sources.terminal(item.terminalId)), ...terminalMeta(item._meta) });
+    else if (item.type === 'content' && (item.content.type === 'image' || item.content.type === 'audio')) {
+      const kept = sources.kept(item.content);
+      if (kept !== null) parts.push(kept);
+    } else if (item.type === 'content' && item.content.type === 'resource_link') parts.push({ type: 'resource_link', name: item.content.name, uri: item.content.uri, ...(item.content.mimeType ? { mimeType: item.content.mimeType } : {}) });
   }
   return parts;
 }
 
 /** Turnhost's terminal as a part holds it: its output's newest TERMINAL_OUTPUT_MAX characters. */
-function ownTerminal(shown: ReturnType<TerminalLookup>): Omit<TerminalPart, 'type' | 'terminalId'> {
+function ownTerminal(shown: ReturnType<PartSources['terminal']>): Omit<TerminalPart, 'type' | 'terminalId'> {
   if (shown === null) return {};
   return { ...shown, ...(shown.output === undefined ? {} : { output: shown.output.slice(-TERMINAL_OUTPUT_MAX) }) };
 }

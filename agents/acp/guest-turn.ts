@@ -18,10 +18,10 @@ import { endTool, nameTool, startTool } from '../genai-spans.js';
 import type { RecordedSpan } from '../span-recorder.js';
 import type { Policy } from '../model/approval.js';
 import type { GuestConfig } from './guest-config.js';
-import type { MessagePart } from '../../protocol/content.js';
+import { contradiction, decodeBytes, DEFAULT_CONTENT_BOUNDS, describeBlock, type ContentBlock as StoredBlock, type MessagePart } from '../../protocol/content.js';
 import { guestPrompt } from './guest-prompt.js';
 import {
-  type TerminalLookup,
+  type PartSources,
   approvalParams,
   argumentsText,
   chooseKind,
@@ -88,6 +88,8 @@ export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn:
     stopReason = 'cancelled';
   } finally {
     cancel.dispose();
+    // The updates that came before the prompt's answer are all applied (their images stored) before the reply is read.
+    await record.settled();
     live.sink = null;
   }
   const stop = turnStop(stopReason);
@@ -100,6 +102,7 @@ export async function runGuestTurn(config: GuestConfig, live: LiveSession, turn:
     ...(record.usage ? { usage: record.usage.usage, ...(record.usage.model === undefined ? {} : { model: record.usage.model }) } : {}),
     ...(stop.finishReason ? { finishReason: stop.finishReason } : {}),
     ...(stop.interrupted ? { interrupted: true } : {}),
+    ...record.replyParts(),
   };
   // The host stores an interrupted turn's reply only when it has text.
   const replyStored = !interrupted || reply !== '';
@@ -146,7 +149,8 @@ function turnSink(record: TurnRecord, turn: TurnContext, policy: Policy): TurnSi
   return {
     update: (update) => record.update(update),
     async permission(request: RequestPermissionRequest): Promise<RequestPermissionResponse> {
-      // The request may name the call without its kind: the call as the turn knows it has it.
+      // The request may name the call without its kind: the call as the turn knows it has it, once the updates before it are applied.
+      await record.settled();
       const asked = record.toolCallAsked(request);
       const decision = policy({ name: toolName(asked.toolCall.kind) });
       if (decision === 'allow') return chooseKind(request.options, 'allow_once');
@@ -169,16 +173,45 @@ class TurnRecord {
   private readonly open = new Map<string, OpenToolCall>();
   /** Calls already completed: a late repeat of one is not a new call. */
   private readonly done = new Set<string>();
+  /** Updates are applied one after another: an image in one is stored before the next is looked at. */
+  private applying: Promise<void> = Promise.resolve();
+  /** The guest's images and audio as stored, by the block that carried them. */
+  private readonly kept = new Map<AcpBlock, StoredBlock>();
+  /** The reply's blocks (since the last tool call), kept as parts when one is more than text. */
+  private replyBlocks: StoredBlock[] = [];
+  private readonly sources: PartSources;
   /** What the guest last said the turn spent: its prompt response's usage wins over a usage_update. */
   usage: GuestUsage | undefined;
   appended = 0;
 
   constructor(
     private readonly turn: TurnContext,
-    private readonly terminals: TerminalLookup,
-  ) {}
+    terminal: PartSources['terminal'],
+  ) {
+    this.sources = { terminal, kept: (block) => this.kept.get(block) ?? null };
+  }
 
   update(update: SessionUpdate): void {
+    // One update that fails to apply (a store that refused an image) must not stop the ones after it.
+    this.applying = this.applying.then(() => this.apply(update)).catch((err: unknown) => this.turn.emit({ type: 'error', message: `an update of the guest was not applied: ${(err as Error).message}` }));
+  }
+
+  /** Resolves once every update received so far is applied. */
+  settled(): Promise<void> {
+    return this.applying;
+  }
+
+  /** The reply's parts, when it held an image or audio. */
+  replyParts(): { parts?: MessagePart[] } {
+    return this.replyBlocks.some((block) => block.type !== 'text') ? { parts: this.replyBlocks } : {};
+  }
+
+  private async apply(update: SessionUpdate): Promise<void> {
+    await this.keepMedia(update);
+    if (update.sessionUpdate === 'agent_message_chunk') {
+      const kept = this.kept.get(update.content);
+      if (kept !== undefined) return this.replyMedia(kept);
+    }
     switch (update.sessionUpdate) {
       case 'tool_call':
       case 'tool_call_update':
@@ -190,8 +223,37 @@ class TurnRecord {
     }
     const event = updateEvent(update);
     if (event === null) return;
-    if (event.type === 'message.delta') this.text += event.text;
+    if (event.type === 'message.delta') this.replyText(event.text);
     this.turn.emit(event);
+  }
+
+  /** The images and audio an update carries, stored as blobs of the session; one that cannot be is said in place of it. */
+  private async keepMedia(update: SessionUpdate): Promise<void> {
+    for (const block of mediaBlocks(update)) {
+      try {
+        const bytes = decodeBytes(block.data, 'the guest\'s block', DEFAULT_CONTENT_BOUNDS);
+        const contradicted = contradiction(block.mimeType, bytes);
+        if (contradicted !== null) throw new Error(contradicted);
+        this.kept.set(block, await this.turn.keepBlob(block.type, block.mimeType, bytes));
+      } catch (err) {
+        this.kept.set(block, { type: 'text', text: `[${block.type} not kept: ${(err as Error).message}]` });
+      }
+    }
+  }
+
+  private replyText(text: string): void {
+    this.text += text;
+    const last = this.replyBlocks.at(-1);
+    if (last?.type === 'text') last.text += text;
+    else this.replyBlocks.push({ type: 'text', text });
+  }
+
+  /** An image in the reply: its text form streams as text; the block is kept as the reply's part. */
+  private replyMedia(block: StoredBlock): void {
+    const text = describeBlock(block);
+    this.text += text;
+    this.replyBlocks.push(block.type === 'text' ? { ...block } : block);
+    this.turn.emit({ type: 'message.delta', text });
   }
 
   /** The turn's usage as the guest reported it: kept by the host as it goes, so a failed turn keeps it. */
@@ -217,7 +279,7 @@ class TurnRecord {
       const wait = Math.max(0, call.updatedAt + TERMINAL_UPDATE_MS - Date.now());
       call.updateTimer = setTimeout(() => {
         call.updateTimer = null;
-        if (this.open.get(id) === call) this.sendUpdate(id, call, toolParts(call.content, this.terminals));
+        if (this.open.get(id) === call) this.sendUpdate(id, call, toolParts(call.content, this.sources));
       }, wait);
     }
   }
@@ -238,6 +300,7 @@ class TurnRecord {
       if (this.done.has(id)) return undefined;
       call = { kind: null, title: null, rawInput: undefined, textBefore: this.text, announced: false, span: startTool(this.turn.trace, toolName(news.kind), id), content: [], updateTimer: null, updatedAt: 0 };
       this.text = '';
+      this.replyBlocks = [];
       this.open.set(id, call);
     }
     if (news.kind) call.kind = news.kind;
@@ -246,7 +309,7 @@ class TurnRecord {
     const final = news.status === 'completed' || news.status === 'failed';
     if (!call.announced && (hasInput(call.rawInput) || final || news.status === 'in_progress')) this.announce(id, call);
     if (news.content) call.content = news.content;
-    const parts = toolParts(news.content, this.terminals);
+    const parts = toolParts(news.content, this.sources);
     if (final) this.completeTool(id, news.status === 'completed', toolResultText(news.content, news.rawOutput), true, parts);
     else if (parts.length > 0 && call.announced) this.sendUpdate(id, call, parts);
     return call;
@@ -295,4 +358,14 @@ interface ToolCallNews {
 function hasInput(rawInput: unknown): boolean {
   if (rawInput === undefined || rawInput === null) return false;
   return typeof rawInput !== 'object' || Object.keys(rawInput).length > 0;
+}
+
+/** The images and audio an update carries with their bytes: a reply's chunk, a tool call's content. */
+function mediaBlocks(update: SessionUpdate): Extract<AcpBlock, { type: 'image' | 'audio' }>[] {
+  const blocks: AcpBlock[] = [];
+  if (update.sessionUpdate === 'agent_message_chunk') blocks.push(update.content);
+  if ((update.sessionUpdate === 'tool_call' || update.sessionUpdate === 'tool_call_update') && update.content) {
+    for (const item of update.content) if (item.type === 'content') blocks.push(item.content);
+  }
+  return blocks.filter((block): block is Extract<AcpBlock, { type: 'image' | 'audio' }> => block.type === 'image' || block.type === 'audio');
 }

@@ -10,6 +10,7 @@
 // same way. Nothing is half-written: a group is one transaction. A connection lost during COMMIT
 // leaves the outcome unknown to us; the units are failed, and the turn's undoing (owed work)
 // corrects the rows once the server is back.
+import { Blobs } from '../blobs.js';
 import { PostgresHomes } from './postgres-homes.js';
 import { FINISH_DELETE_SQL, TOMBSTONE_SQL, TOMBSTONES_SQL, toTombstone, type Tombstone } from '../session-life.js';
 import pg from 'pg';
@@ -66,6 +67,7 @@ export interface PostgresStoreOptions {
 export class PostgresStore implements Store {
   readonly history: HistoryCache;
   readonly homes: PostgresHomes;
+  readonly blobs: Blobs;
   readonly kind = 'postgres';
   private readonly gathering = new GroupGathering(() => this.commitGathered());
   /** Writes owed by groups that failed (a turn's undoing): each committed on its own before the next group. */
@@ -90,6 +92,7 @@ export class PostgresStore implements Store {
     this.client = client;
     this.history = new HistoryCache(historyCacheBytes);
     this.homes = new PostgresHomes(pool, node?.id ?? null);
+    this.blobs = new Blobs(async (sql, params) => (await pool.query(sql, [...params])).rows);
     this.watch(client);
     this.leases = node === undefined ? null : new NodeLeases(node, pool, (err) => this.failed(err), () => this.connection());
     if (node !== undefined) {

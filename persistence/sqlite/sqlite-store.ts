@@ -8,6 +8,7 @@
 // Writes are units of work; `commit` groups units into one transaction (group-gathering.ts), so
 // concurrent turns share their commits. SQLite's commit is synchronous: a group is committed as
 // soon as it has gathered.
+import { Blobs } from '../blobs.js';
 import { chmodSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { HistoryCache } from '../history-cache.js';
@@ -75,12 +76,14 @@ export class SqliteStore implements Store {
 
   readonly history: HistoryCache;
   readonly homes: SqliteHomes;
+  readonly blobs: Blobs;
   readonly kind = 'sqlite';
 
   private constructor(readonly db: Database.Database, private readonly file: string, historyCacheBytes: number) {
     this.history = new HistoryCache(historyCacheBytes);
     this.homes = new SqliteHomes(db);
     this.query = numberedQuery(db);
+    this.blobs = new Blobs(this.query);
     this.writer = new SqliteWriter(db);
     this.walSync = syncWalPeriodically(`${file}-wal`);
     // Positions run 0 … n-1 without holes: the last one gives the count from the key, without a scan

@@ -6,6 +6,7 @@ import { HttpAgent } from '@ag-ui/client';
 import type { BaseEvent } from '@ag-ui/core';
 import { EventSchemas } from '@ag-ui/core/schemas';
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EventParams } from '../../client/rpc-connection.js';
@@ -16,6 +17,8 @@ import { Editor } from '../helpers/editor.js';
 import { Harness, processesNaming } from '../helpers/processes.js';
 
 const b64 = (bytes: Buffer): string => bytes.toString('base64');
+/** The 1×1 PNG the fixture guest's `picture` shows. */
+const PIXEL_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
 describe('content beyond text to a guest agent (the Python example, sandboxed)', function () {
   this.timeout(60_000);
@@ -97,6 +100,26 @@ describe("a guest's diffs and terminals, kept whole (the TS fixture guest; turnh
     expect(result).to.deep.include({ content: '[diff /work/src/a.ts]\n[terminal term-1]', parts: [DIFF, { type: 'terminal', terminalId: 'term-1', output: 'tests passed\n', exitCode: 0 }] });
   });
 
+  it('a guest\'s images (a tool result\'s, the reply\'s) are stored once as blobs the session names: parts in tool.complete and the history, readable by blob.get', async () => {
+    const scene = guestScene(h);
+    scene.write({}, { approval: { default: 'allow' } });
+    const client = await TestClient.connect(await startDaemon(h, guestArgs(scene), {}, scene.home));
+    await client.call('session.create', { session_id: 'pic' });
+    await client.call('prompt.submit', { session_id: 'pic', text: 'picture' });
+    await client.nextEvent('turn.end', 'pic');
+    const pixel = Buffer.from(PIXEL_PNG, 'base64');
+    const blob = `sha256:${createHash('sha256').update(pixel).digest('hex')}`;
+    const image = { type: 'image', mimeType: 'image/png', blob, size: pixel.length };
+    expect(client.event('tool.complete', 'pic')!.payload['content']).to.deep.equal([image]);
+    expect(client.reply('pic')).to.equal(`here it is: [image image/png ${pixel.length} bytes ${blob}]`);
+    const messages = (await client.call<{ messages: { role: string; content: string; parts?: unknown[] }[] }>('session.history', { session_id: 'pic' })).messages;
+    expect(messages.find((m) => m.role === 'tool')!.parts).to.deep.equal([image]);
+    expect(messages.at(-1)).to.deep.include({ role: 'assistant', parts: [{ type: 'text', text: 'here it is: ' }, image] });
+    const read = await client.call<{ data: string; mimeType: string }>('blob.get', { session_id: 'pic', blob });
+    expect(Buffer.from(read.data, 'base64').equals(pixel)).to.equal(true);
+    expect(read.mimeType).to.equal('image/png');
+  });
+
   it('an AG-UI client gets the diff and the terminal as ACTIVITY_SNAPSHOTs (checked against AG-UI\'s schema)', async () => {
     const scene = guestScene(h);
     scene.write({}, { approval: { default: 'allow' } });
@@ -113,6 +136,25 @@ describe("a guest's diffs and terminals, kept whole (the TS fixture guest; turnh
       ['diff', { path: DIFF.path, oldText: DIFF.oldText, newText: DIFF.newText }],
       ['terminal', { terminalId: 'term-1', output: 'tests passed\n', exitCode: 0 }],
     ]);
+  });
+
+  it('an AG-UI client gets a guest\'s image as an ACTIVITY_SNAPSHOT naming the edge\'s address for its bytes, which its token reads', async () => {
+    const scene = guestScene(h);
+    scene.write({}, { approval: { default: 'allow' } });
+    const token = 'content-ag-ui-token-0123456789abcdef';
+    const daemon = await startDaemon(h, [...guestArgs(scene), '--listen', '127.0.0.1:0'], { TURNHOST_TOKEN: token }, scene.home);
+    const url = (await (await TestClient.connect(daemon)).call<{ http: { url: string } }>('host.status')).http.url;
+    const on = new HttpAgent({ url: `${url}/v1/ag-ui`, headers: { authorization: `Bearer ${token}` }, threadId: 'ag-pic' });
+    on.addMessage({ id: 'u1', role: 'user', content: 'picture' });
+    const events: BaseEvent[] = [];
+    await on.runAgent({ runId: 'run-pic' }, { onEvent: ({ event }) => void events.push(EventSchemas.parse(event) as BaseEvent) });
+    const pixel = Buffer.from(PIXEL_PNG, 'base64');
+    const hex = createHash('sha256').update(pixel).digest('hex');
+    const image = events.find((e) => e.type === 'ACTIVITY_SNAPSHOT') as unknown as { activityType: string; content: Record<string, unknown> };
+    expect(image).to.deep.include({ activityType: 'image', content: { mimeType: 'image/png', blob: `sha256:${hex}`, size: pixel.length, url: `/v1/sessions/ag-pic/blobs/${hex}` } });
+    const fetched = await fetch(`${url}${String(image.content['url'])}`, { headers: { authorization: `Bearer ${token}` } });
+    expect(fetched.status).to.equal(200);
+    expect(Buffer.from(await fetched.arrayBuffer()).equals(pixel)).to.equal(true);
   });
 
   it('an editor behind turnhost acp gets the guest\'s diff as an ACP diff, as it would from the guest directly, and again on session/load', async () => {

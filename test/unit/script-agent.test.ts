@@ -16,6 +16,9 @@ function turn(prompt: string, answers: Record<string, unknown> = {}) {
     blob: async (ref) => {
       throw new Error(`no blob ${ref} in this test`);
     },
+    keepBlob: async () => {
+      throw new Error('the script agent keeps no blob');
+    },
     history: [],
     overrides: {},
     cwd: null,
