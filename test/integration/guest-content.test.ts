@@ -120,16 +120,23 @@ describe("a guest's diffs and terminals, kept whole (the TS fixture guest; turnh
     expect(read.mimeType).to.equal('image/png');
   });
 
-  it('an AG-UI client gets the diff and the terminal as ACTIVITY_SNAPSHOTs (checked against AG-UI\'s schema)', async () => {
+  const AG_UI_TOKEN = 'content-ag-ui-token-0123456789abcdef';
+
+  /** One AG-UI run of `text` on a new thread of the fixture guest (behind the edge): its events, each checked against AG-UI's schema. */
+  async function agUiRun(threadId: string, text: string): Promise<{ events: BaseEvent[]; url: string }> {
     const scene = guestScene(h);
     scene.write({}, { approval: { default: 'allow' } });
-    const token = 'content-ag-ui-token-0123456789abcdef';
-    const daemon = await startDaemon(h, [...guestArgs(scene), '--listen', '127.0.0.1:0'], { TURNHOST_TOKEN: token }, scene.home);
+    const daemon = await startDaemon(h, [...guestArgs(scene), '--listen', '127.0.0.1:0'], { TURNHOST_TOKEN: AG_UI_TOKEN }, scene.home);
     const url = (await (await TestClient.connect(daemon)).call<{ http: { url: string } }>('host.status')).http.url;
-    const on = new HttpAgent({ url: `${url}/v1/ag-ui`, headers: { authorization: `Bearer ${token}` }, threadId: 'ag-edit' });
-    on.addMessage({ id: 'u1', role: 'user', content: 'edit /work/src/a.ts' });
+    const on = new HttpAgent({ url: `${url}/v1/ag-ui`, headers: { authorization: `Bearer ${AG_UI_TOKEN}` }, threadId });
+    on.addMessage({ id: 'u1', role: 'user', content: text });
     const events: BaseEvent[] = [];
-    await on.runAgent({ runId: 'run-edit' }, { onEvent: ({ event }) => void events.push(EventSchemas.parse(event) as BaseEvent) });
+    await on.runAgent({ runId: `run-${threadId}` }, { onEvent: ({ event }) => void events.push(EventSchemas.parse(event) as BaseEvent) });
+    return { events, url };
+  }
+
+  it('an AG-UI client gets the diff and the terminal as ACTIVITY_SNAPSHOTs (checked against AG-UI\'s schema)', async () => {
+    const { events } = await agUiRun('ag-edit', 'edit /work/src/a.ts');
     const activities = events.filter((e) => e.type === 'ACTIVITY_SNAPSHOT') as unknown as { activityType: string; content: Record<string, unknown> }[];
     expect(activities.map((a) => [a.activityType, a.content])).to.deep.equal([
       ['diff', { path: DIFF.path, oldText: DIFF.oldText, newText: DIFF.newText }],
@@ -139,20 +146,12 @@ describe("a guest's diffs and terminals, kept whole (the TS fixture guest; turnh
   });
 
   it('an AG-UI client gets a guest\'s image as an ACTIVITY_SNAPSHOT naming the edge\'s address for its bytes, which its token reads', async () => {
-    const scene = guestScene(h);
-    scene.write({}, { approval: { default: 'allow' } });
-    const token = 'content-ag-ui-token-0123456789abcdef';
-    const daemon = await startDaemon(h, [...guestArgs(scene), '--listen', '127.0.0.1:0'], { TURNHOST_TOKEN: token }, scene.home);
-    const url = (await (await TestClient.connect(daemon)).call<{ http: { url: string } }>('host.status')).http.url;
-    const on = new HttpAgent({ url: `${url}/v1/ag-ui`, headers: { authorization: `Bearer ${token}` }, threadId: 'ag-pic' });
-    on.addMessage({ id: 'u1', role: 'user', content: 'picture' });
-    const events: BaseEvent[] = [];
-    await on.runAgent({ runId: 'run-pic' }, { onEvent: ({ event }) => void events.push(EventSchemas.parse(event) as BaseEvent) });
+    const { events, url } = await agUiRun('ag-pic', 'picture');
     const pixel = Buffer.from(PIXEL_PNG, 'base64');
     const hex = createHash('sha256').update(pixel).digest('hex');
     const image = events.find((e) => e.type === 'ACTIVITY_SNAPSHOT') as unknown as { activityType: string; content: Record<string, unknown> };
     expect(image).to.deep.include({ activityType: 'image', content: { mimeType: 'image/png', blob: `sha256:${hex}`, size: pixel.length, url: `/v1/sessions/ag-pic/blobs/${hex}` } });
-    const fetched = await fetch(`${url}${String(image.content['url'])}`, { headers: { authorization: `Bearer ${token}` } });
+    const fetched = await fetch(`${url}${String(image.content['url'])}`, { headers: { authorization: `Bearer ${AG_UI_TOKEN}` } });
     expect(fetched.status).to.equal(200);
     expect(Buffer.from(await fetched.arrayBuffer()).equals(pixel)).to.equal(true);
   });
