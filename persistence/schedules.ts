@@ -13,7 +13,10 @@ export type ScheduleOnBusy = (typeof SCHEDULE_ON_BUSY)[number];
 export interface ScheduleRow {
   schedule_id: string;
   sid: string;
+  /** The prompt's text form. */
   text: string;
+  /** Its blocks when it carries files (PROTOCOL.md §2.4), as JSON naming blobs the session names; null for text. */
+  content: string | null;
   kind: ScheduleKind;
   /** The cron expression, the seconds between fires, or the ISO time. */
   spec: string;
@@ -49,7 +52,7 @@ export interface Schedules {
   release(scheduleId: string, node: string): Promise<void>;
 }
 
-export const SCHEDULE_COLUMNS = 'schedule_id, sid, text, kind, spec, tz, catch_up, on_busy, next_at, last_at, fires, created_by, created_at';
+export const SCHEDULE_COLUMNS = 'schedule_id, sid, text, kind, spec, tz, catch_up, on_busy, next_at, last_at, fires, created_by, created_at, content';
 /** A fire done (`$2` 1) or skipped (`$5`: when and why): on to `$1`, the claim let go; both stores. */
 export const ADVANCE_SQL = `UPDATE schedules SET next_at = $1,
   last_at = CASE WHEN $2 = 1 THEN $3 ELSE last_at END, fires = fires + $2,

@@ -108,20 +108,22 @@ async function applyControl(s: SessionState, request: Exclude<ControlRequest, { 
 
 /**
  * session.rewind (PROTOCOL.md §2.2): the line is cut after a turn or before one; what it leaves is
- * superseded, never deleted. Before a turn, the answer holds its prompt (a retry or an edit submits next).
+ * superseded, never deleted. Before a turn, the answer holds its prompt, with its blocks when it had
+ * files (a retry submits it again next).
  */
 async function rewind(s: SessionState, point: RewindPoint, by: string | null, env: SessionEnv): Promise<Record<string, unknown>> {
   const { store } = env.services;
   const turnId = 'to' in point ? point.to : point.before;
   let keep = 0;
-  let prompt: string | undefined;
+  let prompt: ChatMessage | undefined;
   if (!('to' in point && point.to === null)) {
     const span = await store.turnSpan(s.sid, turnId);
     if (span === null) throw new ControlFailure(turnId === null ? 'nothing to retry: the session has no turn that ended' : `unknown turn: ${turnId} is not in the session's history`);
     keep = 'to' in point ? span.upto : span.start;
-    if ('before' in point) prompt = (await store.messages(s.sid, span.start, span.start + 1))[0]?.content;
+    if ('before' in point) prompt = (await store.messages(s.sid, span.start, span.start + 1))[0];
   }
-  return { ...(await rewindTo(s, keep, by, env)), ...(prompt === undefined ? {} : { prompt }) };
+  const said = prompt === undefined ? {} : { prompt: prompt.content, ...(prompt.parts === undefined ? {} : { content: prompt.parts }) };
+  return { ...(await rewindTo(s, keep, by, env)), ...said };
 }
 
 /**

@@ -469,7 +469,8 @@ async function submitFire(shared: SharedContext, row: ScheduleRow, clientMessage
   const maker: Identity = { user: row.created_by, admin: row.created_by === OWNER, via: 'home' };
   // Marked attached: nobody is, and the gateway is not to keep an attachment for this call.
   const ctx = { ...clientContext({ ...shared, identity: maker }, -1), attached: new Set([row.sid]) };
-  const params = { session_id: row.sid, text: row.text, on_busy: row.on_busy, client_message_id: clientMessageId };
+  const prompt = row.content === null ? { text: row.text } : { content: JSON.parse(row.content) as unknown };
+  const params = { session_id: row.sid, ...prompt, on_busy: row.on_busy, client_message_id: clientMessageId };
   try {
     const result = (await invokeMethod('prompt.submit', params, ctx)) as { turn_id?: unknown };
     return { kind: 'submitted', turnId: typeof result.turn_id === 'string' ? result.turn_id : null };

@@ -8,8 +8,8 @@ export class PostgresSchedules implements Schedules {
   constructor(private readonly rows: SideQuery) {}
 
   async create(row: ScheduleRow): Promise<void> {
-    await this.rows(`INSERT INTO schedules (${SCHEDULE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, [
-      row.schedule_id, row.sid, row.text, row.kind, row.spec, row.tz, row.catch_up, row.on_busy, row.next_at, row.last_at, row.fires, row.created_by, row.created_at,
+    await this.rows(`INSERT INTO schedules (${SCHEDULE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, [
+      row.schedule_id, row.sid, row.text, row.kind, row.spec, row.tz, row.catch_up, row.on_busy, row.next_at, row.last_at, row.fires, row.created_by, row.created_at, row.content,
     ]);
   }
 

@@ -353,6 +353,10 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (sha256, by_user)
   );
   `,
+  // A schedule's prompt may carry files (persistence/sqlite/schema.ts says why).
+  `
+  ALTER TABLE schedules ADD COLUMN content text;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

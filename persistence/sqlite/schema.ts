@@ -329,6 +329,10 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (sha256, by_user)
   ) WITHOUT ROWID;
   `,
+  // A schedule's prompt may carry files (PROTOCOL.md §2.4): its blocks, as JSON naming blobs; null for text.
+  `
+  ALTER TABLE schedules ADD COLUMN content TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

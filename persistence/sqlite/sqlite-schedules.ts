@@ -8,8 +8,8 @@ export class SqliteSchedules implements Schedules {
 
   async create(row: ScheduleRow): Promise<void> {
     this.db
-      .prepare(`INSERT INTO schedules (${SCHEDULE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-      .run(row.schedule_id, row.sid, row.text, row.kind, row.spec, row.tz, row.catch_up, row.on_busy, row.next_at, row.last_at, row.fires, row.created_by, row.created_at);
+      .prepare(`INSERT INTO schedules (${SCHEDULE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+      .run(row.schedule_id, row.sid, row.text, row.kind, row.spec, row.tz, row.catch_up, row.on_busy, row.next_at, row.last_at, row.fires, row.created_by, row.created_at, row.content);
   }
 
   async list(sid?: string): Promise<ScheduleRow[]> {

@@ -130,6 +130,37 @@ describe('content beyond text: files in prompts (real daemon, SQLite)', function
     ]);
   });
 
+  it('a retry sends the prompt\'s files again; an edit takes new ones (checked before anything is rewound); a schedule fires with its files', async () => {
+    const { daemon, client } = await scene();
+    const png = pngImage(5, 5, 13);
+    const pdf = pdfDocument('edited');
+    const image = { type: 'image', mimeType: 'image/png', blob: sha(png), size: png.length };
+    await client.call('session.create', { session_id: 'br' });
+    await client.call('prompt.submit', { session_id: 'br', content: [{ type: 'text', text: 'first' }, { type: 'image', mimeType: 'image/png', data: b64(png) }] });
+    await client.nextEvent('turn.end', 'br');
+    client.events.length = 0;
+    await client.call('session.retry', { session_id: 'br' });
+    await client.nextEvent('turn.end', 'br');
+    let prompts = (await history(client, 'br')).filter((m) => m.role === 'user');
+    expect(prompts.map((m) => m.parts)).to.deep.equal([[{ type: 'text', text: 'first' }, image]]);
+    const turnId = prompts[0]!.turn_id;
+    const refused = await rpcError(client.call('prompt.edit', { session_id: 'br', turn_id: turnId, content: [{ type: 'image', mimeType: 'image/png', data: b64(pdf) }] }));
+    expect(refused.message).to.match(/^invalid params: content\[0\]/);
+    expect((await history(client, 'br')).filter((m) => m.role === 'user').map((m) => m.turn_id), 'nothing rewound').to.deep.equal([turnId]);
+    client.events.length = 0;
+    await client.call('prompt.edit', { session_id: 'br', turn_id: turnId, text: 'second', content: [{ type: 'resource_link', name: 'e.pdf', mimeType: 'application/pdf', data: b64(pdf) }] });
+    await client.nextEvent('turn.end', 'br');
+    prompts = (await history(client, 'br')).filter((m) => m.role === 'user');
+    expect(prompts.map((m) => m.parts)).to.deep.equal([[{ type: 'text', text: 'second' }, { type: 'resource_link', name: 'e.pdf', mimeType: 'application/pdf', blob: sha(pdf), size: pdf.length }]]);
+    client.events.length = 0;
+    const at = new Date(Date.now() + 300).toISOString();
+    await client.call('schedule.create', { session_id: 'br', at, content: [{ type: 'text', text: 'scheduled' }, { type: 'image', mimeType: 'image/png', blob: sha(png) }] });
+    await client.nextEvent('turn.end', 'br');
+    prompts = (await history(client, 'br')).filter((m) => m.role === 'user');
+    expect(prompts.at(-1)!.parts).to.deep.equal([{ type: 'text', text: 'scheduled' }, image]);
+    expect(stored(daemon.home).contents, 'each file stored once').to.equal(2);
+  });
+
   it('turnhost chat --attach FILE (twice): the files go with the prompt; a file that cannot be read is one line, exit 1', async () => {
     const { daemon } = await scene();
     const dir = h.tempDir();

@@ -9,7 +9,9 @@ import { sessionFolder } from '../session-folder.js';
 import { notFound } from '../session-access.js';
 import { attach, callHost } from './host-calls.js';
 import type { MethodTable } from './method-table.js';
+import { promptContent } from './content.js';
 import { submitPrompt } from './sessions.js';
+import { storedBlocks } from '../../../protocol/content.js';
 import { claimNewSession, isStoredSession, newSessionId, newSessionKey, openSide, refuseDeletedId } from './stored-sessions.js';
 
 /**
@@ -85,22 +87,25 @@ export const BRANCH_METHODS: MethodTable = {
     const sid = p.identifier('session_id');
     if (await alreadySubmitted(ctx, sid, p)) return submitPrompt(ctx, sid, '', p);
     await withinBudget(ctx);
-    const { prompt } = (await rewind(ctx, sid, { before_turn_id: null })) as { prompt?: string };
+    const { prompt, content } = (await rewind(ctx, sid, { before_turn_id: null })) as { prompt?: string; content?: unknown };
     if (prompt === undefined) throw new RpcError(ErrorCodes.invalidParams, 'invalid params: the last turn has no prompt to submit again');
-    return submitPrompt(ctx, sid, prompt, p);
+    // Its files go again as the session names them: a retry stores nothing new.
+    return submitPrompt(ctx, sid, content === undefined ? prompt : { text: prompt, content: storedBlocks(content) }, p);
   },
 
 
-  /** Rewinds to before `turn_id` and submits `text` in its place (PROTOCOL.md §2.2). */
+  /**
+   * Rewinds to before `turn_id` and submits `text` and/or `content` in its place (PROTOCOL.md §2.2,
+   * §2.4): the new prompt is checked (its files stored) before anything is rewound.
+   */
   async 'prompt.edit'(p, ctx) {
     const sid = p.identifier('session_id');
     const turnId = p.identifier('turn_id');
-    const text = p.raw('text');
-    if (typeof text !== 'string') throw new FieldError('text must be a string');
+    const prompt = await promptContent(ctx, sid, p);
     if (!(await alreadySubmitted(ctx, sid, p))) {
       await withinBudget(ctx);
       await rewind(ctx, sid, { before_turn_id: turnId });
     }
-    return submitPrompt(ctx, sid, text, p);
+    return submitPrompt(ctx, sid, prompt, p);
   },
 };

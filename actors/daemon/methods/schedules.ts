@@ -4,6 +4,8 @@ import { randomBytes } from 'node:crypto';
 import type { ScheduleRow } from '../../../persistence/schedules.js';
 import { ErrorCodes, RpcError } from '../../../protocol/client-rpc.js';
 import type { ClientContext } from '../client-context.js';
+import { promptContent } from './content.js';
+import { storedBlocks, type ContentBlock } from '../../../protocol/content.js';
 import { firstPlanned, planFrom } from '../schedule-plan.js';
 import type { MethodTable } from './method-table.js';
 import { openSide } from './stored-sessions.js';
@@ -13,6 +15,7 @@ export interface ShownSchedule {
   schedule_id: string;
   session_id: string;
   text: string;
+  content?: ContentBlock[];
   cron?: string;
   every_secs?: number;
   at?: string;
@@ -29,7 +32,7 @@ export interface ShownSchedule {
 function shownSchedule(row: ScheduleRow): ShownSchedule {
   const plan = row.kind === 'cron' ? { cron: row.spec } : row.kind === 'every' ? { every_secs: Number(row.spec) } : { at: row.spec };
   const at = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-  return { schedule_id: row.schedule_id, session_id: row.sid, text: row.text, ...plan, tz: row.tz, catch_up: row.catch_up, on_busy: row.on_busy, next_at: at(row.next_at), last_at: at(row.last_at), fires: row.fires, skips: row.skips, last_skip: row.last_skip };
+  return { schedule_id: row.schedule_id, session_id: row.sid, text: row.text, ...(row.content === null ? {} : { content: storedBlocks(JSON.parse(row.content)) }), ...plan, tz: row.tz, catch_up: row.catch_up, on_busy: row.on_busy, next_at: at(row.next_at), last_at: at(row.last_at), fires: row.fires, skips: row.skips, last_skip: row.last_skip };
 }
 
 /** A schedule someone may see or change: theirs to know of (as its session is), else as if it did not exist. */
@@ -55,14 +58,17 @@ export const SCHEDULE_METHODS: MethodTable = {
   /** A schedule is stored before the answer; the session is made when it does not exist (PROTOCOL.md §8.1). */
   async 'schedule.create'(p, ctx, _id, invoke) {
     const sid = p.identifier('session_id');
-    const text = p.requiredString('text');
+    if (!p.has('content')) p.requiredString('text');
     const plan = planFrom(p);
     const now = Date.now();
     if ((await (await ctx.reader())?.session(sid)) === undefined) await invoke('session.create', { session_id: sid });
+    // Its files are stored and named by the session now: each fire names them again, storing nothing.
+    const { text, content } = await promptContent(ctx, sid, p);
     const row: ScheduleRow = {
       schedule_id: `sch-${randomBytes(6).toString('hex')}`,
       sid,
       text,
+      content: content === undefined ? null : JSON.stringify(content),
       kind: plan.kind,
       spec: plan.spec,
       tz: plan.tz,
