@@ -41,7 +41,7 @@ export function blockText(block: ContentBlock): string {
 
 /** What a tool call's content points at that turnhost holds: its own terminals, the guest's images as kept. */
 export interface PartSources {
-  /** What turnhost's own terminal of that id shows (its command, output, exit code); null for one it does not run. */
+  /** What turnhost's own terminal of that id shows (its command, its output's newest TERMINAL_OUTPUT_MAX, exit code); null for one it does not run. */
   terminal(terminalId: string): Omit<TerminalPart, 'type' | 'terminalId'> | null;
   /** An image or audio block the guest sent, as stored (a blob); null when it was not kept. */
   kept(block: ContentBlock): StoredBlock | null;
@@ -57,19 +57,13 @@ export function toolParts(content: readonly ToolCallContent[] | null | undefined
   const parts: MessagePart[] = [];
   for (const item of content ?? []) {
     if (item.type === 'diff') parts.push(keptDiff(item.path, item.oldText ?? null, item.newText));
-    else if (item.type === 'terminal') parts.push({ type: 'terminal', terminalId: item.terminalId, ...ownTerminal(sources.terminal(item.terminalId)), ...terminalMeta(item._meta) });
+    else if (item.type === 'terminal') parts.push({ type: 'terminal', terminalId: item.terminalId, ...sources.terminal(item.terminalId), ...terminalMeta(item._meta) });
     else if (item.type === 'content' && (item.content.type === 'image' || item.content.type === 'audio')) {
       const kept = sources.kept(item.content);
       if (kept !== null) parts.push(kept);
     } else if (item.type === 'content' && item.content.type === 'resource_link') parts.push({ type: 'resource_link', name: item.content.name, uri: item.content.uri, ...(item.content.mimeType ? { mimeType: item.content.mimeType } : {}) });
   }
   return parts;
-}
-
-/** Turnhost's terminal as a part holds it: its output's newest TERMINAL_OUTPUT_MAX characters. */
-function ownTerminal(shown: ReturnType<PartSources['terminal']>): Omit<TerminalPart, 'type' | 'terminalId'> {
-  if (shown === null) return {};
-  return { ...shown, ...(shown.output === undefined ? {} : { output: shown.output.slice(-TERMINAL_OUTPUT_MAX) }) };
 }
 
 function terminalMeta(meta: unknown): { output?: string; exitCode?: number | null } {

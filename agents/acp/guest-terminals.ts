@@ -13,7 +13,7 @@ import {
   type TerminalOutputResponse,
 } from '@agentclientprotocol/sdk';
 import { endTree } from '../../persistence/proc.js';
-import type { TerminalPart } from '../../protocol/message-parts.js';
+import { TERMINAL_OUTPUT_MAX, type TerminalPart } from '../../protocol/content.js';
 import type { AgentSandbox } from '../sandbox/sandbox.js';
 
 /** ACP leaves the default to the client: 1 MiB, as PROTOCOL.md §2.4 says. */
@@ -24,6 +24,8 @@ const MAX_OUTPUT_LIMIT = 16 * 1024 * 1024;
 const MAX_OPEN_TERMINALS = 16;
 /** After SIGTERM, how long a terminal's command has to exit before SIGKILL. */
 const KILL_GRACE_MS = 2000;
+/** Released terminals whose last state a tool call may still show: the newest kept. */
+const RELEASED_KEPT = 32;
 /** The name `$0` takes in the shell that starts a command in its cwd. */
 const SHELL_NAME = 'turnhost-terminal';
 
@@ -109,8 +111,15 @@ class Terminal {
   }
 }
 
+type Shown = Omit<TerminalPart, 'type' | 'terminalId'>;
+
 export class GuestTerminals {
   private readonly terminals = new Map<string, Terminal>();
+  /**
+   * What released terminals last showed: a guest releases one as soon as its command exits, often
+   * before the tool call that shows it completes (Claude Code's adapter does).
+   */
+  private readonly released = new Map<string, Shown>();
   private counter = 0;
   private closed = false;
 
@@ -165,14 +174,15 @@ export class GuestTerminals {
     const terminal = this.get(terminalId);
     this.terminals.delete(terminalId);
     await terminal.kill();
+    this.released.set(terminalId, shown(terminal));
+    if (this.released.size > RELEASED_KEPT) this.released.delete(this.released.keys().next().value!);
     return {};
   }
 
   /** What a tool call shows of one of these terminals; null for an id that is not one (a guest's own). */
-  part(terminalId: string): Omit<TerminalPart, 'type' | 'terminalId'> | null {
+  part(terminalId: string): Shown | null {
     const terminal = this.terminals.get(terminalId);
-    if (terminal === undefined) return null;
-    return { command: terminal.command, output: terminal.output(), ...(terminal.exit === null ? {} : { exitCode: terminal.exit.exitCode ?? null }) };
+    return terminal === undefined ? (this.released.get(terminalId) ?? null) : shown(terminal);
   }
 
   /** Every terminal ends with its session: none outlives the guest that asked for it. */
@@ -197,6 +207,11 @@ export class GuestTerminals {
     if (!isAbsolute(cwd) || inside.startsWith('..') || isAbsolute(inside)) throw RequestError.invalidParams(undefined, `cwd ${cwd} is not an absolute path inside the session's folder ${folder}`);
     return resolve(folder, cwd);
   }
+}
+
+/** A terminal as a tool call shows it: its command, its output's newest part, its exit code once it exited. */
+function shown(terminal: Terminal): Shown {
+  return { command: terminal.command, output: terminal.output().slice(-TERMINAL_OUTPUT_MAX), ...(terminal.exit === null ? {} : { exitCode: terminal.exit.exitCode ?? null }) };
 }
 
 function outputLimit(asked: number | null | undefined): number {

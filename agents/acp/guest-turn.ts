@@ -308,8 +308,10 @@ class TurnRecord {
     if (hasInput(news.rawInput)) call.rawInput = news.rawInput;
     const final = news.status === 'completed' || news.status === 'failed';
     if (!call.announced && (hasInput(call.rawInput) || final || news.status === 'in_progress')) this.announce(id, call);
+    // ACP: an update's content replaces the call's; an update without content leaves it (Claude
+    // Code's adapter completes a terminal's call with its output as rawOutput alone).
     if (news.content) call.content = news.content;
-    const parts = toolParts(news.content, this.sources);
+    const parts = toolParts(final ? call.content : news.content, this.sources);
     if (final) this.completeTool(id, news.status === 'completed', toolResultText(news.content, news.rawOutput), true, parts);
     else if (parts.length > 0 && call.announced) this.sendUpdate(id, call, parts);
     return call;

@@ -7,7 +7,8 @@ import { expect } from 'chai';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EventParams } from '../../client/rpc-connection.js';
-import { CLAUDE_AGENT_ACP, claudeScene, conversationText, type ClaudeScene } from '../helpers/claude-code.js';
+import { BASH_TIMEOUT_MS, CLAUDE_AGENT_ACP, claudeScene, conversationText, WRITTEN, type ClaudeScene } from '../helpers/claude-code.js';
+import { pngImage } from '../helpers/content-files.js';
 import { hostPid, hostReady, startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
 import { Editor } from '../helpers/editor.js';
 import { filesUnder } from '../helpers/files.js';
@@ -70,14 +71,17 @@ describe('Claude Code as a guest agent (claude-code-acp, a fake Anthropic API)',
     await client.until(() => client.requests.length === 1, 'the approval', TURN_MS);
     const asked = client.requests[0]!;
     expect(asked.method).to.equal('approval.request');
-    expect(asked.params).to.deep.include({ tool: 'acp_execute', arguments: { command: 'echo made > approved.txt', description: 'run what the user asked' } });
+    expect(asked.params).to.deep.include({ tool: 'acp_execute', arguments: { command: 'echo made > approved.txt', description: 'run what the user asked', timeout: BASH_TIMEOUT_MS } });
     expect((asked.params['options'] as { kind: string }[]).map((o) => o.kind)).to.include.members(['allow_once', 'reject_once']);
     client.rpc.respond(asked.id, { result: { approved: true } });
     await client.until(ended(client, approved), 'the approved turn', TURN_MS);
     expect(readFileSync(join(scene.work, 'approved.txt'), 'utf8')).to.equal('made\n');
     const toolTurn = lastTurn(client);
-    expect(toolTurn.find((e) => e.type === 'tool.start')!.payload).to.deep.include({ name: 'acp_execute', arguments: '{"command":"echo made > approved.txt","description":"run what the user asked"}' });
-    expect(toolTurn.find((e) => e.type === 'tool.complete')!.payload['ok']).to.equal(true);
+    expect(toolTurn.find((e) => e.type === 'tool.start')!.payload).to.deep.include({ name: 'acp_execute', arguments: `{"command":"echo made > approved.txt","description":"run what the user asked","timeout":${BASH_TIMEOUT_MS}}` });
+    const complete = toolTurn.find((e) => e.type === 'tool.complete')!.payload;
+    expect(complete['ok']).to.equal(true);
+    // Claude Code ran it in turnhost's terminal (PROTOCOL.md §2.4): the call keeps its command and exit code.
+    expect(complete['content']).to.deep.equal([{ type: 'terminal', terminalId: 'term-1', command: 'echo made > approved.txt', output: '', exitCode: 0 }]);
 
     const denied = await submit(client, 'BASH:echo made > denied.txt');
     await client.until(() => client.requests.length === 2, 'the second approval', TURN_MS);
@@ -248,5 +252,22 @@ describe('Claude Code as a guest agent (claude-code-acp, a fake Anthropic API)',
     const next = await Editor.start(h, scene.home, {}, {}, { args: scene.args, env });
     await next.agent.request('session/load', { sessionId, cwd: scene.work, mcpServers: [] });
     expect(next.text('agent_message_chunk')).to.include('word99');
+  });
+
+  it('an editor behind turnhost acp pastes an image for Claude Code, which the model is sent; Claude Code\'s write reaches the editor as an ACP diff', async () => {
+    const scene = await claudeScene(h);
+    scenes.push(scene);
+    const allowOnce = { permission: (request: RequestPermissionRequest) => ({ outcome: { outcome: 'selected' as const, optionId: request.options.find((o) => o.kind === 'allow_once')!.optionId } }) };
+    const editor = await Editor.start(h, scene.home, {}, allowOnce, { args: scene.args, env: { ANTHROPIC_API_KEY: API_KEY } });
+    const png = pngImage(4, 4, 41);
+    const target = join(scene.work, 'notes.txt');
+    const { sessionId } = await editor.agent.request('session/new', { cwd: scene.work, mcpServers: [] });
+    const answered = await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: `WRITE:${target}` }, { type: 'image', mimeType: 'image/png', data: png.toString('base64') }] });
+    expect(answered.stopReason).to.equal('end_turn');
+    const images = scene.fake.conversations[0]!.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).filter((block) => block.type === 'image') as unknown as { source: unknown }[];
+    expect(images.map((block) => block.source), 'the model was sent the pasted image').to.deep.equal([{ type: 'base64', media_type: 'image/png', data: png.toString('base64') }]);
+    const diffs = editor.updates.flatMap((n) => ('content' in n.update && Array.isArray(n.update.content) ? n.update.content : [])).filter((c) => c.type === 'diff');
+    expect(diffs[0]).to.deep.include({ type: 'diff', path: target, newText: WRITTEN });
+    expect(readFileSync(target, 'utf8')).to.equal(WRITTEN);
   });
 });

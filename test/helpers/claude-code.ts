@@ -3,6 +3,7 @@
 // where it keeps its sessions in ~/.claude; the fake API reached through the session's proxy), its
 // model the fake Anthropic API on 127.0.0.1. The fake answers by what the last user message says:
 //   BASH:<command>   a Bash tool_use (then, given the tool's result, `done: <result>`)
+//   WRITE:<path>     a Write tool_use of WRITTEN to that path (then `done: …`)
 //   SLOW             100 words, 100 ms apart
 //   (anything else)  `Hello from Claude`
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -107,13 +108,32 @@ export function conversationText(body: MessagesBody): string {
   return JSON.stringify(body.messages);
 }
 
+/** What `WRITE:<path>` writes. */
+export const WRITTEN = 'written by Claude\n';
+/**
+ * Claude Code offers its own Bash, or, to a client that offers terminals (turnhost does, PROTOCOL.md
+ * §2.4), the adapter's, which runs the command in the client's terminal; as with Write and file
+ * system clients. The fake model calls the one it is offered, as a model would.
+ */
+const BASH_TOOLS = ['mcp__acp__Bash', 'Bash'];
+/** The adapter's Bash wants a timeout (its schema requires one); Claude Code's own takes it too. */
+export const BASH_TIMEOUT_MS = 120_000;
+const WRITE_TOOLS = ['mcp__acp__Write', 'Write'];
+
+function offered(body: MessagesBody, names: readonly string[]): string {
+  const tools = new Set((body.tools ?? []).map((tool) => tool.name));
+  return names.find((name) => tools.has(name)) ?? names.at(-1)!;
+}
+
 function modelBehaviour(body: MessagesBody): AnthropicReply {
   const last = body.messages.at(-1);
   const result = Array.isArray(last?.content) ? last.content.at(-1) : undefined;
   if (result?.type === 'tool_result') return { text: [`done: ${JSON.stringify(result.content ?? '')}`] };
   const said = lastUserText(body);
   const bash = /BASH:(.+)$/m.exec(said);
-  if (bash) return { text: ['Running it. '], tool: { id: `toolu_${Date.now()}`, name: 'Bash', input: { command: bash[1]!.trim(), description: 'run what the user asked' } } };
+  if (bash) return { text: ['Running it. '], tool: { id: `toolu_${Date.now()}`, name: offered(body, BASH_TOOLS), input: { command: bash[1]!.trim(), description: 'run what the user asked', timeout: BASH_TIMEOUT_MS } } };
+  const write = /WRITE:(\S+)/.exec(said);
+  if (write) return { text: ['Writing it. '], tool: { id: `toolu_${Date.now()}`, name: offered(body, WRITE_TOOLS), input: { file_path: write[1]!, content: WRITTEN } } };
   if (said.includes('SLOW')) return { text: Array.from({ length: 100 }, (_, i) => `word${i} `), gapMs: 100 };
   return { text: ['Hello ', 'from ', 'Claude'] };
 }
