@@ -106,13 +106,15 @@ export function retentionOptions(command: Command): Command {
   return command
     .option('--retention-days <n>', 'delete sessions idle longer than this many days (fractions allowed), pinned ones never (default: $TURNHOST_RETENTION_DAYS, else never)', positiveNumber)
     .option('--archive-after-days <n>', 'archive sessions idle longer than this many days instead (fractions allowed)', positiveNumber)
-    .option('--retention-sweep-secs <s>', 'how often retention looks (default 3600)', positiveNumber);
+    .option('--retention-sweep-secs <s>', 'how often retention looks (default 3600)', positiveNumber)
+    .option('--unnamed-upload-hours <h>', 'forget an uploaded file no session names after this many hours (default 24)', positiveNumber);
 }
 
 export interface RetentionFlags {
   retentionDays?: number;
   archiveAfterDays?: number;
   retentionSweepSecs?: number;
+  unnamedUploadHours?: number;
 }
 
 /** The flags, with $TURNHOST_RETENTION_DAYS when --retention-days is not given. */
@@ -123,6 +125,7 @@ export function retentionFrom(opts: RetentionFlags): RetentionFlags {
     ...(days === undefined ? {} : { retentionDays: days }),
     ...(opts.archiveAfterDays === undefined ? {} : { archiveAfterDays: opts.archiveAfterDays }),
     ...(opts.retentionSweepSecs === undefined ? {} : { retentionSweepSecs: opts.retentionSweepSecs }),
+    ...(opts.unnamedUploadHours === undefined ? {} : { unnamedUploadHours: opts.unnamedUploadHours }),
   };
 }
 
@@ -132,6 +135,7 @@ export function retentionArgs(opts: RetentionFlags): string[] {
     ...(opts.retentionDays === undefined ? [] : ['--retention-days', String(opts.retentionDays)]),
     ...(opts.archiveAfterDays === undefined ? [] : ['--archive-after-days', String(opts.archiveAfterDays)]),
     ...(opts.retentionSweepSecs === undefined ? [] : ['--retention-sweep-secs', String(opts.retentionSweepSecs)]),
+    ...(opts.unnamedUploadHours === undefined ? [] : ['--unnamed-upload-hours', String(opts.unnamedUploadHours)]),
   ];
 }
 

@@ -31,6 +31,15 @@ const NAMED_SQL = 'SELECT sha256, mime_type, size, name FROM session_blobs WHERE
 export const FORK_BLOBS_SQL = `INSERT INTO session_blobs (sid, sha256, mime_type, size, name, at)
   SELECT $1, sha256, mime_type, size, name, at FROM session_blobs WHERE sid = $2 ON CONFLICT (sid, sha256) DO NOTHING`;
 
+/** Uploads made before `$1` that no session names: forgotten. */
+const FORGET_UNNAMED_SQL = `DELETE FROM blob_uploads WHERE at < $1
+  AND NOT EXISTS (SELECT 1 FROM session_blobs b WHERE b.sha256 = blob_uploads.sha256) RETURNING sha256`;
+/** A content that nothing names any more (no session, no home, no upload): its bytes go. */
+const FREE_CONTENT_SQL = `DELETE FROM home_contents WHERE sha256 = $1
+  AND NOT EXISTS (SELECT 1 FROM session_blobs b WHERE b.sha256 = $1)
+  AND NOT EXISTS (SELECT 1 FROM home_entries e WHERE e.sha256 = $1)
+  AND NOT EXISTS (SELECT 1 FROM blob_uploads u WHERE u.sha256 = $1)`;
+
 type InfoRow = { sha256: string; mime_type: string; size: number | string; name: string | null };
 const toInfo = (row: InfoRow): BlobInfo => ({ sha256: row.sha256, mimeType: row.mime_type, size: Number(row.size), name: row.name });
 
@@ -64,6 +73,13 @@ export class Blobs {
   async uploaded(sha256: string, byUser: string): Promise<BlobInfo | null> {
     const [row] = await this.query<InfoRow>(UPLOADED_SQL, [sha256, byUser]);
     return row === undefined ? null : toInfo(row);
+  }
+
+  /** Forgets the uploads made before `before` that no session names, freeing bytes nothing else holds; how many. */
+  async forgetUnnamed(before: number): Promise<number> {
+    const forgotten = await this.query<{ sha256: string }>(FORGET_UNNAMED_SQL, [before]);
+    for (const sha256 of new Set(forgotten.map((row) => row.sha256))) await this.query(FREE_CONTENT_SQL, [sha256]);
+    return forgotten.length;
   }
 
   async bytes(sha256: string): Promise<Buffer | null> {

@@ -1,6 +1,7 @@
 // Retention (PROTOCOL.md §2.3), off unless asked: every sweep, sessions idle longer than
 // `--retention-days` are deleted and those idle longer than `--archive-after-days` archived, pinned
-// ones never. Each goes the way a person's delete or archive goes (the method, as `retention`), so
+// ones never. Always: a file uploaded and not named by any session within `--unnamed-upload-hours`
+// (a prompt never sent) is forgotten, its bytes freed when nothing else holds them (§2.4). Each goes the way a person's delete or archive goes (the method, as `retention`), so
 // a running turn keeps its session until the next sweep, and a session another node owns is
 // deleted there. On several nodes one sweeps at a time: the sweep's lease in the store.
 import type { Logger } from 'pino';
@@ -10,6 +11,8 @@ import { WakeLoop } from './wake-loop.js';
 
 export const DAY_MS = 86_400_000;
 export const DEFAULT_SWEEP_SECS = 3600;
+export const DEFAULT_UNNAMED_UPLOAD_HOURS = 24;
+const HOUR_MS = 3_600_000;
 /** At most this many sessions a sweep deletes (and as many it archives): the rest wait for the next. */
 const SWEEP_BATCH = 1000;
 /** A sweep that could not run (the store or the host away) is tried again this soon. */
@@ -21,6 +24,8 @@ export interface RetentionPolicy {
   deleteAfterMs: number | null;
   /** Sessions idle longer than this are archived; null: never. */
   archiveAfterMs: number | null;
+  /** An upload no session names is forgotten this long after it was made. */
+  unnamedUploadMs: number;
   sweepMs: number;
 }
 
@@ -39,16 +44,18 @@ export interface RetentionOptions {
 export interface SweepReport {
   deleted: number;
   archived: number;
+  /** Uploads no session named, forgotten. */
+  uploads: number;
   /** Sessions a running turn kept, or whose node could not be reached: tried again next sweep. */
   skipped: number;
 }
 
-/** The policy the options ask for; null when neither is given (retention is off). */
-export function retentionPolicy(options: { retentionDays?: number; archiveAfterDays?: number; retentionSweepSecs?: number }): RetentionPolicy | null {
-  if (options.retentionDays === undefined && options.archiveAfterDays === undefined) return null;
+/** The policy the options ask for: sessions are kept for ever unless a bound is given. */
+export function retentionPolicy(options: { retentionDays?: number; archiveAfterDays?: number; retentionSweepSecs?: number; unnamedUploadHours?: number }): RetentionPolicy {
   return {
     deleteAfterMs: options.retentionDays === undefined ? null : options.retentionDays * DAY_MS,
     archiveAfterMs: options.archiveAfterDays === undefined ? null : options.archiveAfterDays * DAY_MS,
+    unnamedUploadMs: (options.unnamedUploadHours ?? DEFAULT_UNNAMED_UPLOAD_HOURS) * HOUR_MS,
     sweepMs: (options.retentionSweepSecs ?? DEFAULT_SWEEP_SECS) * 1000,
   };
 }
@@ -77,7 +84,7 @@ export class Retention {
       const report = await this.sweep(side, now);
       this.options.swept('deleted', report.deleted);
       this.options.swept('archived', report.archived);
-      log.info({ name: 'retention-sweep', ...report }, `retention: ${report.deleted} session(s) deleted, ${report.archived} archived`);
+      log.info({ name: 'retention-sweep', ...report }, `retention: ${report.deleted} session(s) deleted, ${report.archived} archived, ${report.uploads} unnamed upload(s) forgotten`);
       return policy.sweepMs;
     } catch (err) {
       log.warn({ name: 'retention-sweep', why: (err as Error).message }, 'retention: the sweep could not run now; trying again soon');
@@ -87,7 +94,7 @@ export class Retention {
 
   private async sweep(side: SideStore, now: number): Promise<SweepReport> {
     const { policy } = this.options;
-    const report: SweepReport = { deleted: 0, archived: 0, skipped: 0 };
+    const report: SweepReport = { deleted: 0, archived: 0, skipped: 0, uploads: await side.blobs.forgetUnnamed(now - policy.unnamedUploadMs) };
     if (policy.deleteAfterMs !== null) {
       for (const idle of await side.flags.idle(now - policy.deleteAfterMs, SWEEP_BATCH)) {
         if (await this.done('session.delete', idle.sid, report)) report.deleted++;

@@ -80,6 +80,8 @@ export interface DaemonOptions extends HostPassOptions {
   retentionDays?: number;
   archiveAfterDays?: number;
   retentionSweepSecs?: number;
+  /** An upload no session names is forgotten after this many hours (PROTOCOL.md §2.4). */
+  unnamedUploadHours?: number;
   /** What a prompt may carry beyond text (PROTOCOL.md §2.4); the defaults when absent. */
   content?: ContentBounds;
 }
@@ -323,7 +325,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   if (!spawnFirst) tell(supervisor, { kind: 'spawn' });
   scheduler.start();
   delivery?.start();
-  retention?.start();
+  retention.start();
 
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
@@ -340,7 +342,7 @@ export async function daemonCommand(options: DaemonOptions): Promise<number> {
   await stopped;
   await scheduler.close();
   await delivery?.close();
-  await retention?.close();
+  await retention.close();
   await repl.close();
   await edge?.close();
   await closeServer(server, connections);
@@ -442,10 +444,9 @@ function webhookDelivery(home: string, urls: string[], shared: SharedContext, me
  * A schedule's fire is a prompt as its maker would submit it, through the same method (so a
  * session another node owns is forwarded to it), whether or not anyone is attached.
  */
-/** The retention sweep the options ask for, deleting and archiving as `retention`, an admin; null when off. */
-function retentionSweep(options: DaemonOptions, shared: SharedContext, metrics: DaemonCounters, log: pino.Logger): { start(): void; close(): Promise<void> } | null {
+/** The retention sweep: forgetting unnamed uploads, and deleting and archiving as `retention`, an admin, when asked. */
+function retentionSweep(options: DaemonOptions, shared: SharedContext, metrics: DaemonCounters, log: pino.Logger): { start(): void; close(): Promise<void> } {
   const policy = retentionPolicy(options);
-  if (policy === null) return null;
   const caller = new InnerClient(shared, RETENTION, log);
   const sweep = new Retention({
     policy,
@@ -455,7 +456,7 @@ function retentionSweep(options: DaemonOptions, shared: SharedContext, metrics: 
     log,
     swept: (action, count) => metrics.retained(action, count),
   });
-  log.info({ name: 'retention', deleteAfterDays: options.retentionDays ?? null, archiveAfterDays: options.archiveAfterDays ?? null, sweepSecs: policy.sweepMs / 1000 }, 'retention is on');
+  if (policy.deleteAfterMs !== null || policy.archiveAfterMs !== null) log.info({ name: 'retention', deleteAfterDays: options.retentionDays ?? null, archiveAfterDays: options.archiveAfterDays ?? null, sweepSecs: policy.sweepMs / 1000 }, 'retention is on');
   return {
     start: () => sweep.start(),
     close: async () => {

@@ -161,6 +161,22 @@ describe('content beyond text: files in prompts (real daemon, SQLite)', function
     expect(stored(daemon.home).contents, 'each file stored once').to.equal(2);
   });
 
+  it('an upload no session names is forgotten after --unnamed-upload-hours, its bytes freed; one a prompt or a session named stays', async () => {
+    const { daemon, client } = await scene(['--unnamed-upload-hours', '0.001', '--retention-sweep-secs', '1']);
+    const [lost, toSession, prompted] = [pngImage(3, 3, 51), pngImage(3, 3, 52), pngImage(3, 3, 53)];
+    await client.call('session.create', { session_id: 'up' });
+    await client.call('blob.put', { mimeType: 'image/png', data: b64(lost) });
+    await client.call('blob.put', { mimeType: 'image/png', data: b64(toSession), session_id: 'up' });
+    const put = await client.call<{ blob: string }>('blob.put', { mimeType: 'image/png', data: b64(prompted) });
+    await client.call('prompt.submit', { session_id: 'up', content: [{ type: 'image', mimeType: 'image/png', blob: put.blob }] });
+    await client.nextEvent('turn.end', 'up');
+    // The uploads are 3.6 s old at a sweep after that (one a second): the one nobody named goes.
+    await daemon.process.logged(/"msg":"retention: 0 session\(s\) deleted, 0 archived, 1 unnamed upload\(s\) forgotten"/, 15_000);
+    expect(stored(daemon.home)).to.deep.equal({ contents: 2, named: [`up ${sha(toSession).slice(7, 15)}`, `up ${sha(prompted).slice(7, 15)}`].sort() });
+    const refused = await rpcError(client.call('prompt.submit', { session_id: 'up', content: [{ type: 'image', mimeType: 'image/png', blob: sha(lost) }] }));
+    expect(refused.message).to.include('is not a blob this session may read');
+  });
+
   it('turnhost chat --attach FILE (twice): the files go with the prompt; a file that cannot be read is one line, exit 1', async () => {
     const { daemon } = await scene();
     const dir = h.tempDir();
