@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import type { ToolCall } from '../protocol/chat.js';
 import { blobHex, checkedParts, isBlobRef, type MessagePart } from '../protocol/content.js';
-import { BLOB_NAME_SQL, BLOB_PUT_CONTENT_SQL } from './blobs.js';
+import { BLOB_NAME_SQL, CONTENT_CHUNKS_SQL, contentStatements, wholeContent } from './blobs.js';
 import { isRecord, type UnknownRecord } from '../protocol/fields.js';
 import { HISTORY_COLUMNS, LINE_HISTORY_SQL, mergeSuperseded, SUPERSEDED_SQL, type HistoryRow, type SupersededRow } from './history-rows.js';
 
@@ -164,7 +164,9 @@ export async function readExport(source: ExportSource, sid: string, now = Date.n
       const [file] = await source.rows<{ mime_type: string; size: Count; name: string | null; bytes: Buffer | Uint8Array }>(SESSION_BLOB_SQL, [sid, hex]);
       // A file the session no longer holds (freed with another session that named it): the message keeps its text form.
       if (file === undefined) continue;
-      lines.push({ blob: { sha256: `sha256:${hex}`, mimeType: file.mime_type, size: Number(file.size), name: file.name, data: Buffer.from(file.bytes).toString('base64') } });
+      const chunks = await source.rows<{ bytes: Buffer | Uint8Array }>(CONTENT_CHUNKS_SQL, [hex]);
+      const bytes = wholeContent(file.bytes, chunks.map((chunk) => chunk.bytes));
+      lines.push({ blob: { sha256: `sha256:${hex}`, mimeType: file.mime_type, size: Number(file.size), name: file.name, data: bytes.toString('base64') } });
       header.format = EXPORT_FORMAT_FILES;
     }
     lines.push({ message });
@@ -512,7 +514,7 @@ export const IMPORT_CHECK_SQL = {
 /** An import's files, as the statements and their parameters both stores run after its rows (persistence/blobs.ts). */
 export function importedBlobStatements(plan: ImportPlan, sid: string, now: number): { sql: string; params: unknown[] }[] {
   return plan.blobs.flatMap((blob) => [
-    { sql: BLOB_PUT_CONTENT_SQL, params: [blob.sha256, blob.bytes] },
+    ...contentStatements(blob.sha256, blob.bytes),
     { sql: BLOB_NAME_SQL, params: [sid, blob.sha256, blob.mimeType, blob.size, blob.name, now] },
   ]);
 }

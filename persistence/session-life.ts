@@ -32,6 +32,14 @@ const DEAD_AND_KEPT = `WITH RECURSIVE dead(sid, parent_sid, parent_upto) AS (
 const UNREAD_FROM = '(SELECT COALESCE(MAX(k.upto), 0) FROM keep k WHERE k.sid = m.sid)';
 
 /** The delete's statements, in order (the StoreWriter's `deleteSession`). */
+/** A delete of the rows of `table` (by sha256) whose contents no other session names or keeps in its home. */
+function onlyThisSessionHeld(table: 'home_contents' | 'content_chunks'): string {
+  return `DELETE FROM ${table} WHERE sha256 IN (
+      SELECT e.sha256 FROM home_entries e WHERE e.sid = $1 UNION SELECT b.sha256 FROM session_blobs b WHERE b.sid = $1)
+    AND NOT EXISTS (SELECT 1 FROM home_entries o WHERE o.sha256 = ${table}.sha256 AND o.sid <> $1)
+    AND NOT EXISTS (SELECT 1 FROM session_blobs o WHERE o.sha256 = ${table}.sha256 AND o.sid <> $1)`;
+}
+
 export const DELETE_SQL = {
   /**
    * First, the session's row is written: on PostgreSQL that holds it until the commit, so a fork
@@ -57,11 +65,12 @@ export const DELETE_SQL = {
   deleteSessionShares: 'DELETE FROM session_access WHERE sid = $1',
   deleteSessionOutbox: 'DELETE FROM webhook_outbox WHERE sid = $1',
   deleteSessionDeliveries: 'DELETE FROM webhook_deliveries WHERE sid = $1',
-  /** Contents only this session held (its prompts' files, its home's), then what named them, then its snapshot. */
-  deleteSessionContents: `DELETE FROM home_contents WHERE sha256 IN (
-      SELECT e.sha256 FROM home_entries e WHERE e.sid = $1 UNION SELECT b.sha256 FROM session_blobs b WHERE b.sid = $1)
-    AND NOT EXISTS (SELECT 1 FROM home_entries o WHERE o.sha256 = home_contents.sha256 AND o.sid <> $1)
-    AND NOT EXISTS (SELECT 1 FROM session_blobs o WHERE o.sha256 = home_contents.sha256 AND o.sid <> $1)`,
+  /**
+   * Contents only this session held (its prompts' files, its home's): their chunks, then their
+   * heads (persistence/blobs.ts), then what named them, then its snapshot.
+   */
+  deleteSessionChunks: onlyThisSessionHeld('content_chunks'),
+  deleteSessionContents: onlyThisSessionHeld('home_contents'),
   deleteSessionBlobs: 'DELETE FROM session_blobs WHERE sid = $1',
   deleteSessionHomeEntries: 'DELETE FROM home_entries WHERE sid = $1',
   deleteSessionHomeSnapshot: 'DELETE FROM home_snapshots WHERE sid = $1',

@@ -33,6 +33,7 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
   { name: 'usage_daily', key: ['day', 'by_user', 'sid', 'model'] },
   { name: 'budgets', key: ['user_name'] },
   { name: 'home_contents', key: ['sha256'] },
+  { name: 'content_chunks', key: ['sha256', 'seq'] },
   { name: 'home_snapshots', key: ['sid'] },
   { name: 'home_entries', key: ['sid', 'path'] },
   { name: 'deleted_sessions', key: ['sid'] },

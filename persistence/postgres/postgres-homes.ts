@@ -1,6 +1,7 @@
 // A guest's home in PostgreSQL (persistence/home-snapshots.ts), on the store's pool of its own
 // connections, never the turns' writer: a snapshot is one transaction of its own, and a node that
 // no longer holds the session's lease writes none.
+import { wholeContent } from '../blobs.js';
 import type pg from 'pg';
 import { stopPoint } from '../stop-points.js';
 import {
@@ -56,7 +57,8 @@ export class PostgresHomes implements HomeSnapshots {
   async contents(hashes: readonly string[]): Promise<Map<string, Buffer>> {
     if (hashes.length === 0) return new Map();
     const { rows } = await this.pool.query<{ sha256: string; bytes: Buffer }>('SELECT sha256, bytes FROM home_contents WHERE sha256 = ANY($1::text[])', [hashes]);
-    return new Map(rows.map((row) => [row.sha256, row.bytes]));
+    const chunks = await this.pool.query<{ sha256: string; bytes: Buffer }>('SELECT sha256, bytes FROM content_chunks WHERE sha256 = ANY($1::text[]) ORDER BY sha256, seq', [hashes]);
+    return new Map(rows.map((row) => [row.sha256, wholeContent(row.bytes, chunks.rows.filter((chunk) => chunk.sha256 === row.sha256).map((chunk) => chunk.bytes))]));
   }
 
   async commit(sid: string, base: number, changed: readonly HomeEntry[], removed: readonly string[], now = Date.now()): Promise<number | null> {

@@ -357,6 +357,15 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE schedules ADD COLUMN content text;
   `,
+  // A content's chunks after its first (persistence/sqlite/schema.ts says why).
+  `
+  CREATE TABLE content_chunks (
+    sha256 text NOT NULL,
+    seq    integer NOT NULL,
+    bytes  bytea NOT NULL,
+    PRIMARY KEY (sha256, seq)
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -333,6 +333,17 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE schedules ADD COLUMN content TEXT;
   `,
+  // A content over a chunk (persistence/blobs.ts, CONTENT_CHUNK_BYTES): home_contents holds its first
+  // chunk, content_chunks the rest, so that no statement binds a 20 MiB value (each binding and each
+  // record is a copy of it in memory).
+  `
+  CREATE TABLE content_chunks (
+    sha256 TEXT NOT NULL,
+    seq    INTEGER NOT NULL,
+    bytes  BLOB NOT NULL,
+    PRIMARY KEY (sha256, seq)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,5 +1,6 @@
 // A guest's home in SQLite (persistence/home-snapshots.ts), on the host's own database: each call
 // a transaction of its own, between the turns' group commits (SQLite has one writer).
+import { CONTENT_CHUNKS_SQL, wholeContent } from '../blobs.js';
 import type Database from 'better-sqlite3';
 import {
   HOME_DELETE_ENTRY_SQL,
@@ -28,6 +29,7 @@ export class SqliteHomes implements HomeSnapshots {
       has: db.prepare('SELECT 1 FROM home_contents WHERE sha256 = ?'),
       put: db.prepare('INSERT INTO home_contents (sha256, bytes) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING'),
       content: db.prepare('SELECT bytes FROM home_contents WHERE sha256 = ?'),
+      chunks: db.prepare(CONTENT_CHUNKS_SQL.replace('$1', '?')),
     };
   }
 
@@ -56,7 +58,7 @@ export class SqliteHomes implements HomeSnapshots {
     const found = new Map<string, Buffer>();
     for (const hash of hashes) {
       const row = this.statements.content.get(hash) as { bytes: Buffer } | undefined;
-      if (row !== undefined) found.set(hash, row.bytes);
+      if (row !== undefined) found.set(hash, wholeContent(row.bytes, (this.statements.chunks.all(hash) as { bytes: Buffer }[]).map((chunk) => chunk.bytes)));
     }
     return found;
   }

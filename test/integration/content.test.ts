@@ -223,6 +223,28 @@ describe('content beyond text: files in prompts (real daemon, SQLite)', function
     expect([refused.code, refused.stderr]).to.deep.equal([1, `turnhost import: ${lying}: line ${blobAt + 1}: the file's bytes are not ${sha(png)}; nothing imported\n`]);
   });
 
+  it('a file over a chunk (2.5 MiB) is stored in chunks and read back whole: blob.get, export and import; its chunks go with the last session that names it', async () => {
+    const { daemon, client } = await scene();
+    const text = Buffer.from(Array.from({ length: 2.5 * 1024 * 1024 }, (_, i) => String.fromCharCode(97 + ((i * 7919) % 26))).join(''));
+    await client.call('session.create', { session_id: 'big' });
+    const { blob } = await client.call<{ blob: string }>('blob.put', { mimeType: 'text/plain', name: 'big.txt', data: b64(text), session_id: 'big' });
+    await client.call('prompt.submit', { session_id: 'big', content: [{ type: 'resource_link', name: 'big.txt', mimeType: 'text/plain', blob }] });
+    await client.nextEvent('turn.end', 'big');
+    const chunks = (home: string) => readDatabase(home, (db) => (db.prepare('SELECT count(*) AS n FROM content_chunks').get() as { n: number }).n);
+    expect([stored(daemon.home).contents, chunks(daemon.home)]).to.deep.equal([1, 2]);
+    const back = await client.call<{ data: string }>('blob.get', { session_id: 'big', blob });
+    expect(Buffer.from(back.data, 'base64').equals(text)).to.equal(true);
+    const file = join(h.tempDir(), 'big.jsonl');
+    expect((await h.runCli(['export', 'big', '--out', file, '--home', daemon.home])).code).to.equal(0);
+    const other = await startDaemon(h);
+    expect((await h.runCli(['import', file, '--as', 'copy', '--home', other.home])).code).to.equal(0);
+    const there = await TestClient.connect(other);
+    expect(Buffer.from((await there.call<{ data: string }>('blob.get', { session_id: 'copy', blob })).data, 'base64').equals(text)).to.equal(true);
+    expect(chunks(other.home)).to.equal(2);
+    await client.call('session.delete', { session_id: 'big' });
+    expect([stored(daemon.home).contents, chunks(daemon.home)]).to.deep.equal([0, 0]);
+  });
+
   it('a blob put before a kill -9 of the daemon and its host is there after the restart, and a prompt names it', async () => {
     const first = await startDaemon(h);
     const client = await TestClient.connect(first);

@@ -40,7 +40,7 @@ describe('content beyond text to a guest agent (the Python example, sandboxed)',
     const scene = guestScene(h, 'python');
     const client = await clientFor(scene);
     const png = pngImage(6, 6, 5);
-    const pdf = pdfDocument('attached');
+    const pdf = pdfDocument('attached '.repeat(200_000)); // over a chunk of the store (1 MiB): read back whole
     await client.call('session.create', { session_id: 'img', cwd: scene.dir });
     const end = await turnOf(client, 'img', [
       { type: 'text', text: 'look' },
