@@ -6,13 +6,8 @@
 import { blobHex, type MessagePart } from '../protocol/content.js';
 import { EventType, type BaseEvent, type Interrupt, type RunFinishedOutcome, type TokenUsage } from '@ag-ui/core';
 import { isRecord, type UnknownRecord } from '../protocol/fields.js';
+import type { Question } from './question-answer.js';
 
-/** A server request of the session as the client protocol sends it (PROTOCOL.md §1.4). */
-export interface Question {
-  id: string;
-  method: string;
-  params: UnknownRecord;
-}
 
 type Open = { kind: 'text' | 'reasoning'; messageId: string } | null;
 
@@ -179,15 +174,3 @@ function answerSchema(question: UnknownRecord): Record<string, unknown> {
   return Array.isArray(choices) && choices.length > 0 ? { type: 'string', enum: choices } : { type: 'string' };
 }
 
-/** A resume entry's payload as the client protocol's answer to that question (PROTOCOL.md §1.4). */
-export function answerFrom(question: Question, status: 'resolved' | 'cancelled', payload: unknown): { result: unknown } | { error: unknown } {
-  if (status === 'cancelled') return { error: { code: 4000, message: 'declined' } };
-  if (question.method === 'approval.request') {
-    if (isRecord(payload) && typeof payload['option_id'] === 'string') return { result: { option_id: payload['option_id'] } };
-    const approved = isRecord(payload) ? payload['approved'] === true : payload === true;
-    return { result: { approved } };
-  }
-  if (Array.isArray(question.params['questions'])) return { result: { answers: isRecord(payload) ? payload : {} } };
-  const answer = isRecord(payload) && 'answer' in payload ? payload['answer'] : payload;
-  return { result: { answer: typeof answer === 'string' ? answer : JSON.stringify(answer ?? null) } };
-}

@@ -20,7 +20,8 @@ import type { GatewayMsg, SessionPeek } from '../actors/daemon/supervisor-messag
 import { ask, tell, SECOND_MS, type Ref } from '../actors/runtime.js';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
 import { IDENTIFIER_RULE, isIdentifier, isRecord, type UnknownRecord } from '../protocol/fields.js';
-import { AgUiTurn, answerFrom, type Question } from './ag-ui-events.js';
+import { AgUiTurn } from './ag-ui-events.js';
+import { answerFrom, type Question } from './question-answer.js';
 import type { EdgeOptions } from './edge-options.js';
 import { EVENT_STREAM_HEADERS, KEEPALIVE_MS } from './event-stream.js';
 import { HttpFailure, readJsonBody } from './http-answers.js';

@@ -25,6 +25,7 @@ import { HttpFailure, notFound, readBody, sendError, sendFile, sendJson, sendLin
 import { TokenSource } from './http-token.js';
 import { CredentialWatch } from './credential-watch.js';
 import { agUiRun, MAX_OPEN_RUNS } from './ag-ui.js';
+import { MAX_MCP_CALLS, mcpRequest } from './mcp-door.js';
 import { edgeUrl, isLoopback } from './listen-address.js';
 import { PageFiles } from './page-files.js';
 import { admitPeer } from './peer-admission.js';
@@ -52,6 +53,7 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
   const users = new UserDirectory(options.shared.people, log);
   await users.start();
   const agUiRuns = new Places(MAX_OPEN_RUNS);
+  const mcpCalls = new Places(MAX_MCP_CALLS);
   const access = new Access({
     tokens,
     loopback: isLoopback(listen.host),
@@ -69,7 +71,7 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
   const page = new PageFiles();
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
   const server = createServer({ keepAlive: true }, (req, res) => {
-    serve(req, res, { options, access, restClient, page, ends, agUiRuns }).catch((err: unknown) => {
+    serve(req, res, { options, access, restClient, page, ends, agUiRuns, mcpCalls }).catch((err: unknown) => {
       if (!(err instanceof HttpFailure) && !(err instanceof RpcError)) log.error({ err, path: pathOf(req) }, 'edge request failed');
       sendError(res, err);
     });
@@ -122,6 +124,7 @@ interface Serving {
   ends: Ends;
   /** The AG-UI runs open now: one token, one credential, until there are people (PROTOCOL.md §5.6). */
   agUiRuns: Places;
+  mcpCalls: Places;
 }
 
 async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving): Promise<void> {
@@ -161,6 +164,11 @@ async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving
   if (events !== null) {
     if (method !== 'GET') throw wrongMethod(['GET']);
     return streamEvents(req, res, decodeURIComponent(events[1]!), url, serving, identity);
+  }
+  if (url.pathname === '/mcp') {
+    // Stateless (each request its own server): no stream of its own to GET, no session to DELETE.
+    if (method !== 'POST') throw wrongMethod(['POST']);
+    return mcpRequest(req, res, { ...serving.restClient, identity }, serving.mcpCalls);
   }
   const agUi = /^\/v1\/ag-ui(?:\/([^/]+))?$/.exec(url.pathname);
   if (agUi !== null) {

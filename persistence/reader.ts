@@ -6,7 +6,7 @@ import type { ToolCall } from '../protocol/chat.js';
 import { checkedParts } from '../protocol/content.js';
 import type { ExportLine } from './session-export.js';
 import type { HistoryEntry } from '../protocol/history-entry.js';
-import type { SessionStatus } from './store.js';
+import type { SessionStatus, StoredTurnStatus } from './store.js';
 import { mergeSuperseded, type HistoryRow, type SupersededRow } from './history-rows.js';
 import { MESSAGE_COUNT_SQL } from './session-line.js';
 
@@ -73,6 +73,16 @@ export const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_r
 export const NOT_A_BRANCH = 'branch_of IS NULL';
 
 export const SUBMITTED_SQL = 'SELECT 1 AS taken FROM submits WHERE sid = $1 AND client_message_id = $2';
+export const TURN_SQL = 'SELECT turn_id, status, error, started_at, ended_at FROM turns WHERE sid = $1 AND turn_id = $2';
+
+/** One turn as stored: how it ended (`running` while it runs; `lost` when its host died under it), and why it failed. */
+export interface StoredTurn {
+  turn_id: string;
+  status: StoredTurnStatus;
+  error: string | null;
+  started_at: number;
+  ended_at: number | null;
+}
 /** The sessions forked from `$1`. */
 export const FORKS_SQL = `SELECT sid, forked_from_turn FROM sessions WHERE forked_from_sid = $1 AND ${NOT_A_BRANCH} ORDER BY created_at, sid`;
 
@@ -138,6 +148,8 @@ export interface Reader {
   statusCounts(): Promise<Record<SessionStatus, number>>;
   /** The session's messages, oldest first (the last `limit` when given; `all`: with the superseded ones); undefined for an unknown session. */
   history(sid: string, options?: HistoryOptions): Promise<HistoryEntry[] | undefined>;
+  /** One of the session's turns (started: a queued prompt has none yet); undefined when it has no such turn. */
+  turn(sid: string, turnId: string): Promise<StoredTurn | undefined>;
   /** Whether the session has taken a submit with this client_message_id (a retry or an edit sent again must not rewind twice). */
   submitted(sid: string, clientMessageId: string): Promise<boolean>;
   /** Where the session was forked from, and the sessions forked from it (PROTOCOL.md §2.2). */

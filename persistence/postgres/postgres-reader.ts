@@ -8,6 +8,8 @@ import {
   forkOrigin,
   NOT_A_BRANCH,
   SUBMITTED_SQL,
+  TURN_SQL,
+  type StoredTurn,
   TURN_USAGE_COLUMNS,
   SUMMARY_COLUMNS,
   withSuperseded,
@@ -136,6 +138,11 @@ export class PostgresReader implements Reader {
       return new Map(usage.map((row) => [row.turn_id, row]));
     });
     return options.all ? withSuperseded(live, await this.rows<SupersededRow>(SUPERSEDED_SQL, [sid])) : live;
+  }
+
+  async turn(sid: string, turnId: string): Promise<StoredTurn | undefined> {
+    const [row] = await this.rows<StoredTurn & { started_at: string | number; ended_at: string | number | null }>(TURN_SQL, [sid, turnId]);
+    return row === undefined ? undefined : { ...row, started_at: Number(row.started_at), ended_at: row.ended_at === null ? null : Number(row.ended_at) };
   }
 
   async submitted(sid: string, clientMessageId: string): Promise<boolean> {

@@ -10,6 +10,8 @@ import {
   forkOrigin,
   NOT_A_BRANCH,
   SUBMITTED_SQL,
+  TURN_SQL,
+  type StoredTurn,
   TURN_USAGE_COLUMNS,
   SUMMARY_COLUMNS,
   withSuperseded,
@@ -109,6 +111,10 @@ export class SqliteReader implements Reader {
       return new Map(turnIds.map((id) => [id, select.get(id) as TurnUsageRow | undefined]).filter((e): e is [string, TurnUsageRow] => e[1] !== undefined));
     });
     return options.all ? withSuperseded(live, this.db.prepare(SUPERSEDED_SQL).all({ 1: sid }) as SupersededRow[]) : live;
+  }
+
+  async turn(sid: string, turnId: string): Promise<StoredTurn | undefined> {
+    return this.db.prepare(TURN_SQL).get({ 1: sid, 2: turnId }) as StoredTurn | undefined;
   }
 
   async submitted(sid: string, clientMessageId: string): Promise<boolean> {

@@ -4,7 +4,8 @@
 import type { BaseEvent } from '@ag-ui/core';
 import { EventSchemas } from '@ag-ui/core/schemas';
 import { expect } from 'chai';
-import { AgUiTurn, answerFrom } from '../../edge/ag-ui-events.js';
+import { AgUiTurn } from '../../edge/ag-ui-events.js';
+import { answerFrom } from '../../edge/question-answer.js';
 
 describe('AG-UI events of a turn', () => {
   it('reasoning, a tool call with arguments, the reply and usage: each event valid, each message closed before the next kind', () => {
