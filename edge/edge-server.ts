@@ -168,7 +168,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving
   if (url.pathname === '/mcp') {
     // Stateless (each request its own server): no stream of its own to GET, no session to DELETE.
     if (method !== 'POST') throw wrongMethod(['POST']);
-    return mcpRequest(req, res, { ...serving.restClient, identity }, serving.mcpCalls);
+    return mcpRequest(req, res, { ...serving.restClient, identity }, serving.mcpCalls, (name) => options.metrics.doorCall('mcp', name));
   }
   const agUi = /^\/v1\/ag-ui(?:\/([^/]+))?$/.exec(url.pathname);
   if (agUi !== null) {

@@ -14,6 +14,7 @@ import { callMethod } from '../actors/daemon/client-methods.js';
 import { answerServerRequest } from '../actors/daemon/methods/answers.js';
 import type { ClientContext } from '../actors/daemon/client-context.js';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
+import { isRecord } from '../protocol/fields.js';
 import { packageVersion } from '../protocol/package-version.js';
 import { HttpFailure, readBody } from './http-answers.js';
 import type { Places } from './places.js';
@@ -43,8 +44,13 @@ const TURN_OUTPUT = {
 };
 const WAIT = z.number().min(0).max(MAX_WAIT_S).optional().describe(`seconds to wait for the turn to end (default ${DEFAULT_WAIT_S})`);
 
-export async function mcpRequest(req: IncomingMessage, res: ServerResponse, ctx: ClientContext, calls: Places): Promise<void> {
+/** The MCP methods /metrics names; any other is counted as `other`, so a caller cannot grow its labels. */
+const COUNTED = new Set(['initialize', 'notifications/initialized', 'tools/list', 'ping', 'notifications/cancelled']);
+const TOOLS = new Set(['run', 'result', 'answer', 'sessions', 'cancel']);
+
+export async function mcpRequest(req: IncomingMessage, res: ServerResponse, ctx: ClientContext, calls: Places, count: (method: string) => void): Promise<void> {
   const body = parseBody(await readBody(req));
+  for (const message of Array.isArray(body) ? body : [body]) count(countedName(message));
   const release = calls.take();
   if (release === null) throw new HttpFailure(429, ErrorCodes.tooManyClients, `too many MCP calls at once (at most ${MAX_MCP_CALLS}): try again when one has ended`);
   const server = mcpServer(ctx);
@@ -56,6 +62,17 @@ export async function mcpRequest(req: IncomingMessage, res: ServerResponse, ctx:
   });
   await server.connect(transport);
   await transport.handleRequest(req, res, body);
+}
+
+/** A message's method as /metrics counts it: a tool call by its tool. */
+function countedName(message: unknown): string {
+  if (!isRecord(message) || typeof message['method'] !== 'string') return 'other';
+  const method = message['method'];
+  if (method === 'tools/call') {
+    const name = isRecord(message['params']) ? message['params']['name'] : undefined;
+    return typeof name === 'string' && TOOLS.has(name) ? `tools/call:${name}` : 'tools/call:other';
+  }
+  return COUNTED.has(method) ? method : 'other';
 }
 
 function parseBody(bytes: Buffer): unknown {

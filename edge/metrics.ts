@@ -34,6 +34,7 @@ export class DaemonMetrics implements DaemonCounters {
   private readonly droppedClients: Counter<'reason'>;
   private readonly deliveries: Counter<'outcome' | 'url'>;
   private readonly retention: Counter<'action'>;
+  private readonly doorCalls: Counter<'door' | 'method'>;
   private readonly starts = new Map<string, number>();
 
   constructor(sources: MetricSources) {
@@ -84,6 +85,7 @@ export class DaemonMetrics implements DaemonCounters {
         this.set(((await (await sources.reader())?.queues()) ?? []).reduce((sum, queue) => sum + queue.queued, 0));
       },
     });
+    this.doorCalls = new Counter({ name: 'turnhost_door_calls_total', help: 'Calls of other agents at the MCP and A2A doors (PROTOCOL.md §7.3, §7.4), by door and method (a tool call by its tool)', labelNames: ['door', 'method'], registers });
     this.retention = new Counter({ name: 'turnhost_retention_sessions_total', help: 'Sessions the retention sweep deleted or archived (PROTOCOL.md §2.3)', labelNames: ['action'], registers });
     this.deliveries = new Counter({ name: 'turnhost_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome and URL', labelNames: ['outcome', 'url'], registers });
     new Gauge({
@@ -107,6 +109,11 @@ export class DaemonMetrics implements DaemonCounters {
         this.set(await sources.openRequests());
       },
     });
+  }
+
+  /** A call at a door for other agents: `method` one of the door's own names, else `other`. */
+  doorCall(door: 'mcp' | 'a2a', method: string): void {
+    this.doorCalls.inc({ door, method });
   }
 
   retained(action: 'deleted' | 'archived', count: number): void {

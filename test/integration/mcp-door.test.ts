@@ -60,6 +60,9 @@ describe('MCP: turnhost\'s agents as tools (real daemon, the MCP SDK\'s client)'
     expect(progress.join('')).to.equal('hello from an agent');
     const { sessions } = (await call(client, 'sessions', {})).structured as { sessions: { session_id: string }[] };
     expect(sessions.map((s) => s.session_id)).to.include(ran.structured['session_id']);
+    const metrics = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+    expect(metrics).to.include('turnhost_door_calls_total{door="mcp",method="tools/call:run"} 1');
+    expect(metrics).to.include('turnhost_door_calls_total{door="mcp",method="tools/call:sessions"} 1');
   });
 
   it('a turn longer than wait_s answers running, and result gives its reply when it ends; cancel interrupts another', async () => {
