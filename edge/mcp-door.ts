@@ -164,14 +164,17 @@ async function follow(ctx: ClientContext, sid: string, extra: Extra, waitS: numb
   const follower = await TurnFollower.open(ctx, sid);
   try {
     const token = extra._meta?.progressToken;
+    let turnId: string | null = null;
     if (token !== undefined) {
       let progress = 0;
-      follower.streamText((_, text) => {
+      follower.streamText((streamed, text) => {
+        // Before the submit answers, the turn's first words may come: they are taken as its.
+        if (turnId !== null && streamed !== turnId) return;
         progress += text.length;
         void extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, message: text } }).catch(() => {});
       });
     }
-    const turnId = await start(follower);
+    turnId = await start(follower);
     return toolResult(sid, turnId, await follower.state(turnId, (waitS ?? DEFAULT_WAIT_S) * 1000, extra.signal));
   } finally {
     follower.close();

@@ -1,15 +1,20 @@
 // One session's turns followed through the gateway, as a client of their own, for the doors that
-// hand a turn to another agent and answer when it is done (MCP, PROTOCOL.md §7.4): what each turn
-// wrote, how it ended, and the question it waits on. Attached before the turn is looked up or
-// submitted, so that nothing it does after is missed; what it did before comes from the store.
+// hand a turn to another agent and answer when it is done (MCP and A2A, PROTOCOL.md §7.3, §7.4):
+// what each turn wrote, how it ended, and the question it waits on. It resumes the session as a
+// client does (the events the gateway still holds replayed in order, then the live ones, and the
+// open questions): so nothing is missed between what it read and what comes, and nothing is seen
+// twice. It is open before a turn is looked up or submitted; an end it did not see is read from
+// the store.
 import { nextClientId } from '../actors/daemon/client-connection.js';
-import { authorize, callMethod } from '../actors/daemon/client-methods.js';
+import { callMethod } from '../actors/daemon/client-methods.js';
 import { clientContext, type ClientContext } from '../actors/daemon/client-context.js';
 import type { GatewayMsg, SessionPeek } from '../actors/daemon/supervisor-messages.js';
 import { ask, tell, SECOND_MS, type Ref } from '../actors/runtime.js';
 import { isRecord, type UnknownRecord } from '../protocol/fields.js';
 import type { Question } from './question-answer.js';
 
+/** The id of the follower's own session.resume: its answer is not an event, and is let pass. */
+const RESUMED = 'turn-follower-resume';
 const PEEK_TIMEOUT_MS = 10 * SECOND_MS;
 
 /** Where a turn is, as a door says it. */
@@ -47,10 +52,11 @@ export class TurnFollower {
     const follower = new TurnFollower(sid, ctx);
     tell(ctx.gateway, { kind: 'client-open', sink: { id: ctx.clientId, write: (line) => follower.line(line) } });
     try {
-      if (!ctx.identity.admin) await authorize('session.history', { session_id: sid }, ctx);
-      tell(ctx.gateway, { kind: 'attach', sid, clientId: ctx.clientId });
-      const peek = await ask(ctx.gateway, (replyTo: Ref<SessionPeek>): GatewayMsg => ({ kind: 'peek', sid, replyTo }), PEEK_TIMEOUT_MS);
-      for (const question of peek.open_requests as Question[]) follower.open.set(question.id, question);
+      // Answered on the sink, before the replay: the follower reads the events, not the answer.
+      await callMethod('session.resume', { session_id: sid, after_seq: 0 }, ctx, RESUMED);
+      // The gateway takes its messages in order and writes to the sink as it takes them: once it
+      // has answered this, the replay and the open questions are in.
+      await ask(ctx.gateway, (replyTo: Ref<SessionPeek>): GatewayMsg => ({ kind: 'peek', sid, replyTo }), PEEK_TIMEOUT_MS);
     } catch (err) {
       follower.close();
       throw err;
@@ -122,8 +128,8 @@ export class TurnFollower {
 
   /** The turn as the store has it: how it ended, or `running`, or `queued` (no turn yet: its prompt waits). */
   private async stored(turnId: string): Promise<TurnState | 'running' | 'queued'> {
-    const turn = await (await this.ctx.reader())?.turn(this.sid, turnId);
-    if (turn === undefined) return 'queued';
+    const turn = await (await this.ctx.reader())?.turn(turnId);
+    if (turn === undefined || turn.sid !== this.sid) return 'queued';
     if (turn.status === 'running') return 'running';
     if (turn.status === 'failed' || turn.status === 'lost') {
       return { status: 'failed', reply: '', reason: turn.status === 'lost' ? 'lost' : 'agent', message: turn.error ?? 'the turn failed' };

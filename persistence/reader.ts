@@ -73,11 +73,15 @@ export const SUMMARY_COLUMNS = `sid, session_key, status, end_reason, retained_r
 export const NOT_A_BRANCH = 'branch_of IS NULL';
 
 export const SUBMITTED_SQL = 'SELECT 1 AS taken FROM submits WHERE sid = $1 AND client_message_id = $2';
-export const TURN_SQL = 'SELECT turn_id, status, error, started_at, ended_at FROM turns WHERE sid = $1 AND turn_id = $2';
+const TURN_COLUMNS = 'turn_id, sid, status, error, started_at, ended_at';
+export const TURN_SQL = `SELECT ${TURN_COLUMNS} FROM turns WHERE turn_id = $1`;
+/** A session's own turns (not a fork's inherited ones, nor a rewound line's), oldest first. */
+export const SESSION_TURNS_SQL = `SELECT ${TURN_COLUMNS} FROM turns WHERE sid = $1 AND superseded_at IS NULL ORDER BY started_at, turn_id`;
 
 /** One turn as stored: how it ended (`running` while it runs; `lost` when its host died under it), and why it failed. */
 export interface StoredTurn {
   turn_id: string;
+  sid: string;
   status: StoredTurnStatus;
   error: string | null;
   started_at: number;
@@ -148,8 +152,10 @@ export interface Reader {
   statusCounts(): Promise<Record<SessionStatus, number>>;
   /** The session's messages, oldest first (the last `limit` when given; `all`: with the superseded ones); undefined for an unknown session. */
   history(sid: string, options?: HistoryOptions): Promise<HistoryEntry[] | undefined>;
-  /** One of the session's turns (started: a queued prompt has none yet); undefined when it has no such turn. */
-  turn(sid: string, turnId: string): Promise<StoredTurn | undefined>;
+  /** A turn, started (a queued prompt has none yet); undefined when there is no such turn. */
+  turn(turnId: string): Promise<StoredTurn | undefined>;
+  /** The session's turns on its line, oldest first. */
+  turns(sid: string): Promise<StoredTurn[]>;
   /** Whether the session has taken a submit with this client_message_id (a retry or an edit sent again must not rewind twice). */
   submitted(sid: string, clientMessageId: string): Promise<boolean>;
   /** Where the session was forked from, and the sessions forked from it (PROTOCOL.md §2.2). */

@@ -9,6 +9,7 @@ import {
   NOT_A_BRANCH,
   SUBMITTED_SQL,
   TURN_SQL,
+  SESSION_TURNS_SQL,
   type StoredTurn,
   TURN_USAGE_COLUMNS,
   SUMMARY_COLUMNS,
@@ -140,9 +141,13 @@ export class PostgresReader implements Reader {
     return options.all ? withSuperseded(live, await this.rows<SupersededRow>(SUPERSEDED_SQL, [sid])) : live;
   }
 
-  async turn(sid: string, turnId: string): Promise<StoredTurn | undefined> {
-    const [row] = await this.rows<StoredTurn & { started_at: string | number; ended_at: string | number | null }>(TURN_SQL, [sid, turnId]);
-    return row === undefined ? undefined : { ...row, started_at: Number(row.started_at), ended_at: row.ended_at === null ? null : Number(row.ended_at) };
+  async turn(turnId: string): Promise<StoredTurn | undefined> {
+    const [row] = await this.rows<StoredTurnRow>(TURN_SQL, [turnId]);
+    return row === undefined ? undefined : storedTurn(row);
+  }
+
+  async turns(sid: string): Promise<StoredTurn[]> {
+    return (await this.rows<StoredTurnRow>(SESSION_TURNS_SQL, [sid])).map(storedTurn);
   }
 
   async submitted(sid: string, clientMessageId: string): Promise<boolean> {
@@ -205,4 +210,11 @@ export class PostgresReader implements Reader {
   async close(): Promise<void> {
     await this.pool.end();
   }
+}
+
+/** PostgreSQL's bigint times as they come (strings). */
+type StoredTurnRow = Omit<StoredTurn, 'started_at' | 'ended_at'> & { started_at: string | number; ended_at: string | number | null };
+
+function storedTurn(row: StoredTurnRow): StoredTurn {
+  return { ...row, started_at: Number(row.started_at), ended_at: row.ended_at === null ? null : Number(row.ended_at) };
 }

@@ -11,6 +11,7 @@ import {
   NOT_A_BRANCH,
   SUBMITTED_SQL,
   TURN_SQL,
+  SESSION_TURNS_SQL,
   type StoredTurn,
   TURN_USAGE_COLUMNS,
   SUMMARY_COLUMNS,
@@ -113,8 +114,12 @@ export class SqliteReader implements Reader {
     return options.all ? withSuperseded(live, this.db.prepare(SUPERSEDED_SQL).all({ 1: sid }) as SupersededRow[]) : live;
   }
 
-  async turn(sid: string, turnId: string): Promise<StoredTurn | undefined> {
-    return this.db.prepare(TURN_SQL).get({ 1: sid, 2: turnId }) as StoredTurn | undefined;
+  async turn(turnId: string): Promise<StoredTurn | undefined> {
+    return this.db.prepare(TURN_SQL).get({ 1: turnId }) as StoredTurn | undefined;
+  }
+
+  async turns(sid: string): Promise<StoredTurn[]> {
+    return this.db.prepare(SESSION_TURNS_SQL).all({ 1: sid }) as StoredTurn[];
   }
 
   async submitted(sid: string, clientMessageId: string): Promise<boolean> {
