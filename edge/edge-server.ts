@@ -26,6 +26,7 @@ import { TokenSource } from './http-token.js';
 import { CredentialWatch } from './credential-watch.js';
 import { agUiRun, MAX_OPEN_RUNS } from './ag-ui.js';
 import { MAX_MCP_CALLS, mcpRequest } from './mcp-door.js';
+import { a2aRequest, sendAgentCard } from './a2a-door.js';
 import { edgeUrl, isLoopback } from './listen-address.js';
 import { PageFiles } from './page-files.js';
 import { admitPeer } from './peer-admission.js';
@@ -138,6 +139,12 @@ async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving
   if (method === 'OPTIONS') return preflight(res, cors);
   if (url.pathname === '/healthz') return health(res, serving.restClient);
   if (url.pathname === '/login') return login(req, res, url, serving);
+  // Agent Cards are read before any login (PROTOCOL.md §7.3): they say how to log in.
+  const card = /^(?:\/a2a\/([^/]+))?\/\.well-known\/agent-card\.json$/.exec(url.pathname);
+  if (card !== null) {
+    if (method !== 'GET' && method !== 'HEAD') throw wrongMethod(['GET']);
+    return sendAgentCard(res, serving.restClient, card[1] === undefined ? null : decodeURIComponent(card[1]), edgeOrigin(req, options));
+  }
   if (method === 'POST' || method === 'PATCH' || method === 'DELETE') {
     const refusedOrigin = access.checkOrigin(req);
     if (refusedOrigin !== null) return refuse(res, refusedOrigin);
@@ -165,6 +172,11 @@ async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving
     if (method !== 'GET') throw wrongMethod(['GET']);
     return streamEvents(req, res, decodeURIComponent(events[1]!), url, serving, identity);
   }
+  const a2a = /^\/a2a\/([^/]+)$/.exec(url.pathname);
+  if (a2a !== null) {
+    if (method !== 'POST') throw wrongMethod(['POST']);
+    return a2aRequest(req, res, { ...serving.restClient, identity }, decodeURIComponent(a2a[1]!), edgeOrigin(req, options), (name) => options.metrics.doorCall('a2a', name));
+  }
   if (url.pathname === '/mcp') {
     // Stateless (each request its own server): no stream of its own to GET, no session to DELETE.
     if (method !== 'POST') throw wrongMethod(['POST']);
@@ -183,6 +195,11 @@ async function serve(req: IncomingMessage, res: ServerResponse, serving: Serving
   if (answer.file !== undefined) sendFile(res, answer.file);
   else if (answer.lines === undefined) sendJson(res, answer.status, answer.body);
   else sendLines(res, answer.lines.items, answer.lines.fileName);
+}
+
+/** Where callers reach this edge: its public URL when told one, else the address they used (its Host was checked). */
+function edgeOrigin(req: IncomingMessage, options: EdgeOptions): string {
+  return (options.publicUrl ?? `http://${req.headers.host ?? `${options.listen.host}:${options.listen.port}`}`).replace(/\/+$/, '');
 }
 
 function refuse(res: ServerResponse, refusal: Refusal): void {

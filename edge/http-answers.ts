@@ -131,6 +131,15 @@ export async function readJsonBody(req: IncomingMessage): Promise<UnknownRecord>
   return value;
 }
 
+/** A body read whole as JSON of any shape (a JSON-RPC batch, say): 400 when it is not JSON. */
+export function parsedJson(bytes: Buffer): unknown {
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch (err) {
+    throw new HttpFailure(400, ErrorCodes.parseError, `the body is not JSON: ${(err as Error).message}`);
+  }
+}
+
 /** The body's bytes: 413 past `maxBytes` (1 MiB unless said, as readJsonBody says). */
 export async function readBody(req: IncomingMessage, maxBytes = BODY_MAX_BYTES): Promise<Buffer> {
   const tooLarge = () => new HttpFailure(413, ErrorCodes.invalidRequest, `the body is larger than ${maxBytes / 1024 / 1024} MiB`);

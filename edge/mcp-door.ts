@@ -16,7 +16,7 @@ import type { ClientContext } from '../actors/daemon/client-context.js';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
 import { isRecord } from '../protocol/fields.js';
 import { packageVersion } from '../protocol/package-version.js';
-import { HttpFailure, readBody } from './http-answers.js';
+import { HttpFailure, parsedJson, readBody } from './http-answers.js';
 import type { Places } from './places.js';
 import { answerFrom } from './question-answer.js';
 import { TurnFollower, type TurnState } from './turn-follower.js';
@@ -49,7 +49,7 @@ const COUNTED = new Set(['initialize', 'notifications/initialized', 'tools/list'
 const TOOLS = new Set(['run', 'result', 'answer', 'sessions', 'cancel']);
 
 export async function mcpRequest(req: IncomingMessage, res: ServerResponse, ctx: ClientContext, calls: Places, count: (method: string) => void): Promise<void> {
-  const body = parseBody(await readBody(req));
+  const body = parsedJson(await readBody(req));
   for (const message of Array.isArray(body) ? body : [body]) count(countedName(message));
   const release = calls.take();
   if (release === null) throw new HttpFailure(429, ErrorCodes.tooManyClients, `too many MCP calls at once (at most ${MAX_MCP_CALLS}): try again when one has ended`);
@@ -75,13 +75,6 @@ function countedName(message: unknown): string {
   return COUNTED.has(method) ? method : 'other';
 }
 
-function parseBody(bytes: Buffer): unknown {
-  try {
-    return JSON.parse(bytes.toString('utf8'));
-  } catch (err) {
-    throw new HttpFailure(400, ErrorCodes.parseError, `the body is not JSON: ${(err as Error).message}`);
-  }
-}
 
 /** The five tools, as the caller's person: they see only the agents and sessions they may use. */
 function mcpServer(ctx: ClientContext): McpServer {

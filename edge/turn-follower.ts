@@ -74,6 +74,16 @@ export class TurnFollower {
     return this.open.get(requestId);
   }
 
+  /** The question the session's running turn waits on, the latest asked; undefined when none. */
+  waitingQuestion(): Question | undefined {
+    return [...this.open.values()].at(-1);
+  }
+
+  /** What the turn has written so far, as the follower saw it (replayed and live). */
+  replySoFar(turnId: string): string {
+    return this.seen.get(turnId)?.reply ?? '';
+  }
+
   /** The question is answered: the turn runs on. */
   answered(requestId: string): void {
     this.open.delete(requestId);

@@ -24,6 +24,15 @@ export async function startDaemon(h: Harness, args: readonly string[] = [], env:
   return { home, process, socket: join(home, 'turnhost.sock') };
 }
 
+/** A daemon with its edge on a free loopback port, `token` its token: the daemon and the edge's URL. */
+export async function startEdgeDaemon(h: Harness, token: string, args: readonly string[] = []): Promise<{ daemon: Daemon; url: string }> {
+  const daemon = await startDaemon(h, ['--listen', '127.0.0.1:0', ...args], { TURNHOST_TOKEN: token });
+  const socket = await TestClient.connect(daemon);
+  const url = (await socket.call<{ http: { url: string } }>('host.status')).http.url;
+  socket.close();
+  return { daemon, url };
+}
+
 export interface HostStatus {
   host: { pid: number | null; state: string; restarts: number; last_error: string | null };
 }

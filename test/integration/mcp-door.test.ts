@@ -5,7 +5,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { expect } from 'chai';
-import { hostPid, startDaemon, TestClient, type Daemon } from '../helpers/daemon.js';
+import { hostPid, startEdgeDaemon, TestClient } from '../helpers/daemon.js';
 import { Harness } from '../helpers/processes.js';
 
 const TOKEN = 'mcp-door-token-0123456789abcdef0123';
@@ -25,13 +25,8 @@ describe('MCP: turnhost\'s agents as tools (real daemon, the MCP SDK\'s client)'
     await h.cleanup();
   });
 
-  async function edge(): Promise<{ daemon: Daemon; url: string }> {
-    const daemon = await startDaemon(h, ['--listen', '127.0.0.1:0'], { TURNHOST_TOKEN: TOKEN });
-    const socket = await TestClient.connect(daemon);
-    const url = (await socket.call<{ http: { url: string } }>('host.status')).http.url;
-    socket.close();
-    return { daemon, url };
-  }
+  const edge = () => startEdgeDaemon(h, TOKEN);
+
 
   async function mcp(url: string, token = TOKEN): Promise<Client> {
     const client = new Client({ name: 'turnhost-test', version: '1.0.0' });
