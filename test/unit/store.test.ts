@@ -41,7 +41,7 @@ describe('store', () => {
     });
     store.closeNow();
     const raw = new Database(file);
-    raw.exec('DROP TABLE session_blobs; DROP TABLE blob_uploads; ALTER TABLE messages DROP COLUMN parts; DROP TABLE sweeps; DROP TABLE deleted_sessions; ALTER TABLE sessions DROP COLUMN archived_at; ALTER TABLE sessions DROP COLUMN pinned; DROP TABLE home_contents; DROP TABLE home_snapshots; DROP TABLE home_entries; ALTER TABLE sessions DROP COLUMN flat_workspace; ALTER TABLE sessions DROP COLUMN agent; ALTER TABLE turns DROP COLUMN trace; DROP INDEX turns_running_by; DROP TABLE usage_daily; DROP TABLE budgets; ALTER TABLE turns DROP COLUMN cached_tokens; ALTER TABLE turns DROP COLUMN reasoning_tokens');
+    raw.exec('DROP TABLE content_chunks; DROP TABLE session_blobs; DROP TABLE blob_uploads; ALTER TABLE messages DROP COLUMN parts; DROP TABLE sweeps; DROP TABLE deleted_sessions; ALTER TABLE sessions DROP COLUMN archived_at; ALTER TABLE sessions DROP COLUMN pinned; DROP TABLE home_contents; DROP TABLE home_snapshots; DROP TABLE home_entries; ALTER TABLE sessions DROP COLUMN flat_workspace; ALTER TABLE sessions DROP COLUMN agent; ALTER TABLE turns DROP COLUMN trace; DROP INDEX turns_running_by; DROP TABLE usage_daily; DROP TABLE budgets; ALTER TABLE turns DROP COLUMN cached_tokens; ALTER TABLE turns DROP COLUMN reasoning_tokens');
     for (const column of ['messages.tool_calls', 'messages.tool_call_id', 'turns.model', 'turns.prompt_tokens', 'turns.completion_tokens', 'turns.model_calls']) {
       const [table, name] = column.split('.');
       raw.exec(`ALTER TABLE ${table} DROP COLUMN ${name}`);
