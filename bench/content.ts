@@ -117,7 +117,7 @@ async function firstByteDirect(dir: string, image: Buffer): Promise<{ textMs: nu
       return (await first) - started;
     };
     await prompt([{ type: 'text', text: 'warm up' }]);
-    return interleaved(
+    return await interleaved(
       (i) => prompt([{ type: 'text', text: `a text prompt ${i}` }]),
       (i) => prompt([{ type: 'text', text: `an image ${i}` }, { type: 'image', mimeType: 'image/png', data }]),
     );
@@ -138,7 +138,7 @@ async function firstByte(dir: string, image: Buffer): Promise<{ textMs: number[]
     // Past a line's 8 MiB, a file goes through the edge (PROTOCOL.md §2.4).
     const { blob } = await upload(await edgePort(client), readToken(home), 'fb', image, 'image/png');
     await client.turn('fb', { text: 'warm up' });
-    return interleaved(
+    return await interleaved(
       (i) => client.turn('fb', { text: `a text prompt ${i}` }),
       (i) => client.turn('fb', { content: [{ type: 'text', text: `an image ${i}` }, { type: 'image', mimeType: 'image/png', blob }] }),
     );
