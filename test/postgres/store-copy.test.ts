@@ -76,7 +76,7 @@ describe('turnhost store copy (a real SQLite home, a real PostgreSQL)', function
     const copied = await h.runCli(['store', 'copy', '--to', url, '--home', home], {}, 60_000);
     expect(copied.code, copied.stderr).to.equal(0);
     // a, f, and the path a's rewind left (a branch of a).
-    expect(copied.stdout).to.match(/^copied \d+ row\(s\) of 20 tables \(10 message\(s\) in 3 histories: sessions and their branches\) from sqlite .* to postgres.* in [\d.]+ s; counts and each history's digest checked\n$/);
+    expect(copied.stdout).to.match(/^copied \d+ row\(s\) of 21 tables \(10 message\(s\) in 3 histories: sessions and their branches\) from sqlite .* to postgres.* in [\d.]+ s; counts and each history's digest checked\n$/);
     expect(copied.stderr, 'plain progress lines when stderr is not a terminal').to.match(/^store copy: \d+ of \d+ rows \(\d+%\), at \w+\n/);
     expect(copied.stderr).to.contain('(100%)');
     expect(await seen(home, url, sessions)).to.deep.equal(await seen(home, 'sqlite', sessions));
