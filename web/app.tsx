@@ -216,7 +216,14 @@ function App() {
             queue={session.queue}
             schedules={session.schedules}
             running={runningTurn !== null || shown?.runningAtOpen === true}
-            onSend={(text, steer, content) => attempt(() => rpc.call('prompt.submit', { session_id: sid, text, ...(content.length === 0 ? {} : { content }), ...(steer ? { on_busy: 'steer' } : {}) }))}
+            onSend={async (text, steer, content) => {
+              let turnId: string | null = null;
+              const sent = await attempt(async () => {
+                turnId = (await rpc.call<{ turn_id?: string }>('prompt.submit', { session_id: sid, text, ...(content.length === 0 ? {} : { content }), ...(steer ? { on_busy: 'steer' } : {}) })).turn_id ?? null;
+              });
+              return sent ? { turnId } : null;
+            }}
+            refused={session.refused}
             upload={(file, progress) => uploadFile(sid, file, progress)}
             onStop={() => act(() => rpc.call('session.interrupt', { session_id: sid, ...(runningTurn ? { turn_id: runningTurn.turnId } : {}) }))}
             onQueue={(queueId, action, text) => act(() => rpc.call('session.queue.update', { session_id: sid, queue_id: queueId, action, ...(text === undefined ? {} : { text }) }))}

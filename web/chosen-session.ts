@@ -42,6 +42,8 @@ export function useChosenSession(around: AroundSession) {
   const [spent, setSpent] = useState<UsageTotals | null>(null);
   /** Why the session's queue waits (a budget), as the host last said; null while it does not. */
   const [held, setHeld] = useState<string | null>(null);
+  /** A turn the agent refused as it started (reason `invalid`: files it cannot take), and why. */
+  const [refused, setRefused] = useState<{ turnId: string; message: string } | null>(null);
   const [, setTick] = useState(0);
   const view = useRef<SessionView | null>(null);
   // One render per frame, however many events arrived in it: a fast stream costs frames, not events.
@@ -147,6 +149,7 @@ export function useChosenSession(around: AroundSession) {
         break;
       case 'turn.end':
       case 'turn.error':
+        if (event.type === 'turn.error' && p['reason'] === 'invalid') setRefused({ turnId: String(p['turn_id']), message: String(p['message']) });
         endTurn(current, String(p['turn_id']), p, event.type === 'turn.error');
         break;
       case 'session.queue':
@@ -204,5 +207,5 @@ export function useChosenSession(around: AroundSession) {
     setRequests((open) => open.filter((r) => r.id !== requestId));
   }
 
-  return { view, history, queue, schedules, requests, lineage, spent, held, open: openSession, close, onEvent, asked, answered };
+  return { view, history, queue, schedules, requests, lineage, spent, held, refused, open: openSession, close, onEvent, asked, answered };
 }

@@ -1,8 +1,9 @@
 // Where a person writes to the session (PROTOCOL.md §2.1, §2.4): send, steer, stop, and files to
 // send with the prompt: chosen with Attach, pasted, or dropped on the prompt. Each is uploaded as it
 // is added (its progress shown), listed with a thumbnail or its name and size, and can be removed
-// before sending. A prompt the daemon refuses stays, with its files, and the refusal is said.
-import { useState } from 'preact/hooks';
+// before sending. A prompt the daemon refuses stays, with its files, and the refusal is said; so does
+// one the agent refuses as its turn starts (an image to an agent that takes none).
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { sizeText } from './message-parts.js';
 
 /** A file on its way into the prompt: uploading (`done` of `size` bytes), stored (`blob`), or refused. */
@@ -20,6 +21,17 @@ export interface Attachment {
 
 export type Upload = (file: File, progress: (done: number) => void) => Promise<{ blob: string; mimeType: string }>;
 
+/** A prompt the daemon took: the turn it made (null for a steer into the running one). */
+export interface Sent {
+  turnId: string | null;
+}
+
+/** A turn the agent refused as it started (files it cannot take), and why. */
+export interface Refusal {
+  turnId: string;
+  message: string;
+}
+
 let nextAttachment = 0;
 
 /** The prompt box: Enter sends (Shift+Enter is a new line), Steer sends into the running turn, Stop stops it. */
@@ -27,15 +39,29 @@ export function Composer({
   running,
   upload,
   onSend,
+  refused,
   onStop,
 }: {
   running: boolean;
   upload: Upload;
-  onSend(text: string, steer: boolean, content: Record<string, unknown>[]): Promise<boolean>;
+  /** Null: refused at once (the page says why); else the turn it made, which may yet be refused as it starts. */
+  onSend(text: string, steer: boolean, content: Record<string, unknown>[]): Promise<Sent | null>;
+  refused: Refusal | null;
   onStop(): Promise<void>;
 }) {
   const [text, setText] = useState('');
   const [files, setFiles] = useState<Attachment[]>([]);
+  /** What was last sent, kept until its turn is known not to be refused: a refusal brings it back. */
+  const lastSent = useRef<{ turnId: string; text: string; files: Attachment[] } | null>(null);
+  const [refusal, setRefusal] = useState<string | null>(null);
+  useEffect(() => {
+    const sent = lastSent.current;
+    if (refused === null || sent === null || refused.turnId !== sent.turnId) return;
+    lastSent.current = null;
+    setText((now) => (now === '' ? sent.text : now));
+    setFiles((now) => (now.length === 0 ? sent.files : now));
+    setRefusal(refused.message);
+  }, [refused]);
   const change = (id: number, to: Partial<Attachment>) => setFiles((all) => all.map((f) => (f.id === id ? { ...f, ...to } : f)));
   const add = (list: Iterable<File>): void => {
     for (const file of list) {
@@ -55,9 +81,13 @@ export function Composer({
   const send = async (steer: boolean): Promise<void> => {
     if ((text.trim() === '' && files.length === 0) || !ready) return;
     const content = files.map((f) => ({ type: f.mimeType.startsWith('image/') ? 'image' : 'resource_link', mimeType: f.mimeType, blob: f.blob, name: f.name }));
-    if (!(await onSend(text, steer, content))) return;
+    const sent = await onSend(text, steer, content);
+    if (sent === null) return;
+    setRefusal(null);
+    // The previews stay for the copy a refusal of the agent would bring back.
+    for (const f of lastSent.current?.files ?? []) if (f.preview !== undefined && !files.includes(f)) URL.revokeObjectURL(f.preview);
+    lastSent.current = sent.turnId === null ? null : { turnId: sent.turnId, text, files };
     setText('');
-    for (const f of files) if (f.preview !== undefined) URL.revokeObjectURL(f.preview);
     setFiles([]);
   };
   return (
@@ -101,6 +131,7 @@ export function Composer({
       <button type="button" class="primary" disabled={!ready} onClick={() => void send(false)}>Send</button>
       <button type="button" disabled={!ready} onClick={() => void send(true)}>Steer</button>
       <button type="button" disabled={!running} onClick={() => void onStop()}>Stop</button>
+      {refusal !== null && <p role="alert" class="refusal">{refusal}</p>}
       {files.length > 0 && (
         <ul aria-label="Attachments" class="attachments">
           {files.map((f) => (

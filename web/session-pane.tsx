@@ -1,5 +1,5 @@
 // The session chosen on the page (PROTOCOL.md §5.5), put together from its parts.
-import { Composer, type Upload } from './composer.js';
+import { Composer, type Refusal, type Sent, type Upload } from './composer.js';
 import { QueueList, type QueueItem } from './queue-list.js';
 import { ScheduleList, type ScheduleItem } from './schedule-list.js';
 import { SessionHeader, type HeaderProps } from './session-header.js';
@@ -15,7 +15,8 @@ export interface SessionPaneProps extends HeaderProps {
   queue: QueueItem[];
   schedules: ScheduleItem[];
   running: boolean;
-  onSend(text: string, steer: boolean, content: Record<string, unknown>[]): Promise<boolean>;
+  onSend(text: string, steer: boolean, content: Record<string, unknown>[]): Promise<Sent | null>;
+  refused: Refusal | null;
   upload: Upload;
   onStop(): Promise<void>;
   onQueue(queueId: string, action: 'edit' | 'delete', text?: string): Promise<void>;
@@ -27,7 +28,7 @@ export function SessionPane(props: SessionPaneProps) {
     <>
       <SessionHeader {...props} />
       <Transcript lines={props.lines} you={props.you} actions={props.actions} />
-      <Composer running={props.running} upload={props.upload} onSend={props.onSend} onStop={props.onStop} />
+      <Composer running={props.running} upload={props.upload} onSend={props.onSend} refused={props.refused} onStop={props.onStop} />
       {props.held !== null && props.queue.length > 0 && (
         <p class="held" role="status">
           {props.held}

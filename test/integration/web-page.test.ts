@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { readToken } from '../../edge/http-token.js';
 import { startDaemon, TestClient } from '../helpers/daemon.js';
-import { guestArgs, guestScene } from '../helpers/guests.js';
+import { guestArgs, guestScene, PYTHON_GUEST } from '../helpers/guests.js';
 import { pdfDocument, pngImage } from '../helpers/content-files.js';
 import { Harness } from '../helpers/processes.js';
 import { FakeOpenAI } from '../helpers/fake-openai.js';
@@ -44,6 +44,19 @@ async function newSession(page: Page): Promise<void> {
 async function send(page: Page, text: string): Promise<void> {
   await page.getByRole('textbox', { name: 'Prompt' }).fill(text);
   await page.getByRole('button', { name: 'Send' }).click();
+}
+
+/** A screenshot pasted into the Prompt, as a browser hands the page a pasted file. */
+async function pasteImage(page: Page, name: string, png: Buffer): Promise<void> {
+  await page.getByRole('textbox', { name: 'Prompt' }).focus();
+  await page.evaluate(
+    ([fileName, bytes]) => {
+      const data = new DataTransfer();
+      data.items.add(new File([new Uint8Array(bytes)], fileName, { type: 'image/png' }));
+      document.querySelector('textarea[aria-label="Prompt"]')!.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+    },
+    [name, [...png]] as const,
+  );
 }
 
 /** Resolves once the list named `name` has `count` items (the browser checks on each frame). */
@@ -187,12 +200,7 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     await page.keyboard.press('Enter');
     await (await chooser).setFiles([join(dir, 'report.pdf'), join(dir, 'extra.pdf')]);
     // A pasted screenshot.
-    await page.getByRole('textbox', { name: 'Prompt' }).focus();
-    await page.evaluate((bytes) => {
-      const data = new DataTransfer();
-      data.items.add(new File([new Uint8Array(bytes)], 'shot.png', { type: 'image/png' }));
-      document.querySelector('textarea[aria-label="Prompt"]')!.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
-    }, [...png]);
+    await pasteImage(page, 'shot.png', png);
     const attachments = page.getByRole('list', { name: 'Attachments' });
     await itemCount(page, 'Attachments', 3);
     await attachments.getByRole('img', { name: 'shot.png' }).waitFor();
@@ -219,6 +227,22 @@ describe('the page in a real browser (headless Chromium, real daemon)', function
     expect(await transcript.locator('.diff .added').first().innerText()).to.equal('+ const a = 2;');
     await transcript.getByText('tests passed').first().waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scrolling at 360 px').to.equal(true);
+    await page.close();
+  });
+
+  it('an image to a guest that takes none: the page says "agent acp does not take images" by the prompt, which comes back with its attachment', async () => {
+    const scene = guestScene(h, 'python');
+    scene.write({ args: [PYTHON_GUEST, scene.state, '--no-images'] });
+    const edge = await pageDaemon(h, guestArgs(scene));
+    const page = await loggedIn(browser, edge);
+    await newSession(page);
+    await pasteImage(page, 'refused.png', pngImage(5, 5, 43));
+    await page.getByRole('list', { name: 'Attachments' }).getByRole('img', { name: 'refused.png' }).waitFor();
+    await page.getByRole('button', { name: 'Send' }).and(page.locator(':not([disabled])')).waitFor();
+    await send(page, 'look at this');
+    await page.locator('.writing').getByRole('alert').filter({ hasText: 'agent acp does not take images' }).waitFor();
+    expect(await page.getByRole('textbox', { name: 'Prompt' }).inputValue()).to.equal('look at this');
+    await page.getByRole('list', { name: 'Attachments' }).getByRole('img', { name: 'refused.png' }).waitFor();
     await page.close();
   });
 
