@@ -11,6 +11,7 @@ import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
 import { isRecord } from '../protocol/fields.js';
 import { agentCard, agentCardJson } from './a2a-card.js';
 import { TurnTasks } from './a2a-tasks.js';
+import { traced } from './trace-headers.js';
 import { HttpFailure, parsedJson, readBody, sendJson } from './http-answers.js';
 
 /** What a request without A2A-Version speaks (A2A's rule). */
@@ -52,7 +53,7 @@ export async function a2aRequest(req: IncomingMessage, res: ServerResponse, ctx:
   } catch (err) {
     return sendJson(res, 200, { jsonrpc: '2.0', id, error: mapError(err) });
   }
-  const tasks = new TurnTasks(ctx, definition.name, card);
+  const tasks = new TurnTasks(ctx, definition.name, card, traced(req));
   const handler = legacy ? new LegacyJsonRpcTransportHandler(tasks) : new JsonRpcTransportHandler(tasks);
   const answer = await handler.handle(body as Record<string, unknown>, context);
   if (!isStream(answer)) return sendJson(res, 200, answer);

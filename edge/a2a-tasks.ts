@@ -19,6 +19,7 @@ import { answerServerRequest } from '../actors/daemon/methods/answers.js';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
 import { isRecord } from '../protocol/fields.js';
 import { answerFrom } from './question-answer.js';
+import type { traced } from './trace-headers.js';
 import { TurnFollower, type TurnState } from './turn-follower.js';
 
 type SendParams = Parameters<A2ARequestHandler['sendMessage']>[0];
@@ -48,6 +49,8 @@ export class TurnTasks implements A2ARequestHandler {
     private readonly ctx: ClientContext,
     private readonly agent: string,
     private readonly card: AgentCard,
+    /** The caller's trace context (its request's traceparent): the turn's span is a child of it (PROTOCOL.md §5.8). */
+    private readonly trace: ReturnType<typeof traced>,
   ) {}
 
   async getAgentCard(): Promise<AgentCard> {
@@ -147,7 +150,7 @@ export class TurnTasks implements A2ARequestHandler {
     const follower = await this.follow(sid);
     try {
       if (message.taskId !== '') return { follower, sid, turnId: await this.answer(follower, message) };
-      const submitted = (await callMethod('prompt.submit', { session_id: sid, ...promptOf(message), on_busy: 'queue' }, follower.ctx)) as { turn_id: string };
+      const submitted = (await callMethod('prompt.submit', { session_id: sid, ...promptOf(message), on_busy: 'queue', ...this.trace }, follower.ctx)) as { turn_id: string };
       return { follower, sid, turnId: submitted.turn_id };
     } catch (err) {
       follower.close();

@@ -20,6 +20,7 @@ import { HttpFailure, parsedJson, readBody } from './http-answers.js';
 import type { Places } from './places.js';
 import { answerFrom } from './question-answer.js';
 import { TurnFollower, type TurnState } from './turn-follower.js';
+import { traced } from './trace-headers.js';
 
 /** What `run`, `result` and `answer` wait by default: under the 60 s most MCP clients give a call. */
 const DEFAULT_WAIT_S = 50;
@@ -53,7 +54,7 @@ export async function mcpRequest(req: IncomingMessage, res: ServerResponse, ctx:
   for (const message of Array.isArray(body) ? body : [body]) count(countedName(message));
   const release = calls.take();
   if (release === null) throw new HttpFailure(429, ErrorCodes.tooManyClients, `too many MCP calls at once (at most ${MAX_MCP_CALLS}): try again when one has ended`);
-  const server = mcpServer(ctx);
+  const server = mcpServer(ctx, traced(req));
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
   res.once('close', () => {
     release();
@@ -77,7 +78,7 @@ function countedName(message: unknown): string {
 
 
 /** The five tools, as the caller's person: they see only the agents and sessions they may use. */
-function mcpServer(ctx: ClientContext): McpServer {
+function mcpServer(ctx: ClientContext, trace: ReturnType<typeof traced>): McpServer {
   const server = new McpServer({ name: 'turnhost', version: packageVersion() });
   server.registerTool(
     'run',
@@ -89,7 +90,7 @@ function mcpServer(ctx: ClientContext): McpServer {
     async ({ prompt, agent, session_id, wait_s }, extra) => {
       const sid = session_id ?? ((await callMethod('session.create', agent === undefined ? {} : { agent }, ctx)) as { session_id: string }).session_id;
       return follow(ctx, sid, extra, wait_s, async (follower) => {
-        const submitted = (await callMethod('prompt.submit', { session_id: sid, text: prompt, on_busy: 'queue' }, follower.ctx)) as { turn_id: string };
+        const submitted = (await callMethod('prompt.submit', { session_id: sid, text: prompt, on_busy: 'queue', ...trace }, follower.ctx)) as { turn_id: string };
         return submitted.turn_id;
       });
     },

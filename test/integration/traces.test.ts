@@ -1,4 +1,6 @@
 import { HttpAgent } from '@ag-ui/client';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { expect } from 'chai';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -202,7 +204,7 @@ describe('traces: OpenTelemetry spans of turns, model calls, tools and questions
     host.kill('SIGKILL');
   });
 
-  it("the traceparent header parents the turn's span on REST and AG-UI (through the daemon); a traceparent that is not W3C's is dropped, and the turn runs", async () => {
+  it("the traceparent header parents the turn's span on REST, AG-UI, A2A and MCP (through the daemon); a traceparent that is not W3C's is dropped, and the turn runs", async () => {
     const otlp = await receiver();
     const token = 'trace-test-token-0123456789abcdef';
     const daemon = await startDaemon(h, ['--listen', '127.0.0.1:0', '--otlp-endpoint', otlp.endpoint], { ...QUICK_EXPORT, TURNHOST_TOKEN: token });
@@ -224,6 +226,18 @@ describe('traces: OpenTelemetry spans of turns, model calls, tools and questions
     const agUi = await otlp.span((span) => span.traceId === overAgUi.traceId && span.name === 'invoke_agent script');
     expect(agUi.parentSpanId).to.equal(overAgUi.spanId);
     expect(agUi.attributes['gen_ai.conversation.id']).to.equal('ag');
+
+    const agentUrl = (JSON.parse((await httpRequest(port, { path: '/.well-known/agent-card.json' })).text) as { supportedInterfaces: { url: string }[] }).supportedInterfaces[0]!.url;
+    const overA2a = clientTrace();
+    const a2a = await post(new URL(agentUrl).pathname, { jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'a2a-1', role: 'user', parts: [{ kind: 'text', text: 'over A2A' }] } } }, { traceparent: overA2a.traceparent });
+    expect(a2a.status, a2a.text).to.equal(200);
+    expect((await otlp.span((span) => span.traceId === overA2a.traceId && span.name === 'invoke_agent script')).parentSpanId).to.equal(overA2a.spanId);
+    const overMcp = clientTrace();
+    const mcp = new Client({ name: 'trace-test', version: '1.0.0' });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}`, traceparent: overMcp.traceparent } } }));
+    await mcp.callTool({ name: 'run', arguments: { prompt: 'over MCP' } });
+    await mcp.close();
+    expect((await otlp.span((span) => span.traceId === overMcp.traceId && span.name === 'invoke_agent script')).parentSpanId).to.equal(overMcp.spanId);
 
     const bad = await post('/v1/sessions/rest/prompts', { text: 'a bad traceparent' }, { traceparent: '00-zzzz-not-a-trace-01' });
     expect(bad.status, bad.text).to.equal(202);
