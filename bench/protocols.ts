@@ -1,8 +1,10 @@
-// `npm run bench -- protocols`: a turn through AG-UI (POST /v1/ag-ui, read to RUN_FINISHED) and
-// through ACP (`turnhost acp`, session/prompt to its answer) beside the same turn over the unix
-// socket, on one daemon per round, the doors measured in turn (the order rotates between rounds):
-// one session's p50 and p99, and AG-UI's turns/s at 64 sessions. The bench's clients read only
-// for the end of a turn, so that they are not what is measured.
+// `npm run bench -- protocols`: a turn through AG-UI (POST /v1/ag-ui, read to RUN_FINISHED), through
+// ACP (`turnhost acp`, session/prompt to its answer), over REST (POST …/prompts, its end read from
+// the session's event stream) and over A2A (a blocking SendMessage; SendStreamingMessage read to its
+// end) beside the same turn over the unix socket, on one daemon per round, the doors measured in
+// turn (the order rotates between rounds): one session's p50 and p99, and turns/s at 64 sessions.
+// REST is the floor of A2A (PROTOCOL.md §7.3: within 1 ms at p50; streams within 10% in turns/s).
+// The bench's clients read only for the end of a turn, so that they are not what is measured.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
@@ -17,8 +19,16 @@ const { sessions: SESSIONS, warmupMs: WARMUP_MS, measureMs: MEASURE_MS } = PATH_
 const LATENCY_WARMUP = 100;
 const LATENCY_TURNS = 1000;
 
-type Door = 'socket' | 'ag-ui' | 'acp';
-const DOORS: readonly Door[] = ['socket', 'ag-ui', 'acp'];
+type Door = 'socket' | 'ag-ui' | 'acp' | 'rest' | 'a2a' | 'a2a-stream';
+const DOORS: readonly Door[] = ['socket', 'ag-ui', 'acp', 'rest', 'a2a', 'a2a-stream'];
+const DOOR_NAMES: Record<Door, string> = {
+  socket: 'unix socket (JSON-RPC)',
+  'ag-ui': 'AG-UI (POST /v1/ag-ui, SSE)',
+  acp: 'ACP (turnhost acp, stdio)',
+  rest: 'REST (POST …/prompts, the end on …/events)',
+  a2a: 'A2A SendMessage (blocking)',
+  'a2a-stream': 'A2A SendStreamingMessage (SSE)',
+};
 
 interface DoorRun {
   p50Ms: number;
@@ -47,6 +57,105 @@ class AgUiDriver extends CallbackTarget {
         const text = tail + chunk;
         tail = chunk.slice(-24);
         if (text.includes('"RUN_ERROR"')) this.failure = new Error(`an AG-UI run failed: ${text}`);
+      });
+      res.once('end', () => this.endListener(sid));
+    });
+    req.on('error', (err) => (this.failure = err));
+    req.end(body);
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/** Sessions made over REST, as a client of the edge makes them: A2A's contexts are these. */
+async function restSessions(url: string, token: string, sids: readonly string[]): Promise<void> {
+  for (const sid of sids) {
+    const made = await fetch(`${url}/v1/sessions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ session_id: sid }) });
+    if (made.status !== 201) throw new Error(`POST /v1/sessions answered ${made.status}: ${await made.text()}`);
+  }
+}
+
+/** REST: a prompt POSTed, its end read from the session's event stream, opened once per session. */
+class RestDriver extends CallbackTarget {
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+  private readonly streams: ReturnType<typeof request>[] = [];
+
+  private constructor(
+    private readonly url: string,
+    private readonly token: string,
+  ) {
+    super();
+  }
+
+  static async open(url: string, token: string, sids: readonly string[]): Promise<RestDriver> {
+    await restSessions(url, token, sids);
+    const driver = new RestDriver(url, token);
+    await Promise.all(sids.map((sid) => driver.follow(sid)));
+    return driver;
+  }
+
+  submit(sid: string): void {
+    const req = request(`${this.url}/v1/sessions/${sid}/prompts`, { method: 'POST', agent: this.agent, headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' } }, (res) => {
+      if (res.statusCode !== 202) this.failure = new Error(`a prompt answered ${res.statusCode}`);
+      res.resume();
+    });
+    req.on('error', (err) => (this.failure = err));
+    req.end('{"text":"hello"}');
+  }
+
+  close(): void {
+    for (const stream of this.streams) stream.destroy();
+    this.agent.destroy();
+  }
+
+  /** Resolves once the session's stream is open (its `ready`); each `turn.end` on it ends a turn. */
+  private follow(sid: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const stream = request(`${this.url}/v1/sessions/${sid}/events`, { headers: { authorization: `Bearer ${this.token}`, accept: 'text/event-stream' } }, (res) => {
+        let tail = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          const text = tail + chunk;
+          if (text.includes('event: ready')) resolve();
+          const ends = text.split('event: turn.end\n').length - 1;
+          tail = text.slice(-32);
+          // A marker split across chunks is counted in the chunk that completes it, once: the tail keeps less than a marker.
+          for (let i = 0; i < ends; i++) this.endListener(sid);
+          tail = tail.slice(tail.lastIndexOf('\n') + 1);
+        });
+      });
+      stream.on('error', reject);
+      stream.end();
+      this.streams.push(stream);
+    });
+  }
+}
+
+/** A2A over JSON-RPC 1.0: each turn a message of the session's context, blocking or streamed to its end. */
+class A2aDriver extends CallbackTarget {
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+  private sent = 0;
+
+  constructor(
+    private readonly endpoint: string,
+    private readonly token: string,
+    private readonly streaming: boolean,
+  ) {
+    super();
+  }
+
+  submit(sid: string): void {
+    const message = { messageId: `m-${++this.sent}`, contextId: sid, role: 'ROLE_USER', parts: [{ text: 'hello' }] };
+    const body = JSON.stringify({ jsonrpc: '2.0', id: this.sent, method: this.streaming ? 'SendStreamingMessage' : 'SendMessage', params: { message } });
+    const req = request(this.endpoint, { method: 'POST', agent: this.agent, headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json', 'a2a-version': '1.0' } }, (res) => {
+      let tail = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        const text = tail + chunk;
+        tail = chunk.slice(-24);
+        if (text.includes('"error"')) this.failure = new Error(`an A2A call failed: ${text.slice(0, 300)}`);
       });
       res.once('end', () => this.endListener(sid));
     });
@@ -145,6 +254,26 @@ async function measureDoor(door: Door, home: string, url: string): Promise<DoorR
       await driver.close();
       return { p50Ms: latency.p50Ms, p99Ms: latency.p99Ms };
     }
+    case 'rest': {
+      const sids = sessionIds('rest', SESSIONS);
+      const driver = await RestDriver.open(url, readToken(home), [...sids, 'rest-lat']);
+      const throughput = await closedLoop(driver, sids, WARMUP_MS, MEASURE_MS);
+      const latency = await backToBack(driver, 'rest-lat', LATENCY_WARMUP, LATENCY_TURNS);
+      driver.close();
+      return { p50Ms: latency.p50Ms, p99Ms: latency.p99Ms, turnsPerSec: throughput.turnsPerSec };
+    }
+    case 'a2a':
+    case 'a2a-stream': {
+      const token = readToken(home);
+      const card = (await (await fetch(`${url}/.well-known/agent-card.json`)).json()) as { supportedInterfaces: { url: string }[] };
+      const sids = sessionIds(door, SESSIONS);
+      await restSessions(url, token, [...sids, `${door}-lat`]);
+      const driver = new A2aDriver(card.supportedInterfaces[0]!.url, token, door === 'a2a-stream');
+      const throughput = await closedLoop(driver, sids, WARMUP_MS, MEASURE_MS);
+      const latency = await backToBack(driver, `${door}-lat`, LATENCY_WARMUP, LATENCY_TURNS);
+      driver.close();
+      return { p50Ms: latency.p50Ms, p99Ms: latency.p99Ms, turnsPerSec: throughput.turnsPerSec };
+    }
   }
 }
 
@@ -174,14 +303,29 @@ export async function benchProtocols(): Promise<void> {
   const of = (door: Door, pick: (r: DoorRun) => number) => rounds.map((r) => pick(r[door]));
   const socketP50 = median(of('socket', (r) => r.p50Ms));
   printTable(
-    `one session's turns back to back (${LATENCY_TURNS} turns, script agent; median of ${ROUNDS} rounds), and turns/s at ${SESSIONS} sessions over the socket and AG-UI`,
+    `one session's turns back to back (${LATENCY_TURNS} turns, script agent; median of ${ROUNDS} rounds), and turns/s at ${SESSIONS} sessions`,
     ['door', 'p50 ms', 'p99 ms', 'p50 over the socket', `turns/s at ${SESSIONS}`, 'range'],
     DOORS.map((door) => {
       const p50 = median(of(door, (r) => r.p50Ms));
       const throughput = door === 'acp' ? null : of(door, (r) => r.turnsPerSec!);
-      return [door === 'socket' ? 'unix socket (JSON-RPC)' : door === 'ag-ui' ? 'AG-UI (POST /v1/ag-ui, SSE)' : 'ACP (turnhost acp, stdio)', round(p50, 3), round(median(of(door, (r) => r.p99Ms)), 3), door === 'socket' ? '' : `+${round(p50 - socketP50, 3)}`, throughput ? round(median(throughput)) : '', throughput ? range(throughput) : ''];
+      return [DOOR_NAMES[door], round(p50, 3), round(median(of(door, (r) => r.p99Ms)), 3), door === 'socket' ? '' : `+${round(p50 - socketP50, 3)}`, throughput ? round(median(throughput)) : '', throughput ? range(throughput) : ''];
     }),
   );
-  const file = writeResult('protocols', { rounds });
+  // A2A against its floor, REST, in the same rounds (PROTOCOL.md §7.3).
+  const restP50 = median(of('rest', (r) => r.p50Ms));
+  const a2aP50 = median(of('a2a', (r) => r.p50Ms));
+  const restRate = median(of('rest', (r) => r.turnsPerSec!));
+  const streamRate = median(of('a2a-stream', (r) => r.turnsPerSec!));
+  const a2a = {
+    sendMessageP50AddedMs: round(a2aP50 - restP50, 3),
+    sendMessageMet: a2aP50 - restP50 <= 1,
+    streamsTurnsPerSecRatio: round(streamRate / restRate, 3),
+    streamsMet: streamRate >= 0.9 * restRate,
+  };
+  printTable('A2A against REST (the same turn, the same rounds)', ['measure', 'A2A', 'REST', 'target', ''], [
+    ['blocking SendMessage, p50', `${round(a2aP50, 3)} ms`, `${round(restP50, 3)} ms`, '≤ +1 ms', a2a.sendMessageMet ? `met: +${a2a.sendMessageP50AddedMs} ms` : `missed: +${a2a.sendMessageP50AddedMs} ms`],
+    [`${SESSIONS} streams, turns/s`, round(streamRate), round(restRate), '≥ 90%', `${a2a.streamsMet ? 'met' : 'missed'}: ${round(100 * a2a.streamsTurnsPerSecRatio, 1)}%`],
+  ]);
+  const file = writeResult('protocols', { rounds, a2a });
   process.stdout.write(`\nwrote ${file}\n`);
 }

@@ -147,7 +147,8 @@ export class TurnTasks implements A2ARequestHandler {
     const message = params.message;
     if (message === undefined) throw invalidParams('SendMessage needs a message');
     const sid = message.contextId !== '' ? message.contextId : await this.newSession();
-    const follower = await this.follow(sid);
+    // A new prompt needs nothing of what came before; an answer needs the question, which a resume always re-sends.
+    const follower = await this.follow(sid, false);
     try {
       if (message.taskId !== '') return { follower, sid, turnId: await this.answer(follower, message) };
       const submitted = (await callMethod('prompt.submit', { session_id: sid, ...promptOf(message), on_busy: 'queue', ...this.trace }, follower.ctx)) as { turn_id: string };
@@ -183,9 +184,9 @@ export class TurnTasks implements A2ARequestHandler {
   }
 
   /** The session resumed as the caller; someone else's, or an unknown one, is not found. */
-  private async follow(sid: string): Promise<TurnFollower> {
+  private async follow(sid: string, replay: boolean): Promise<TurnFollower> {
     try {
-      return await TurnFollower.open(this.ctx, sid);
+      return await TurnFollower.open(this.ctx, sid, replay);
     } catch (err) {
       if (err instanceof RpcError && (err.code === ErrorCodes.sessionNotFound || err.code === ErrorCodes.forbidden)) throw new TaskNotFoundError(`no context ${sid}`);
       throw asA2aError(err);
@@ -197,7 +198,7 @@ export class TurnTasks implements A2ARequestHandler {
     const turn = await (await this.ctx.reader())?.turn(taskId);
     if (turn === undefined) throw new TaskNotFoundError(`no task ${taskId}`);
     try {
-      return { follower: await TurnFollower.open(this.ctx, turn.sid), sid: turn.sid };
+      return { follower: await TurnFollower.open(this.ctx, turn.sid, true), sid: turn.sid };
     } catch (err) {
       if (err instanceof RpcError) throw new TaskNotFoundError(`no task ${taskId}`);
       throw err;

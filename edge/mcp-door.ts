@@ -89,7 +89,7 @@ function mcpServer(ctx: ClientContext, trace: ReturnType<typeof traced>): McpSer
     },
     async ({ prompt, agent, session_id, wait_s }, extra) => {
       const sid = session_id ?? ((await callMethod('session.create', agent === undefined ? {} : { agent }, ctx)) as { session_id: string }).session_id;
-      return follow(ctx, sid, extra, wait_s, async (follower) => {
+      return follow(ctx, sid, false, extra, wait_s, async (follower) => {
         const submitted = (await callMethod('prompt.submit', { session_id: sid, text: prompt, on_busy: 'queue', ...trace }, follower.ctx)) as { turn_id: string };
         return submitted.turn_id;
       });
@@ -102,7 +102,7 @@ function mcpServer(ctx: ClientContext, trace: ReturnType<typeof traced>): McpSer
       inputSchema: { session_id: z.string(), turn_id: z.string(), wait_s: WAIT },
       outputSchema: TURN_OUTPUT,
     },
-    ({ session_id, turn_id, wait_s }, extra) => follow(ctx, session_id, extra, wait_s, async () => turn_id),
+    ({ session_id, turn_id, wait_s }, extra) => follow(ctx, session_id, true, extra, wait_s, async () => turn_id),
   );
   server.registerTool(
     'answer',
@@ -112,7 +112,7 @@ function mcpServer(ctx: ClientContext, trace: ReturnType<typeof traced>): McpSer
       outputSchema: TURN_OUTPUT,
     },
     ({ session_id, turn_id, request_id, answer, wait_s }, extra) =>
-      follow(ctx, session_id, extra, wait_s, async (follower) => {
+      follow(ctx, session_id, true, extra, wait_s, async (follower) => {
         const question = follower.question(request_id);
         if (question === undefined) throw new RpcError(ErrorCodes.invalidParams, `no open question ${request_id} in session ${session_id}: it was answered, timed out, or its turn ended`);
         const approved = typeof answer === 'boolean' ? answer : /^(y|yes|approve|approved|ok|true)$/i.test(answer.trim());
@@ -151,11 +151,12 @@ function mcpServer(ctx: ClientContext, trace: ReturnType<typeof traced>): McpSer
 }
 
 /**
- * Attached to the session first, `start` names the turn (submitting it, or answering its
- * question), then its state is awaited for `wait_s`, its reply sent as progress meanwhile.
+ * Attached to the session first (`replay`: with what the gateway holds of it, for a turn already
+ * under way), `start` names the turn (submitting it, or answering its question), then its state
+ * is awaited for `wait_s`, its reply sent as progress meanwhile.
  */
-async function follow(ctx: ClientContext, sid: string, extra: Extra, waitS: number | undefined, start: (follower: TurnFollower) => Promise<string>): Promise<CallToolResult> {
-  const follower = await TurnFollower.open(ctx, sid);
+async function follow(ctx: ClientContext, sid: string, replay: boolean, extra: Extra, waitS: number | undefined, start: (follower: TurnFollower) => Promise<string>): Promise<CallToolResult> {
+  const follower = await TurnFollower.open(ctx, sid, replay);
   try {
     const token = extra._meta?.progressToken;
     let turnId: string | null = null;

@@ -6,7 +6,8 @@
 // twice. It is open before a turn is looked up or submitted; an end it did not see is read from
 // the store.
 import { nextClientId } from '../actors/daemon/client-connection.js';
-import { callMethod } from '../actors/daemon/client-methods.js';
+import { authorize, callMethod } from '../actors/daemon/client-methods.js';
+import { notFound } from '../actors/daemon/session-access.js';
 import { clientContext, type ClientContext } from '../actors/daemon/client-context.js';
 import type { GatewayMsg, SessionPeek } from '../actors/daemon/supervisor-messages.js';
 import { ask, tell, SECOND_MS, type Ref } from '../actors/runtime.js';
@@ -28,6 +29,8 @@ export type TurnState =
 interface Seen {
   reply: string;
   end: TurnState | null;
+  /** Its turn.started was seen: the follower saw the whole turn, and its end needs no store read. */
+  started: boolean;
 }
 
 export class TurnFollower {
@@ -47,16 +50,31 @@ export class TurnFollower {
   ) {}
 
   /** Attached to `sid` as `shared`'s person, who must be allowed to read it. */
-  static async open(shared: Omit<ClientContext, 'clientId' | 'cwds' | 'attached'>, sid: string): Promise<TurnFollower> {
+  /**
+   * On `sid` as `shared`'s person, who must be allowed to read it. `replay`: resumed from the
+   * oldest event the gateway holds (to follow a turn already under way); else attached from now,
+   * with the open questions (for a turn about to be submitted, or answered: a resume's replay and
+   * its host round trip are what such a call would wait on).
+   */
+  static async open(shared: Omit<ClientContext, 'clientId' | 'cwds' | 'attached'>, sid: string, replay: boolean): Promise<TurnFollower> {
     const ctx = clientContext(shared, nextClientId());
     const follower = new TurnFollower(sid, ctx);
     tell(ctx.gateway, { kind: 'client-open', sink: { id: ctx.clientId, write: (line) => follower.line(line) } });
+    const peek = (): Promise<SessionPeek> => ask(ctx.gateway, (replyTo: Ref<SessionPeek>): GatewayMsg => ({ kind: 'peek', sid, replyTo }), PEEK_TIMEOUT_MS);
     try {
-      // Answered on the sink, before the replay: the follower reads the events, not the answer.
-      await callMethod('session.resume', { session_id: sid, after_seq: 0 }, ctx, RESUMED);
-      // The gateway takes its messages in order and writes to the sink as it takes them: once it
-      // has answered this, the replay and the open questions are in.
-      await ask(ctx.gateway, (replyTo: Ref<SessionPeek>): GatewayMsg => ({ kind: 'peek', sid, replyTo }), PEEK_TIMEOUT_MS);
+      if (replay) {
+        // Answered on the sink, before the replay: the follower reads the events, not the answer.
+        await callMethod('session.resume', { session_id: sid, after_seq: 0 }, ctx, RESUMED);
+        // The gateway takes its messages in order and writes to the sink as it takes them: once it
+        // has answered this, the replay and the open questions are in.
+        await peek();
+      } else {
+        // From now on only: attached (as a reader of the session may be), then its open questions.
+        if (!ctx.identity.admin) await authorize('session.history', { session_id: sid }, ctx);
+        if ((await (await ctx.reader())?.session(sid)) === undefined) throw notFound(sid);
+        tell(ctx.gateway, { kind: 'attach', sid, clientId: ctx.clientId });
+        for (const question of (await peek()).open_requests as Question[]) follower.open.set(question.id, question);
+      }
     } catch (err) {
       follower.close();
       throw err;
@@ -111,9 +129,9 @@ export class TurnFollower {
   /** Where the turn is now: its end as seen or stored; asking while it runs and a question is open. */
   private async now(turnId: string): Promise<TurnState> {
     const seen = this.seen.get(turnId);
-    // A failure is as its event said; an end's reply is the stored one (the follower may have
-    // attached after the turn's first words).
-    if (seen?.end?.status === 'failed') return seen.end;
+    // A failure is as its event said; so is an end of a turn seen whole. Else the reply is the
+    // stored one (the follower attached after the turn's first words).
+    if (seen?.end && (seen.started || seen.end.status === 'failed')) return seen.end;
     const stored = await this.stored(turnId);
     if (seen?.end && typeof stored !== 'string') return { ...seen.end, ...stored };
     const reply = seen?.reply ?? '';
@@ -166,11 +184,12 @@ export class TurnFollower {
   private event(type: string, payload: UnknownRecord): void {
     const turnId = typeof payload['turn_id'] === 'string' ? payload['turn_id'] : this.current;
     if (turnId === null) return;
-    const seen = this.seen.get(turnId) ?? { reply: '', end: null };
+    const seen = this.seen.get(turnId) ?? { reply: '', end: null, started: false };
     this.seen.set(turnId, seen);
     switch (type) {
       case 'turn.started':
         this.current = turnId;
+        seen.started = true;
         return;
       case 'message.delta': {
         const text = String(payload['text'] ?? '');
