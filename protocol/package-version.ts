@@ -4,8 +4,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The package's version, from the package.json above this file (dist/protocol or protocol). */
+let known: string | null = null;
+
+/** The package's version, from the package.json above this file (dist/protocol or protocol), read once. */
 export function packageVersion(): string {
+  known ??= readVersion();
+  return known;
+}
+
+function readVersion(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let up = 0; up < 3; up++, dir = dirname(dir)) {
     const file = join(dir, 'package.json');

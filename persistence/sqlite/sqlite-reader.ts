@@ -38,10 +38,19 @@ import { LINE_HISTORY_SQL, LINE_TAIL_SQL, SUPERSEDED_SQL, type SupersededRow, ty
 import type { SessionStatus } from '../store.js';
 
 export class SqliteReader implements Reader {
+  /** Each text prepared once: a reader answers the same few queries for every call of every client. */
+  private readonly statements = new Map<string, Database.Statement>();
+
   private constructor(
     readonly db: Database.Database,
     readonly description: string,
   ) {}
+
+  private statement(sql: string): Database.Statement {
+    let prepared = this.statements.get(sql);
+    if (prepared === undefined) this.statements.set(sql, (prepared = this.db.prepare(sql)));
+    return prepared;
+  }
 
   /** Null when the home has no database yet, or the host has created the file but not its schema. */
   static open(file: string): SqliteReader | null {
@@ -57,12 +66,12 @@ export class SqliteReader implements Reader {
 
   async sessions(status?: SessionStatus, archived = false): Promise<ListedSession[]> {
     const sql = `SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE ${NOT_A_BRANCH} ${archived ? '' : 'AND archived_at IS NULL'} ${status ? 'AND status = ?' : ''} ORDER BY updated_at, sid`;
-    const rows = (status ? this.db.prepare(sql).all(status) : this.db.prepare(sql).all()) as SessionRow[];
+    const rows = (status ? this.statement(sql).all(status) : this.statement(sql).all()) as SessionRow[];
     return rows.map(toListed);
   }
 
   async exportSession(sid: string): Promise<ExportLine[] | undefined> {
-    const select = this.db.prepare(`SELECT ${EXPORT_TURN_COLUMNS} FROM turns WHERE turn_id = ?`);
+    const select = this.statement(`SELECT ${EXPORT_TURN_COLUMNS} FROM turns WHERE turn_id = ?`);
     // One read transaction: a turn the host commits meanwhile is in the file whole or not at all.
     // Every statement below runs synchronously: no other caller of this connection comes between.
     this.db.exec('BEGIN');
@@ -75,11 +84,11 @@ export class SqliteReader implements Reader {
   }
 
   async isDeleted(sid: string): Promise<boolean> {
-    return this.db.prepare(TOMBSTONE_SQL).get({ 1: sid }) !== undefined;
+    return this.statement(TOMBSTONE_SQL).get({ 1: sid }) !== undefined;
   }
 
   async session(sid: string): Promise<SessionSummary | undefined> {
-    const row = this.db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE sid = ? AND ${NOT_A_BRANCH}`).get(sid) as SessionRow | undefined;
+    const row = this.statement(`SELECT ${SUMMARY_COLUMNS} FROM sessions WHERE sid = ? AND ${NOT_A_BRANCH}`).get(sid) as SessionRow | undefined;
     return row && toSummary(row);
   }
 
@@ -91,12 +100,12 @@ export class SqliteReader implements Reader {
   }
 
   async sessionFolders(): Promise<string[]> {
-    return (this.db.prepare(SESSION_FOLDERS_SQL).all() as { cwd: string }[]).map((row) => row.cwd);
+    return (this.statement(SESSION_FOLDERS_SQL).all() as { cwd: string }[]).map((row) => row.cwd);
   }
 
   async statusCounts(): Promise<Record<SessionStatus, number>> {
     const counts: Record<SessionStatus, number> = { active: 0, finalized: 0, retained: 0 };
-    const rows = this.db.prepare(`SELECT status, count(*) AS n FROM sessions WHERE ${NOT_A_BRANCH} GROUP BY status`).all() as { status: SessionStatus; n: number }[];
+    const rows = this.statement(`SELECT status, count(*) AS n FROM sessions WHERE ${NOT_A_BRANCH} GROUP BY status`).all() as { status: SessionStatus; n: number }[];
     for (const row of rows) counts[row.status] = row.n;
     return counts;
   }
@@ -105,31 +114,31 @@ export class SqliteReader implements Reader {
     if ((await this.session(sid)) === undefined) return undefined;
     const rows =
       options.limit === undefined
-        ? (this.db.prepare(LINE_HISTORY_SQL).all({ 1: sid }) as HistoryRow[])
-        : (this.db.prepare(LINE_TAIL_SQL).all({ 1: sid, 2: options.limit }) as HistoryRow[]).reverse();
+        ? (this.statement(LINE_HISTORY_SQL).all({ 1: sid }) as HistoryRow[])
+        : (this.statement(LINE_TAIL_SQL).all({ 1: sid, 2: options.limit }) as HistoryRow[]).reverse();
     const live = await withTurnUsage(rows.map(toHistoryEntry), async (turnIds) => {
-      const select = this.db.prepare(`SELECT ${TURN_USAGE_COLUMNS} FROM turns WHERE turn_id = ?`);
+      const select = this.statement(`SELECT ${TURN_USAGE_COLUMNS} FROM turns WHERE turn_id = ?`);
       return new Map(turnIds.map((id) => [id, select.get(id) as TurnUsageRow | undefined]).filter((e): e is [string, TurnUsageRow] => e[1] !== undefined));
     });
-    return options.all ? withSuperseded(live, this.db.prepare(SUPERSEDED_SQL).all({ 1: sid }) as SupersededRow[]) : live;
+    return options.all ? withSuperseded(live, this.statement(SUPERSEDED_SQL).all({ 1: sid }) as SupersededRow[]) : live;
   }
 
   async turn(turnId: string): Promise<StoredTurn | undefined> {
-    return this.db.prepare(TURN_SQL).get({ 1: turnId }) as StoredTurn | undefined;
+    return this.statement(TURN_SQL).get({ 1: turnId }) as StoredTurn | undefined;
   }
 
   async turns(sid: string): Promise<StoredTurn[]> {
-    return this.db.prepare(SESSION_TURNS_SQL).all({ 1: sid }) as StoredTurn[];
+    return this.statement(SESSION_TURNS_SQL).all({ 1: sid }) as StoredTurn[];
   }
 
   async submitted(sid: string, clientMessageId: string): Promise<boolean> {
-    return this.db.prepare(SUBMITTED_SQL).get({ 1: sid, 2: clientMessageId }) !== undefined;
+    return this.statement(SUBMITTED_SQL).get({ 1: sid, 2: clientMessageId }) !== undefined;
   }
 
   async forks(sid: string): Promise<{ forked_from: ForkOrigin | null; forks: ForkOrigin[] } | undefined> {
-    const row = this.db.prepare(`SELECT forked_from_sid, forked_from_turn FROM sessions WHERE sid = ? AND ${NOT_A_BRANCH}`).get(sid) as Pick<SessionRow, 'forked_from_sid' | 'forked_from_turn'> | undefined;
+    const row = this.statement(`SELECT forked_from_sid, forked_from_turn FROM sessions WHERE sid = ? AND ${NOT_A_BRANCH}`).get(sid) as Pick<SessionRow, 'forked_from_sid' | 'forked_from_turn'> | undefined;
     if (row === undefined) return undefined;
-    const forks = this.db.prepare(FORKS_SQL).all({ 1: sid }) as { sid: string; forked_from_turn: string | null }[];
+    const forks = this.statement(FORKS_SQL).all({ 1: sid }) as { sid: string; forked_from_turn: string | null }[];
     return { forked_from: forkOrigin(row), forks: forks.map((f) => ({ session_id: f.sid, turn_id: f.forked_from_turn })) };
   }
 
@@ -150,6 +159,7 @@ export class SqliteReader implements Reader {
   }
 
   async query(sql: string): Promise<QueryResult> {
+    // The REPL's own text: prepared each time, never kept.
     const statement = this.db.prepare(sql);
     if (!statement.reader) throw new Error('read-only: .sql runs queries that return rows; this statement would write, and is refused');
     const rows = statement.all() as Record<string, unknown>[];

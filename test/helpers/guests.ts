@@ -5,7 +5,7 @@
 // (the TS fixture) or its home (the Python example): what its sandbox lets it keep (AGENT.md §7).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { waitGone } from '../../persistence/proc.js';
+import { isZombie, waitGone } from '../../persistence/proc.js';
 import { fileWhere } from './files.js';
 import { Harness, processesNaming, REPO_ROOT } from './processes.js';
 
@@ -20,7 +20,7 @@ export interface GuestScene {
   config: string;
   /** Writes the agent config: `acp` merged over the scene's guest, and any top-level keys. */
   write(acp?: Record<string, unknown>, top?: Record<string, unknown>): void;
-  /** The scene's live guest processes. */
+  /** The scene's live guest processes (not the zombies of ended ones). */
   guests(): number[];
   /** True once every one of `pids` is gone, false after `ms`. */
   gone(pids: readonly number[], ms: number): Promise<boolean>;
@@ -42,7 +42,8 @@ export function guestScene(h: Harness, guest: 'ts' | 'python' = 'ts', flags: str
     write(acp = {}, top = {}) {
       writeFileSync(config, JSON.stringify({ ...top, acp: { ...base, ...acp } }));
     },
-    guests: () => processesNaming([state]).filter((pid) => !isSandboxWrapper(pid)),
+    // A guest that has exited and waits to be reaped (its host is slow to, on a loaded machine) is gone, as `gone` says.
+    guests: () => processesNaming([state]).filter((pid) => !isSandboxWrapper(pid) && !isZombie(pid)),
     async gone(pids, ms) {
       const results = await Promise.all(pids.map((pid) => waitGone(pid, ms)));
       return results.every(Boolean);
