@@ -132,7 +132,9 @@ export class TurnFollower {
     // A failure is as its event said; so is an end of a turn seen whole. Else the reply is the
     // stored one (the follower attached after the turn's first words).
     if (seen?.end && (seen.started || seen.end.status === 'failed')) return seen.end;
-    const stored = await this.stored(turnId);
+    // A turn seen starting is seen ending: its end event follows its commit, and reading its reply
+    // back from the history instead costs what the history is long.
+    const stored = seen?.started ? 'running' : await this.stored(turnId);
     if (seen?.end && typeof stored !== 'string') return { ...seen.end, ...stored };
     const reply = seen?.reply ?? '';
     if (stored === 'running' && this.open.size > 0) return { status: 'input_required', reply, question: [...this.open.values()].at(-1)! };
