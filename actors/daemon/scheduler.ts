@@ -73,8 +73,9 @@ export class Scheduler {
     const missed = now - planned > MISSED_AFTER_MS;
     const { log } = this.options;
     if (missed && row.catch_up === 'none') {
-      log.info({ schedule: row.schedule_id, planned: iso(planned) }, 'schedule: a fire missed while turnhost was down is skipped (catch_up none)');
       await side.schedules.advance(row.schedule_id, planned, next, skipNote(now, 'missed while turnhost was down (catch_up none)'));
+      // Said once it is recorded, as a refusal is: whoever reads the line then finds the skip in the schedule.
+      log.info({ schedule: row.schedule_id, planned: iso(planned) }, 'schedule: a fire missed while turnhost was down is skipped (catch_up none)');
       return;
     }
     const outcome = await this.options.submit(row, `schedule:${row.schedule_id}:${iso(planned)}`).catch(async (err: unknown) => {
