@@ -18,9 +18,9 @@ import type { ClientContext } from '../actors/daemon/client-context.js';
 import { answerServerRequest } from '../actors/daemon/methods/answers.js';
 import { ErrorCodes, RpcError } from '../protocol/client-rpc.js';
 import { isRecord } from '../protocol/fields.js';
-import { answerFrom } from './question-answer.js';
+import { answerFrom, approves } from './question-answer.js';
 import type { traced } from './trace-headers.js';
-import { TurnFollower, type TurnState } from './turn-follower.js';
+import { replyOf, settled, storedState, TurnFollower, type HistoryLine, type TurnState } from './turn-follower.js';
 
 type SendParams = Parameters<A2ARequestHandler['sendMessage']>[0];
 
@@ -168,7 +168,7 @@ export class TurnTasks implements A2ARequestHandler {
     if (question === undefined) throw invalidParams(`task ${message.taskId} waits on no question: send a new message without taskId for a new task`);
     const data = message.parts.map((p) => (p.content?.$case === 'data' ? p.content.value : undefined)).find((v) => v !== undefined);
     const text = textOf(message.parts);
-    const payload = question.method === 'approval.request' ? (isRecord(data) ? data : { approved: /^(y|yes|approve|approved|ok|true)$/i.test(text.trim()) }) : text;
+    const payload = question.method === 'approval.request' ? (isRecord(data) ? data : { approved: approves(text) }) : text;
     const outcome = await answerServerRequest(follower.ctx, question.id, answerFrom(question, 'resolved', payload));
     if (outcome.status !== 'ok') throw invalidParams(`the question of task ${message.taskId} is no longer open`);
     follower.answered(question.id);
@@ -212,26 +212,15 @@ export class TurnTasks implements A2ARequestHandler {
 
   /** A session's tasks from the store: each turn's state, a finished one's reply from its history. */
   private async sessionTasks(sid: string): Promise<Task[]> {
-    let history: { role: string; content: string; turn_id: string | null }[];
+    let history: HistoryLine[];
     try {
-      history = ((await callMethod('session.history', { session_id: sid }, this.ctx)) as { messages: typeof history }).messages;
+      history = ((await callMethod('session.history', { session_id: sid }, this.ctx)) as { messages: HistoryLine[] }).messages;
     } catch (err) {
       if (err instanceof RpcError) throw new TaskNotFoundError(`no context ${sid}`);
       throw err;
     }
     const turns = (await (await this.ctx.reader())?.turns(sid)) ?? [];
-    return turns.map((turn) => {
-      const reply = history.filter((m) => m.turn_id === turn.turn_id && m.role === 'assistant').at(-1)?.content ?? '';
-      const state: TurnState =
-        turn.status === 'running'
-          ? { status: 'running', reply }
-          : turn.status === 'completed'
-            ? { status: 'completed', reply }
-            : turn.status === 'interrupted'
-              ? { status: 'canceled', reply }
-              : { status: 'failed', reply, reason: turn.status === 'lost' ? 'lost' : 'agent', message: turn.error ?? 'the turn failed' };
-      return taskOf(sid, turn.turn_id, state);
-    });
+    return turns.map((turn) => taskOf(sid, turn.turn_id, storedState(turn, replyOf(history, turn.turn_id))));
   }
 }
 
@@ -281,10 +270,6 @@ function artifactUpdate(sid: string, turnId: string, text: string, append: boole
   return { payload: { $case: 'artifactUpdate', value: { taskId: turnId, contextId: sid, artifact: replyArtifact(text), append, lastChunk: false, metadata: undefined } } };
 }
 
-/** Ended, or waiting on its caller: a blocking send or a stream answers here. */
-function settled(state: TurnState): boolean {
-  return state.status !== 'queued' && state.status !== 'running';
-}
 
 function taskOf(sid: string, turnId: string, state: TurnState): Task {
   return { id: turnId, contextId: sid, status: statusOf(sid, turnId, state), artifacts: state.reply === '' ? [] : [replyArtifact(state.reply)], history: [], metadata: undefined };

@@ -18,7 +18,7 @@ import { isRecord } from '../protocol/fields.js';
 import { packageVersion } from '../protocol/package-version.js';
 import { HttpFailure, parsedJson, readBody } from './http-answers.js';
 import type { Places } from './places.js';
-import { answerFrom } from './question-answer.js';
+import { answerFrom, approves } from './question-answer.js';
 import { TurnFollower, type TurnState } from './turn-follower.js';
 import { traced } from './trace-headers.js';
 
@@ -115,7 +115,7 @@ function mcpServer(ctx: ClientContext, trace: ReturnType<typeof traced>): McpSer
       follow(ctx, session_id, true, extra, wait_s, async (follower) => {
         const question = follower.question(request_id);
         if (question === undefined) throw new RpcError(ErrorCodes.invalidParams, `no open question ${request_id} in session ${session_id}: it was answered, timed out, or its turn ended`);
-        const approved = typeof answer === 'boolean' ? answer : /^(y|yes|approve|approved|ok|true)$/i.test(answer.trim());
+        const approved = typeof answer === 'boolean' ? answer : approves(answer);
         const payload = question.method === 'approval.request' ? { approved } : answer;
         const outcome = await answerServerRequest(follower.ctx, request_id, answerFrom(question, 'resolved', payload));
         if (outcome.status !== 'ok') throw new RpcError(ErrorCodes.invalidParams, `the question ${request_id} is no longer open`);

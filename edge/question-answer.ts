@@ -25,3 +25,8 @@ export function answerFrom(question: Question, status: 'resolved' | 'cancelled',
   const answer = isRecord(payload) && 'answer' in payload ? payload['answer'] : payload;
   return { result: { answer: typeof answer === 'string' ? answer : JSON.stringify(answer ?? null) } };
 }
+
+/** A person's (or an agent's) text as an approval: yes, ok, approve(d), true; anything else denies. */
+export function approves(text: string): boolean {
+  return /^(y|yes|approve|approved|ok|true)$/i.test(text.trim());
+}

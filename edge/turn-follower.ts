@@ -13,6 +13,7 @@ import type { GatewayMsg, SessionPeek } from '../actors/daemon/supervisor-messag
 import { ask, tell, SECOND_MS, type Ref } from '../actors/runtime.js';
 import { isRecord, type UnknownRecord } from '../protocol/fields.js';
 import type { Question } from './question-answer.js';
+import type { StoredTurn } from '../persistence/reader.js';
 
 /** The id of the follower's own session.resume: its answer is not an event, and is let pass. */
 const RESUMED = 'turn-follower-resume';
@@ -116,7 +117,7 @@ export class TurnFollower {
     for (;;) {
       const state = await this.now(turnId);
       const left = deadline - Date.now();
-      if ((state.status !== 'running' && state.status !== 'queued') || left <= 0 || signal?.aborted === true) return state;
+      if (settled(state) || left <= 0 || signal?.aborted === true) return state;
       await this.news(left, signal);
     }
   }
@@ -137,7 +138,8 @@ export class TurnFollower {
     const stored = seen?.started ? 'running' : await this.stored(turnId);
     if (seen?.end && typeof stored !== 'string') return { ...seen.end, ...stored };
     const reply = seen?.reply ?? '';
-    if (stored === 'running' && this.open.size > 0) return { status: 'input_required', reply, question: [...this.open.values()].at(-1)! };
+    const question = this.waitingQuestion();
+    if (stored === 'running' && question !== undefined) return { status: 'input_required', reply, question };
     return typeof stored === 'string' ? { status: stored, reply } : stored;
   }
 
@@ -161,12 +163,9 @@ export class TurnFollower {
     const turn = await (await this.ctx.reader())?.turn(turnId);
     if (turn === undefined || turn.sid !== this.sid) return 'queued';
     if (turn.status === 'running') return 'running';
-    if (turn.status === 'failed' || turn.status === 'lost') {
-      return { status: 'failed', reply: '', reason: turn.status === 'lost' ? 'lost' : 'agent', message: turn.error ?? 'the turn failed' };
-    }
-    const { messages } = (await callMethod('session.history', { session_id: this.sid }, this.ctx)) as { messages: { role: string; content: string; turn_id: string | null }[] };
-    const reply = messages.filter((m) => m.turn_id === turnId && m.role === 'assistant').at(-1)?.content ?? '';
-    return turn.status === 'interrupted' ? { status: 'canceled', reply } : { status: 'completed', reply };
+    if (turn.status === 'failed' || turn.status === 'lost') return storedState(turn, '');
+    const { messages } = (await callMethod('session.history', { session_id: this.sid }, this.ctx)) as { messages: HistoryLine[] };
+    return storedState(turn, replyOf(messages, turnId));
   }
 
   private line(line: string | Buffer): void {
@@ -178,8 +177,14 @@ export class TurnFollower {
     }
     if (!isRecord(message) || !isRecord(message['params']) || message['params']['session_id'] !== this.sid) return;
     const params = message['params'];
-    if (message['method'] === 'event') this.event(String(params['type']), isRecord(params['payload']) ? params['payload'] : {});
-    else if (typeof message['id'] === 'string' && typeof message['method'] === 'string') this.open.set(message['id'], { id: message['id'], method: message['method'], params });
+    if (message['method'] === 'event') {
+      const type = String(params['type']);
+      this.event(type, isRecord(params['payload']) ? params['payload'] : {});
+      // A reply's pieces settle nothing: a waiting state() is woken by an end or a question, not by each delta.
+      if (type !== 'turn.end' && type !== 'turn.error') return;
+    } else if (typeof message['id'] === 'string' && typeof message['method'] === 'string') {
+      this.open.set(message['id'], { id: message['id'], method: message['method'], params });
+    } else return;
     for (const wake of [...this.waiters]) wake();
   }
 
@@ -221,4 +226,35 @@ export class TurnFollower {
     if (this.current === turnId) this.current = null;
     this.open.clear();
   }
+}
+
+/** What session.history gives a door: enough to find a turn's reply. */
+export interface HistoryLine {
+  role: string;
+  content: string;
+  turn_id: string | null;
+}
+
+/** A turn's reply: its last assistant message ('' when it has none). */
+export function replyOf(history: readonly HistoryLine[], turnId: string): string {
+  return history.filter((m) => m.turn_id === turnId && m.role === 'assistant').at(-1)?.content ?? '';
+}
+
+/** A stored turn as a door says it (`lost`: its host died under it). */
+export function storedState(turn: StoredTurn, reply: string): TurnState {
+  switch (turn.status) {
+    case 'running':
+      return { status: 'running', reply };
+    case 'completed':
+      return { status: 'completed', reply };
+    case 'interrupted':
+      return { status: 'canceled', reply };
+    default:
+      return { status: 'failed', reply, reason: turn.status === 'lost' ? 'lost' : 'agent', message: turn.error ?? 'the turn failed' };
+  }
+}
+
+/** Ended, or waiting on its caller: what a blocking call answers with. */
+export function settled(state: TurnState): boolean {
+  return state.status !== 'queued' && state.status !== 'running';
 }
