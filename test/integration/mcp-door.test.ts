@@ -66,7 +66,9 @@ describe('MCP: turnhost\'s agents as tools (real daemon, the MCP SDK\'s client)'
     const started = await call(client, 'run', { prompt: 'slow\n/sleep 2\nreply', wait_s: 0.2 });
     expect(started.structured).to.deep.include({ status: 'running' });
     const { session_id, turn_id } = started.structured as { session_id: string; turn_id: string };
+    const asked = Date.now();
     const polled = await call(client, 'result', { session_id, turn_id, wait_s: 20 });
+    expect(Date.now() - asked, 'answered when the turn ended (about 2 s), not at wait_s').to.be.below(10_000);
     expect(polled).to.deep.include({ text: 'slow\nreply', isError: false });
     expect(polled.structured).to.deep.include({ status: 'completed', session_id, turn_id });
     expect((await call(client, 'result', { session_id, turn_id })).text, 'a finished turn is read back').to.equal('slow\nreply');
